@@ -1,0 +1,183 @@
+import { z } from 'zod';
+
+/**
+ * Every setting of every service, read from the environment once. One name per setting in every
+ * shape (ARCHITECTURE "Configuration names"); the README's configuration table documents each.
+ */
+const optionalUrl = z
+  .string()
+  .trim()
+  .url()
+  .optional()
+  .or(z.literal('').transform(() => undefined));
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+const bool = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .optional()
+  .transform((v) => v === '1' || v === 'true');
+
+const schema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  PUBLIC_BASE_URL: optionalUrl,
+  DATA_DIR: z.string().default('./data'),
+  ADMIN_TOKEN: optionalString,
+  ADMIN_EMAIL: optionalString,
+  ADMIN_PASSWORD: optionalString,
+  DATABASE_URL: optionalUrl,
+  NATS_URL: optionalString,
+  REDIS_URL: optionalString,
+  S3_ENDPOINT: optionalUrl,
+  S3_ACCESS_KEY: optionalString,
+  S3_SECRET_KEY: optionalString,
+  S3_BUCKET: z.string().default('imagegen'),
+  S3_PUBLIC_URL: optionalUrl,
+  PROVA_BASE_URL: optionalUrl,
+  PROVB_BASE_URL: optionalUrl,
+  PROVA_MODEL_MAP: optionalString,
+  PROVB_MODEL_MAP: optionalString,
+  CREDENTIALS_KEY: optionalString,
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  TARGET: z.string().default('all'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  EVENTS_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]+$/)
+    .default('imagegen'),
+  GRPC_HOST: z.string().default('127.0.0.1'),
+  GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  TENANCY_ADDR: optionalString,
+  LIBRARY_ADDR: optionalString,
+  GENERATION_ADDR: optionalString,
+  USAGE_ADDR: optionalString,
+  WEBHOOKS_ADDR: optionalString,
+  OAUTH_URL: optionalUrl,
+  MCP_URL: optionalUrl,
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  ALLOW_LOOPBACK_FETCH: bool,
+  WEBHOOK_CA_FILE: optionalString,
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
+  DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
+});
+
+export type Env = z.infer<typeof schema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  dataDir: string;
+  adminToken?: string;
+  adminEmail?: string;
+  adminPassword?: string;
+  databaseUrl?: string;
+  natsUrl?: string;
+  redisUrl?: string;
+  s3?: { endPoint: string; accessKey: string; secretKey: string; bucket: string; publicUrl?: string };
+  provABaseUrl?: string;
+  provBBaseUrl?: string;
+  /** JSON maps of our model ids to upstream model names, e.g. {"provA-pro-image":"gemini-3-pro-image"}. */
+  provAModelMap?: Record<string, string>;
+  provBModelMap?: Record<string, string>;
+  credentialsKey?: string;
+  otelEndpoint?: string;
+  target: string;
+  logLevel: Env['LOG_LEVEL'];
+  eventsPrefix: string;
+  grpcHost: string;
+  grpcPort: number;
+  httpPort: number;
+  /** gRPC addresses (host:port) and HTTP URLs of the other services, for the distributed shape. */
+  addresses: Partial<Record<ServiceName, string>>;
+  shutdownGraceMs: number;
+  allowLoopbackFetch: boolean;
+  webhookCaFile?: string;
+  apiKeyCacheTtlMs: number;
+  dbPoolMax: number;
+}
+
+export type ServiceName =
+  | 'tenancy'
+  | 'library'
+  | 'generation'
+  | 'usage'
+  | 'webhooks'
+  | 'oauth'
+  | 'mcp';
+
+export class ConfigError extends Error {}
+
+function parseJsonMap(name: string, v?: string): Record<string, string> | undefined {
+  if (!v) return undefined;
+  try {
+    const parsed = JSON.parse(v);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;
+  } catch {}
+  throw new ConfigError(`${name} must be a JSON object of model id -> upstream model name`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const r = schema.safeParse(env);
+  if (!r.success) {
+    const problems = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = r.data;
+  if (e.S3_ENDPOINT && (!e.S3_ACCESS_KEY || !e.S3_SECRET_KEY)) {
+    throw new ConfigError('S3_ENDPOINT needs S3_ACCESS_KEY and S3_SECRET_KEY');
+  }
+  if (e.CREDENTIALS_KEY && Buffer.from(e.CREDENTIALS_KEY, 'base64').length !== 32) {
+    throw new ConfigError('CREDENTIALS_KEY must be 32 bytes, base64-encoded');
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    dataDir: e.DATA_DIR,
+    adminToken: e.ADMIN_TOKEN,
+    adminEmail: e.ADMIN_EMAIL,
+    adminPassword: e.ADMIN_PASSWORD,
+    databaseUrl: e.DATABASE_URL,
+    natsUrl: e.NATS_URL,
+    redisUrl: e.REDIS_URL,
+    s3: e.S3_ENDPOINT
+      ? {
+          endPoint: e.S3_ENDPOINT,
+          accessKey: e.S3_ACCESS_KEY as string,
+          secretKey: e.S3_SECRET_KEY as string,
+          bucket: e.S3_BUCKET,
+          publicUrl: e.S3_PUBLIC_URL,
+        }
+      : undefined,
+    provABaseUrl: e.PROVA_BASE_URL,
+    provBBaseUrl: e.PROVB_BASE_URL,
+    provAModelMap: parseJsonMap('PROVA_MODEL_MAP', e.PROVA_MODEL_MAP),
+    provBModelMap: parseJsonMap('PROVB_MODEL_MAP', e.PROVB_MODEL_MAP),
+    credentialsKey: e.CREDENTIALS_KEY,
+    otelEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+    target: e.TARGET,
+    logLevel: e.LOG_LEVEL,
+    eventsPrefix: e.EVENTS_PREFIX,
+    grpcHost: e.GRPC_HOST,
+    grpcPort: e.GRPC_PORT,
+    httpPort: e.HTTP_PORT,
+    addresses: {
+      tenancy: e.TENANCY_ADDR,
+      library: e.LIBRARY_ADDR,
+      generation: e.GENERATION_ADDR,
+      usage: e.USAGE_ADDR,
+      webhooks: e.WEBHOOKS_ADDR,
+      oauth: e.OAUTH_URL,
+      mcp: e.MCP_URL,
+    },
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    allowLoopbackFetch: e.ALLOW_LOOPBACK_FETCH,
+    webhookCaFile: e.WEBHOOK_CA_FILE,
+    apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    dbPoolMax: e.DB_POOL_MAX,
+  };
+}

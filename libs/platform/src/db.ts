@@ -1,0 +1,98 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, unknown>>;
+export type TransactionSql = postgres.TransactionSql<Record<string, unknown>>;
+
+export interface DbOptions {
+  /** The service's own schema: every unqualified table name resolves there. */
+  schema: string;
+  max?: number;
+  applicationName?: string;
+}
+
+/** A postgres.js pool whose search_path is the service's own schema (ARCHITECTURE rule 1). */
+export function createDb(url: string, opts: DbOptions): Sql {
+  return postgres(url, {
+    max: opts.max ?? Number(process.env.DB_POOL_MAX ?? 5),
+    idle_timeout: 30,
+    connect_timeout: 10,
+    onnotice: () => {},
+    connection: {
+      search_path: opts.schema,
+      application_name: opts.applicationName ?? `imagegen-${opts.schema}`,
+    },
+    types: {
+      // bigint columns (sizes in bytes) come back as JS numbers; sizes stay far below 2^53.
+      bigint: postgres.BigInt,
+    },
+    transform: { undefined: null },
+  }) as unknown as Sql;
+}
+
+/** Platform-owned tables every schema gets: the transactional outbox and the consumer dedupe table. */
+const PLATFORM_TABLES = `
+CREATE TABLE IF NOT EXISTS outbox (
+  id uuid PRIMARY KEY,
+  subject text NOT NULL,
+  payload bytea NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+CREATE TABLE IF NOT EXISTS processed_events (
+  consumer text NOT NULL,
+  event_id text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, event_id)
+);
+`;
+
+/**
+ * Applies `NNN_name.sql` files from `dir` in order, each once, inside one transaction per file,
+ * under a transaction-scoped advisory lock so concurrent replicas never migrate twice.
+ */
+export async function migrate(sql: Sql, schema: string, dir?: string): Promise<string[]> {
+  const files = dir ? (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort() : [];
+  const applied: string[] = [];
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtext(${`imagegen-migrate:${schema}`}))`;
+    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
+    await tx.unsafe(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await tx.unsafe(PLATFORM_TABLES);
+    const done = new Set((await tx`SELECT name FROM schema_migrations`).map((r) => r.name as string));
+    for (const file of files) {
+      if (done.has(file)) continue;
+      await tx.unsafe(await readFile(join(dir as string, file), 'utf8'));
+      await tx`INSERT INTO schema_migrations (name) VALUES (${file})`;
+      applied.push(file);
+    }
+  });
+  return applied;
+}
+
+/** Creates a fresh database on the server of `baseUrl` (tests: one database per test file). */
+export async function createTestDatabase(
+  baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  prefix = 'it',
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`.toLowerCase();
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const u = new URL(baseUrl);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const a = postgres(baseUrl, { max: 1, onnotice: () => {} });
+      await a.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+export type { EventMessage, EventTransport, OutgoingEvent, RetryPolicy, SubscribeOptions, Subscription } from './types.js';
+export { DEFAULT_RETRY, retryDelay } from './types.js';
+export { matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
+export { createNatsTransport, type NatsTransportOptions } from './nats.js';
+export { createInProcessTransport, type InProcessTransportOptions } from './inprocess.js';
+export {
+  type OutboxEvent,
+  type OutboxRelay,
+  type OutboxRelayOptions,
+  outboxChannel,
+  startOutboxRelay,
+  writeOutbox,
+} from './outbox.js';
+export { consumeOnce } from './consume.js';
+export { extractContext, injectContext } from './trace.js';

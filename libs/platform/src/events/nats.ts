@@ -1,0 +1,281 @@
+import {
+  AckPolicy,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamClient,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+} from '@nats-io/jetstream';
+import { connect, headers as natsHeaders, nanos } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { matchesAny, sanitizeDurable } from './subjects.js';
+import {
+  DEFAULT_RETRY,
+  type EventMessage,
+  type EventTransport,
+  type RetryPolicy,
+  retryDelay,
+  type SubscribeOptions,
+  type Subscription,
+} from './types.js';
+
+export interface NatsTransportOptions {
+  url: string;
+  streamName: string;
+  /** The stream captures `${subjectPrefix}.>`. */
+  subjectPrefix: string;
+  logger: Logger;
+  /** Connection name shown by the server (monitoring). */
+  name?: string;
+  /** How long the stream keeps messages (default 7 days); bounds what a new durable replays. */
+  maxAgeMs?: number;
+  reconnectTimeWaitMs?: number;
+  publishTimeoutMs?: number;
+  retry?: RetryPolicy;
+}
+
+/** Headers the transport adds itself; stripped on delivery so handlers see what was published. */
+const EVENT_ID = 'event-id';
+const isInternalHeader = (k: string) => k === EVENT_ID || /^nats-/i.test(k);
+
+export async function createNatsTransport(opts: NatsTransportOptions): Promise<EventTransport> {
+  const log = opts.logger.child({ transport: 'nats', stream: opts.streamName });
+  const retry = opts.retry ?? DEFAULT_RETRY;
+  // waitOnFirstConnect: keep trying instead of failing when NATS starts after us.
+  const nc = await connect({
+    servers: opts.url,
+    name: opts.name,
+    maxReconnectAttempts: -1,
+    waitOnFirstConnect: true,
+    reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000,
+  });
+  let connected = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        connected = false;
+        log.warn({ server: s.server }, 'nats disconnected');
+      } else if (s.type === 'reconnect') {
+        connected = true;
+        log.info({ server: s.server }, 'nats reconnected');
+      } else if (s.type === 'close') {
+        connected = false;
+      }
+    }
+  })().catch(() => {});
+
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const ensure = () => ensureStream(jsm, opts, log);
+  await ensure();
+
+  // Several filter subjects per consumer need server 2.10; older servers get a
+  // stream-wide filter and the client drops what does not match.
+  const [major = 0, minor = 0] = (nc.info?.version ?? '0.0').split('.').map(Number);
+  const multiFilter = major > 2 || (major === 2 && minor >= 10);
+
+  const subs = new Set<Subscription>();
+  let closed = false;
+
+  return {
+    kind: 'nats',
+
+    async publish(msg) {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(msg.headers)) h.set(k, v);
+      h.set(EVENT_ID, msg.id);
+      // msgID = event id: the stream's duplicate window drops re-publishes (relay retries).
+      await js.publish(msg.subject, msg.data, { msgID: msg.id, headers: h, timeout: opts.publishTimeoutMs ?? 5000 });
+    },
+
+    async subscribe(o) {
+      if (closed) throw new Error('transport closed');
+      const sub = await startConsumer({ js, jsm, ensure, log, streamName: opts.streamName, prefix: opts.subjectPrefix, multiFilter, retry }, o);
+      subs.add(sub);
+      return {
+        async stop() {
+          subs.delete(sub);
+          await sub.stop();
+        },
+      };
+    },
+
+    healthy: () => connected && !nc.isClosed(),
+
+    async close() {
+      closed = true;
+      await Promise.allSettled([...subs].map((s) => s.stop()));
+      subs.clear();
+      if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+async function ensureStream(jsm: JetStreamManager, opts: NatsTransportOptions, log: Logger): Promise<void> {
+  const cfg = {
+    subjects: [`${opts.subjectPrefix}.>`],
+    duplicate_window: nanos(120_000),
+    max_age: nanos(opts.maxAgeMs ?? 7 * 24 * 3_600_000),
+  };
+  try {
+    await jsm.streams.info(opts.streamName);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    try {
+      await jsm.streams.add({ name: opts.streamName, storage: StorageType.File, ...cfg });
+      return;
+    } catch (addErr) {
+      // Another replica may have created it between info and add: fall through to update.
+      log.debug({ err: addErr }, 'stream add failed, trying update');
+    }
+  }
+  await jsm.streams.update(opts.streamName, cfg);
+}
+
+interface ConsumerCtx {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  ensure: () => Promise<void>;
+  log: Logger;
+  streamName: string;
+  prefix: string;
+  multiFilter: boolean;
+  retry: RetryPolicy;
+}
+
+async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subscription> {
+  const durable = sanitizeDurable(o.durable);
+  const log = c.log.child({ durable });
+  const ackWaitMs = o.ackWaitMs ?? 30_000;
+  const filter: Partial<ConsumerConfig> =
+    o.subjects.length === 1
+      ? { filter_subject: o.subjects[0] }
+      : c.multiFilter
+        ? { filter_subjects: o.subjects }
+        : { filter_subject: `${c.prefix}.>` };
+  const mutable: Partial<ConsumerConfig> = { ack_wait: nanos(ackWaitMs), max_deliver: o.maxDeliver ?? -1, ...filter };
+
+  const ensureConsumer = async () => {
+    try {
+      await c.jsm.consumers.add(c.streamName, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ...mutable,
+      });
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) throw err;
+      // Exists with another config (e.g. changed subjects): update what may change, else keep it.
+      await c.jsm.consumers.update(c.streamName, durable, mutable).catch((e) => {
+        log.warn({ err: e }, 'consumer exists with a different config; using it as is');
+      });
+    }
+  };
+  await ensureConsumer();
+
+  let stopped = false;
+  let iter: ConsumerMessages | undefined;
+  let wake: (() => void) | undefined;
+
+  const handle = async (m: JsMsg) => {
+    if (stopped) {
+      // Prefetched but not started: hand it back now rather than after ack_wait.
+      m.nak();
+      return;
+    }
+    const msg = toEventMessage(m);
+    if (!matchesAny(o.subjects, msg.subject)) {
+      m.ack();
+      return;
+    }
+    // Long handlers keep the message theirs (no redelivery to another replica meanwhile).
+    const keepAlive = setInterval(() => m.working(), Math.max(500, ackWaitMs / 2));
+    try {
+      await o.handler(msg);
+      m.ack();
+    } catch (err) {
+      const n = m.info.deliveryCount;
+      const last = o.maxDeliver !== undefined && o.maxDeliver > 0 && n >= o.maxDeliver;
+      const delay = retryDelay(n, c.retry);
+      log[last ? 'error' : 'warn'](
+        { err, subject: msg.subject, id: msg.id, deliveries: n, delay },
+        last ? 'event handler failed, giving up' : 'event handler failed, will retry',
+      );
+      m.nak(delay);
+    } finally {
+      clearInterval(keepAlive);
+    }
+  };
+
+  // The library's consume() re-pulls after reconnects; this outer loop re-creates it
+  // if it ends anyway (consumer or stream lost, heartbeats, errors).
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const consumer = await c.js.consumers.get(c.streamName, durable);
+        iter = await consumer.consume({ max_messages: 10 });
+        void watch(iter);
+        for await (const m of iter) await handle(m);
+      } catch (err) {
+        if (stopped) break;
+        log.warn({ err }, 'consume loop failed; retrying');
+        await recover().catch((e) => log.debug({ err: e }, 're-creating consumer failed'));
+      }
+      if (!stopped) await new Promise<void>((r) => {
+        wake = r;
+        setTimeout(r, 1000).unref();
+      });
+    }
+  })();
+
+  async function recover() {
+    await c.ensure();
+    await ensureConsumer();
+  }
+
+  // consume() keeps running when the consumer vanishes (e.g. a memory-storage server restarted);
+  // re-create it so messages flow again.
+  async function watch(it: ConsumerMessages) {
+    for await (const s of it.status()) {
+      if (s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
+        log.warn({ status: s.type }, 'consumer missing; re-creating');
+        await recover().catch((err) => log.warn({ err }, 're-creating consumer failed'));
+      }
+    }
+  }
+
+  return {
+    async stop() {
+      if (stopped) return loop;
+      stopped = true;
+      await iter?.close();
+      wake?.();
+      await loop;
+    },
+  };
+}
+
+function toEventMessage(m: JsMsg): EventMessage {
+  const h: Record<string, string> = {};
+  let id = '';
+  if (m.headers) {
+    for (const [k, vs] of m.headers) {
+      if (k === EVENT_ID) id = vs[0] ?? '';
+      if (!isInternalHeader(k)) h[k] = vs[0] ?? '';
+    }
+  }
+  return {
+    id: id || m.headers?.get('Nats-Msg-Id') || `${m.info.stream}:${m.seq}`,
+    subject: m.subject,
+    data: m.data,
+    headers: h,
+    redelivered: m.redelivered,
+    deliveryCount: m.info.deliveryCount,
+  };
+}

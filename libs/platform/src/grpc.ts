@@ -1,0 +1,265 @@
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { AppError, type ErrorBody } from './errors.js';
+
+/**
+ * Who is calling, as established by the gateway (ARCHITECTURE rule 2). Services trust only this
+ * metadata, never a raw credential.
+ */
+export interface Principal {
+  requestId: string;
+  tenantId?: string;
+  keyType?: 'live' | 'test';
+  /** OAuth scopes; undefined means an API key (all scopes). */
+  scopes?: string[];
+  adminUserId?: string;
+  adminRole?: 'admin' | 'super_admin';
+  /** The application session (X-Session-Id / session_id). */
+  sessionId?: string;
+  /** Where the call came from: tenant_api, mcp, admin, internal. */
+  source?: string;
+}
+
+const MD = {
+  requestId: 'x-request-id',
+  tenantId: 'x-tenant-id',
+  keyType: 'x-key-type',
+  scopes: 'x-scopes',
+  adminUserId: 'x-admin-user-id',
+  adminRole: 'x-admin-role',
+  sessionId: 'x-session-id-bin',
+  source: 'x-source',
+} as const;
+const ERROR_BODY_KEY = 'x-error-body-bin';
+const ERROR_HEADERS_KEY = 'x-error-headers-bin';
+
+export function principalToMetadata(p: Principal): grpc.Metadata {
+  const md = new grpc.Metadata();
+  md.set(MD.requestId, p.requestId);
+  if (p.tenantId) md.set(MD.tenantId, p.tenantId);
+  if (p.keyType) md.set(MD.keyType, p.keyType);
+  if (p.scopes) md.set(MD.scopes, p.scopes.join(' '));
+  if (p.adminUserId) md.set(MD.adminUserId, p.adminUserId);
+  if (p.adminRole) md.set(MD.adminRole, p.adminRole);
+  if (p.sessionId) md.set(MD.sessionId, Buffer.from(p.sessionId, 'utf8'));
+  if (p.source) md.set(MD.source, p.source);
+  return md;
+}
+
+export function principalFromMetadata(md: grpc.Metadata): Principal {
+  const s = (k: string) => {
+    const v = md.get(k)[0];
+    return v === undefined ? undefined : Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+  };
+  const scopes = s(MD.scopes);
+  return {
+    requestId: s(MD.requestId) ?? randomUUID(),
+    tenantId: s(MD.tenantId),
+    keyType: s(MD.keyType) as Principal['keyType'],
+    scopes: scopes === undefined ? undefined : scopes.split(' ').filter(Boolean),
+    adminUserId: s(MD.adminUserId),
+    adminRole: s(MD.adminRole) as Principal['adminRole'],
+    sessionId: s(MD.sessionId),
+    source: s(MD.source),
+  };
+}
+
+/** The single mapping between the spec's HTTP statuses and gRPC status codes, both ways. */
+const HTTP_TO_GRPC: Record<number, grpc.status> = {
+  400: grpc.status.INVALID_ARGUMENT,
+  401: grpc.status.UNAUTHENTICATED,
+  402: grpc.status.FAILED_PRECONDITION,
+  403: grpc.status.PERMISSION_DENIED,
+  404: grpc.status.NOT_FOUND,
+  409: grpc.status.ALREADY_EXISTS,
+  413: grpc.status.OUT_OF_RANGE,
+  422: grpc.status.INVALID_ARGUMENT,
+  429: grpc.status.RESOURCE_EXHAUSTED,
+  500: grpc.status.INTERNAL,
+  502: grpc.status.UNAVAILABLE,
+  503: grpc.status.UNAVAILABLE,
+  504: grpc.status.DEADLINE_EXCEEDED,
+};
+const GRPC_TO_HTTP: Partial<Record<grpc.status, number>> = {
+  [grpc.status.INVALID_ARGUMENT]: 400,
+  [grpc.status.UNAUTHENTICATED]: 401,
+  [grpc.status.FAILED_PRECONDITION]: 402,
+  [grpc.status.PERMISSION_DENIED]: 403,
+  [grpc.status.NOT_FOUND]: 404,
+  [grpc.status.ALREADY_EXISTS]: 409,
+  [grpc.status.OUT_OF_RANGE]: 413,
+  [grpc.status.RESOURCE_EXHAUSTED]: 429,
+  [grpc.status.UNAVAILABLE]: 503,
+  [grpc.status.DEADLINE_EXCEEDED]: 504,
+};
+
+export function httpStatusToGrpc(status: number): grpc.status {
+  return HTTP_TO_GRPC[status] ?? (status >= 500 ? grpc.status.INTERNAL : grpc.status.INVALID_ARGUMENT);
+}
+
+/** Turns an error raised by a handler into a gRPC ServiceError carrying the exact HTTP body. */
+export function toServiceError(err: unknown, requestId: string, logger?: Logger): Partial<grpc.ServiceError> {
+  const app =
+    err instanceof AppError
+      ? err
+      : new AppError(500, { error: 'Internal server error', requestId });
+  if (!(err instanceof AppError)) logger?.error({ err, requestId }, 'unhandled error in gRPC handler');
+  const metadata = new grpc.Metadata();
+  metadata.set(ERROR_BODY_KEY, Buffer.from(JSON.stringify({ status: app.status, body: app.body })));
+  if (Object.keys(app.headers).length) metadata.set(ERROR_HEADERS_KEY, Buffer.from(JSON.stringify(app.headers)));
+  return { code: httpStatusToGrpc(app.status), details: app.body.error, metadata };
+}
+
+/** Turns a gRPC error received by a client back into the AppError the remote handler raised. */
+export function fromServiceError(err: grpc.ServiceError, requestId: string): AppError {
+  const raw = err.metadata?.get(ERROR_BODY_KEY)[0];
+  if (raw) {
+    const { status, body } = JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as {
+      status: number;
+      body: ErrorBody;
+    };
+    const h = err.metadata.get(ERROR_HEADERS_KEY)[0];
+    return new AppError(status, body, h ? JSON.parse(Buffer.from(h as Buffer).toString('utf8')) : {});
+  }
+  const status = GRPC_TO_HTTP[err.code] ?? 500;
+  if (status === 503) return new AppError(503, { error: 'Service temporarily unavailable', requestId });
+  if (status === 504) return new AppError(504, { error: 'Upstream service timed out', requestId });
+  return new AppError(status >= 500 ? 500 : status, { error: status >= 500 ? 'Internal server error' : err.details, requestId });
+}
+
+// ---- typed server and client built from ts-proto grpc-js service definitions ----
+
+type AnyDefinition = Record<string, grpc.MethodDefinition<any, any>>;
+type ReqOf<M> = M extends grpc.MethodDefinition<infer Req, any> ? Req : never;
+type ResOf<M> = M extends grpc.MethodDefinition<any, infer Res> ? Res : never;
+
+export interface CallContext {
+  principal: Principal;
+  logger: Logger;
+  deadline?: Date;
+}
+
+export type Handlers<D extends AnyDefinition> = {
+  [K in keyof D]: (req: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
+};
+
+export interface GrpcServiceBinding<D extends AnyDefinition = AnyDefinition> {
+  definition: D;
+  handlers: Handlers<D>;
+}
+
+export function bind<D extends AnyDefinition>(definition: D, handlers: Handlers<D>): GrpcServiceBinding {
+  return { definition, handlers } as unknown as GrpcServiceBinding;
+}
+
+export interface RunningGrpcServer {
+  address: string;
+  port: number;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts a gRPC server with unary handlers; handler errors become statuses carrying the spec body. */
+export async function startGrpcServer(opts: {
+  host?: string;
+  port?: number;
+  services: GrpcServiceBinding[];
+  logger: Logger;
+  /** Extra per-call hook, e.g. metrics. */
+  onCall?: (method: string, code: grpc.status, ms: number) => void;
+}): Promise<RunningGrpcServer> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
+  for (const { definition, handlers } of opts.services) {
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const [name, method] of Object.entries(definition)) {
+      const handler = (handlers as Record<string, (r: unknown, c: CallContext) => Promise<unknown>>)[name];
+      if (!handler) throw new Error(`missing gRPC handler ${method.path}`);
+      impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        const started = performance.now();
+        const principal = principalFromMetadata(call.metadata);
+        const logger = opts.logger.child({ requestId: principal.requestId, rpc: method.path });
+        const deadline = call.getDeadline();
+        handler(call.request, { principal, logger, deadline: deadline instanceof Date ? deadline : undefined }).then(
+          (res) => {
+            opts.onCall?.(method.path, grpc.status.OK, performance.now() - started);
+            callback(null, res);
+          },
+          (err) => {
+            const se = toServiceError(err, principal.requestId, logger);
+            opts.onCall?.(method.path, se.code ?? grpc.status.UNKNOWN, performance.now() - started);
+            callback(se as grpc.ServiceError);
+          },
+        );
+      };
+    }
+    server.addService(definition as grpc.ServiceDefinition, impl);
+  }
+  const host = opts.host ?? '127.0.0.1';
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  const address = `${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  return {
+    address,
+    port,
+    stop: (graceMs = 5000) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+  };
+}
+
+export type Client<D extends AnyDefinition> = {
+  [K in keyof D]: (req: ReqOf<D[K]>, principal: Principal, opts?: { timeoutMs?: number }) => Promise<ResOf<D[K]>>;
+} & { close(): void };
+
+const DEFAULT_DEADLINE_MS = Number(process.env.GRPC_DEADLINE_MS ?? 30_000);
+
+/**
+ * A promise-returning client for `definition` at `address` (host:port). Every call carries the principal
+ * as metadata and a deadline; a failed call rejects with the AppError the server raised.
+ */
+export function createClient<D extends AnyDefinition>(definition: D, address: string | (() => string)): Client<D> {
+  const Ctor = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, 'svc');
+  let client: grpc.Client | undefined;
+  let boundTo: string | undefined;
+  const get = () => {
+    const addr = typeof address === 'function' ? address() : address;
+    if (!client || boundTo !== addr) {
+      client?.close();
+      client = new Ctor(addr, grpc.credentials.createInsecure(), {
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+        'grpc.max_send_message_length': 64 * 1024 * 1024,
+      });
+      boundTo = addr;
+    }
+    return client as unknown as Record<string, Function>;
+  };
+  const out: Record<string, unknown> = {
+    close: () => client?.close(),
+  };
+  for (const name of Object.keys(definition)) {
+    out[name] = (req: unknown, principal: Principal, opts?: { timeoutMs?: number }) =>
+      new Promise((resolve, reject) => {
+        const deadline = new Date(Date.now() + (opts?.timeoutMs ?? DEFAULT_DEADLINE_MS));
+        get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
+          err ? reject(fromServiceError(err, principal.requestId)) : resolve(res),
+        );
+      });
+  }
+  return out as Client<D>;
+}
+
+/** A principal for calls a service makes on its own behalf (consumers, background jobs). */
+export function internalPrincipal(tenantId?: string): Principal {
+  return { requestId: randomUUID(), tenantId, source: 'internal' };
+}

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { contentTypeFromKey } from './content-type.js';
+import { encodeKeyPath, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
+import type { ObjectStorage, ObjectStream } from './types.js';
+
+export interface FsStorageOptions {
+  dir: string;
+  publicBaseUrl: string;
+}
+
+// Errors meaning "no object at this key" (ENOTDIR: a parent segment is a file; EISDIR: key is a prefix).
+const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
+const isMissing = (e: unknown): boolean => MISSING.has((e as NodeJS.ErrnoException)?.code ?? '');
+
+/** Objects as plain files under `dir/<key>`; the content type in a hidden sidecar `.<name>.ct`. */
+export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
+  const root = opts.dir;
+  const base = trimTrailingSlash(opts.publicBaseUrl);
+  const pathOf = (key: string): string => join(root, validateKey(key));
+  const sidecarOf = (path: string): string => join(dirname(path), `.${basename(path)}.ct`);
+
+  // Temp file + rename, so readers never see a half-written object.
+  async function writeAtomic(path: string, data: Buffer | string): Promise<void> {
+    const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      await writeFile(tmp, data);
+      await rename(tmp, path);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  async function contentTypeOf(key: string, path: string): Promise<string> {
+    try {
+      return (await readFile(sidecarOf(path), 'utf8')).trim() || contentTypeFromKey(key);
+    } catch (e) {
+      if (isMissing(e)) return contentTypeFromKey(key);
+      throw e;
+    }
+  }
+
+  async function removeOne(key: string): Promise<void> {
+    const path = pathOf(key);
+    await rm(path, { force: true });
+    await rm(sidecarOf(path), { force: true });
+  }
+
+  return {
+    kind: 'fs',
+
+    async put(key, data, contentType) {
+      const path = pathOf(key);
+      await mkdir(dirname(path), { recursive: true });
+      // Sidecar first: a concurrent reader may see the new type with the old bytes, never a missing type.
+      await writeAtomic(sidecarOf(path), contentType);
+      await writeAtomic(path, data);
+    },
+
+    async get(key) {
+      try {
+        return await readFile(pathOf(key));
+      } catch (e) {
+        if (isMissing(e)) throw objectNotFound();
+        throw e;
+      }
+    },
+
+    async getStream(key) {
+      const path = pathOf(key);
+      // Open first so a missing key fails here with 404 rather than later as a stream error.
+      let handle;
+      try {
+        handle = await open(path, 'r');
+      } catch (e) {
+        if (isMissing(e)) throw objectNotFound();
+        throw e;
+      }
+      if (!(await handle.stat()).isFile()) {
+        await handle.close();
+        throw objectNotFound();
+      }
+      return handle.createReadStream() as unknown as ObjectStream;
+    },
+
+    async stat(key) {
+      const path = pathOf(key);
+      try {
+        const st = await stat(path);
+        if (!st.isFile()) return null;
+        return { size: st.size, contentType: await contentTypeOf(key, path) };
+      } catch (e) {
+        if (isMissing(e)) return null;
+        throw e;
+      }
+    },
+
+    async delete(key) {
+      await removeOne(key);
+    },
+
+    async deleteMany(keys) {
+      keys.forEach(validateKey); // refuse the whole batch before touching anything
+      for (let i = 0; i < keys.length; i += 32) {
+        await Promise.all(keys.slice(i, i + 32).map(removeOne));
+      }
+    },
+
+    publicUrl(key) {
+      return `${base}/files/${encodeKeyPath(validateKey(key))}`;
+    },
+
+    async healthy() {
+      try {
+        await mkdir(root, { recursive: true });
+        await access(root, constants.R_OK | constants.W_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

@@ -1,0 +1,17 @@
+export type ObjectStream = NodeJS.ReadableStream & AsyncIterable<Buffer>;
+
+/** Where image originals and thumbnails live: the local filesystem (all-in-one) or S3 (MinIO). */
+export interface ObjectStorage {
+  readonly kind: 'fs' | 's3';
+  put(key: string, data: Buffer, contentType: string): Promise<void>;
+  /** Throws AppError 404 {error:'Object not found'} when the key is missing. */
+  get(key: string): Promise<Buffer>;
+  /** Same 404 as get(), raised before the stream is returned. */
+  getStream(key: string): Promise<ObjectStream>;
+  stat(key: string): Promise<{ size: number; contentType: string } | null>;
+  /** Deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  deleteMany(keys: string[]): Promise<void>;
+  publicUrl(key: string): string;
+  healthy(): Promise<boolean>;
+}

@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { trace } from '@opentelemetry/api';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, createTestDatabase, migrate, type Sql, type TransactionSql } from '../../src/db.js';
+import {
+  consumeOnce,
+  createInProcessTransport,
+  createNatsTransport,
+  type EventMessage,
+  type EventTransport,
+  extractContext,
+  startOutboxRelay,
+  writeOutbox,
+} from '../../src/events/index.js';
+
+const logger = pino({ level: 'silent' });
+const SCHEMA = 'svc';
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A real in-process transport whose publish can be switched off, standing in for NATS being down. */
+function switchable(inner: EventTransport) {
+  const state = { down: false, attempts: 0 };
+  const t: EventTransport = {
+    ...inner,
+    kind: inner.kind,
+    publish: async (m) => {
+      state.attempts++;
+      if (state.down) throw new Error('transport down');
+      await inner.publish(m);
+    },
+  };
+  return { t, state };
+}
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let sql: Sql;
+const provider = new NodeTracerProvider();
+
+beforeAll(async () => {
+  provider.register(); // W3C propagator + async context, so trace context really rides along
+  db = await createTestDatabase(undefined, 'events');
+  sql = createDb(db.url, { schema: SCHEMA });
+  await migrate(sql, SCHEMA);
+  await sql`CREATE TABLE counter (event_id text, n int)`;
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await db?.drop();
+  await provider.shutdown();
+});
+
+describe('outbox', () => {
+  const setup = async (pollMs = 5000) => {
+    const inner = createInProcessTransport({ logger });
+    const { t, state } = switchable(inner);
+    const received: EventMessage[] = [];
+    await inner.subscribe({ durable: `d${randomUUID()}`, subjects: ['imagegen.>'], handler: async (m) => void received.push(m) });
+    // A long poll: prompt delivery in these tests proves the NOTIFY wake-up works.
+    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: t, logger, pollMs });
+    return {
+      received,
+      state,
+      relay,
+      stop: async () => {
+        await relay.stop();
+        await inner.close();
+      },
+    };
+  };
+
+  it('publishes nothing for a rolled-back transaction', async () => {
+    const r = await setup();
+    const subject = 'imagegen.library.rolled_back';
+    await expect(
+      sql.begin(async (tx) => {
+        await writeOutbox(tx, { subject, data: bytes('never') });
+        throw new Error('rollback');
+      }),
+    ).rejects.toThrow('rollback');
+    const id = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.committed', data: bytes('yes') }));
+    await until(() => r.received.some((m) => m.id === id));
+    expect(r.received.map((m) => m.subject)).toEqual(['imagegen.library.committed']);
+    const [{ n }] = await sql`SELECT count(*)::int AS n FROM outbox WHERE subject = ${subject}`;
+    expect(n).toBe(0);
+    await r.stop();
+  });
+
+  it('publishes committed rows in order with trace context and marks them', async () => {
+    const r = await setup();
+    const tracer = trace.getTracer('test');
+    let traceId = '';
+    const ids = await tracer.startActiveSpan('request', async (span) => {
+      traceId = span.spanContext().traceId;
+      try {
+        return await sql.begin(async (tx) => [
+          await writeOutbox(tx, { subject: 'imagegen.library.image_stored', data: bytes('1'), headers: { tenant: 't1' } }),
+          await writeOutbox(tx, { subject: 'imagegen.library.image_stored', data: bytes('2') }),
+          await writeOutbox(tx, { subject: 'imagegen.library.image_deleted', data: bytes('3'), schema: SCHEMA }),
+        ]);
+      } finally {
+        span.end();
+      }
+    });
+    await until(() => r.received.length === 3);
+    expect(r.received.map((m) => m.id)).toEqual(ids);
+    expect(r.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
+    expect(r.received[0].headers.tenant).toBe('t1');
+    expect(trace.getSpanContext(extractContext(r.received[0].headers))?.traceId).toBe(traceId);
+    await until(async () => (await r.relay.lag()) === 0);
+    const rows = await sql`SELECT published_at FROM outbox WHERE id = ANY(${ids}::uuid[])`;
+    expect(rows.every((row) => row.published_at instanceof Date)).toBe(true);
+    await r.stop();
+  });
+
+  it('keeps rows while the transport fails and publishes them once it works', async () => {
+    const r = await setup(100);
+    r.state.down = true;
+    const id = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.delayed', data: bytes('d') }));
+    await until(() => r.state.attempts >= 2); // woken by NOTIFY, then retried by the poll
+    expect(await r.relay.lag()).toBe(1);
+    expect(r.received).toHaveLength(0);
+    r.state.down = false;
+    await until(() => r.received.some((m) => m.id === id));
+    await until(async () => (await r.relay.lag()) === 0);
+    expect(r.received.filter((m) => m.id === id)).toHaveLength(1);
+    await r.stop();
+  });
+
+  it('two relays on one schema publish each row once (SKIP LOCKED)', async () => {
+    const inner = createInProcessTransport({ logger, duplicateWindowMs: 0 }); // count raw publishes
+    const received: EventMessage[] = [];
+    await inner.subscribe({ durable: 'all', subjects: ['imagegen.>'], handler: async (m) => void received.push(m) });
+    const relays = await Promise.all([1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: inner, logger, pollMs: 50, batch: 5 })));
+    await sql.begin(async (tx) => {
+      for (let i = 0; i < 40; i++) await writeOutbox(tx, { subject: 'imagegen.library.bulk', data: bytes(`${i}`) });
+    });
+    await until(() => received.length >= 40);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(received).toHaveLength(40);
+    expect(new Set(received.map((m) => m.id)).size).toBe(40);
+    await Promise.all(relays.map((x) => x.stop()));
+    await inner.close();
+  });
+});
+
+const bump = (eventId: string) => async (tx: TransactionSql) => {
+  await tx`INSERT INTO counter (event_id, n) VALUES (${eventId}, 1)`;
+};
+const count = async (eventId: string) =>
+  (await sql`SELECT count(*)::int AS n FROM counter WHERE event_id = ${eventId}`)[0].n as number;
+
+describe('consumeOnce', () => {
+  it('counts a duplicate event once', async () => {
+    const id = randomUUID();
+    expect(await consumeOnce(sql, 'usage', id, bump(id))).toBe(true);
+    expect(await consumeOnce(sql, 'usage', id, bump(id))).toBe(false);
+    expect(await consumeOnce(sql, 'webhooks', id, async () => {})).toBe(true); // per consumer
+    expect(await count(id)).toBe(1);
+  });
+
+  it('counts concurrent duplicates once', async () => {
+    const id = randomUUID();
+    const results = await Promise.all([1, 2, 3].map(() => consumeOnce(sql, 'usage', id, bump(id))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await count(id)).toBe(1);
+  });
+
+  it('forgets the event when the work fails, so a redelivery can succeed', async () => {
+    const id = randomUUID();
+    await expect(
+      consumeOnce(sql, 'usage', id, async (tx) => {
+        await bump(id)(tx);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await count(id)).toBe(0);
+    expect(await consumeOnce(sql, 'usage', id, bump(id))).toBe(true);
+    expect(await count(id)).toBe(1);
+  });
+});
+
+describe('outbox to JetStream', () => {
+  const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+  const streamName = `TEST_${tag}`;
+  let nats: EventTransport;
+
+  beforeAll(async () => {
+    nats = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
+  });
+  afterAll(async () => {
+    await nats?.close();
+    const nc = await connect({ servers: NATS_URL });
+    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
+    await nc.close();
+  });
+
+  it('relays, dedupes a re-publish and consumes once with the commit before the ack', async () => {
+    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: nats, logger, pollMs: 5000 });
+    const handled: string[] = [];
+    const sub = await nats.subscribe({
+      durable: 'usage',
+      subjects: [`${tag}.library.>`],
+      handler: async (m) => {
+        if (await consumeOnce(sql, 'usage-js', m.id, bump(m.id))) handled.push(m.id);
+      },
+    });
+    const id = await sql.begin((tx) => writeOutbox(tx, { subject: `${tag}.library.image_stored`, data: bytes('x') }));
+    await until(() => handled.length === 1);
+    // A relay crash between publish and mark re-publishes the row: JetStream drops it by id.
+    await sql`UPDATE outbox SET published_at = NULL WHERE id = ${id}`;
+    await sql`SELECT pg_notify('outbox_svc', '')`;
+    await until(async () => (await relay.lag()) === 0);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(handled).toEqual([id]);
+    expect(await count(id)).toBe(1);
+    await sub.stop();
+    await relay.stop();
+  });
+});

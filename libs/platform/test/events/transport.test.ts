@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createInProcessTransport,
+  createNatsTransport,
+  type EventMessage,
+  type EventTransport,
+  subjectFor,
+} from '../../src/events/index.js';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const logger = pino({ level: 'silent' });
+const fast = { baseMs: 100, maxMs: 1000 };
+
+async function until(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+interface Harness {
+  transport: EventTransport;
+  prefix: string;
+  teardown(): Promise<void>;
+}
+
+const nats = async (): Promise<Harness> => {
+  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+  const streamName = `TEST_${tag}`;
+  const transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger, retry: fast });
+  return {
+    transport,
+    prefix: tag,
+    async teardown() {
+      await transport.close();
+      const nc = await connect({ servers: NATS_URL });
+      await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
+      await nc.close();
+    },
+  };
+};
+
+const inprocess = async (): Promise<Harness> => {
+  const transport = createInProcessTransport({ logger, retry: fast });
+  return { transport, prefix: 'imagegen', teardown: () => transport.close() };
+};
+
+/** The semantics every transport must share; services only see this interface. */
+describe.each([
+  ['nats', nats],
+  ['inprocess', inprocess],
+])('%s transport', (kind, make) => {
+  let h: Harness;
+  let n = 0;
+  // Each test gets its own subject space and durables, so tests never see each other's messages.
+  const space = () => `s${++n}`;
+
+  beforeAll(async () => {
+    h = await make();
+  });
+  afterAll(async () => {
+    await h?.teardown();
+  });
+
+  const collect = async (durable: string, subjects: string[], received: EventMessage[] = []) => {
+    const sub = await h.transport.subscribe({ durable, subjects, handler: async (m) => void received.push(m) });
+    return { received, sub };
+  };
+
+  it('reports its kind and health', () => {
+    expect(h.transport.kind).toBe(kind);
+    expect(h.transport.healthy()).toBe(true);
+  });
+
+  it('round-trips data and headers', async () => {
+    const s = subjectFor(h.prefix, `${space()}.image_stored`);
+    const { received, sub } = await collect('rt', [s]);
+    const id = randomUUID();
+    const headers = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tenant: 't1' };
+    await h.transport.publish({ id, subject: s, data: bytes('hello'), headers });
+    await until(() => received.length === 1);
+    const [m] = received;
+    expect(m.id).toBe(id);
+    expect(m.subject).toBe(s);
+    expect(text(m.data)).toBe('hello');
+    expect(m.headers).toEqual(headers);
+    expect(m.redelivered).toBe(false);
+    expect(m.deliveryCount).toBe(1);
+    await sub.stop();
+  });
+
+  it('delivers the same id once', async () => {
+    const s = subjectFor(h.prefix, `${space()}.dup`);
+    const { received, sub } = await collect('dup', [s]);
+    const id = randomUUID();
+    await h.transport.publish({ id, subject: s, data: bytes('a'), headers: {} });
+    await h.transport.publish({ id, subject: s, data: bytes('a'), headers: {} });
+    const marker = randomUUID();
+    await h.transport.publish({ id: marker, subject: s, data: bytes('end'), headers: {} });
+    await until(() => received.some((m) => m.id === marker));
+    expect(received.map((m) => m.id)).toEqual([id, marker]);
+    await sub.stop();
+  });
+
+  it('redelivers after a handler failure', async () => {
+    const s = subjectFor(h.prefix, `${space()}.fail`);
+    const seen: EventMessage[] = [];
+    const sub = await h.transport.subscribe({
+      durable: 'fail',
+      subjects: [s],
+      handler: async (m) => {
+        seen.push(m);
+        if (seen.length === 1) throw new Error('transient');
+      },
+    });
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('x'), headers: {} });
+    await until(() => seen.length === 2);
+    expect(seen[0].redelivered).toBe(false);
+    expect(seen[1].redelivered).toBe(true);
+    expect(seen[1].deliveryCount).toBe(2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen).toHaveLength(2); // acked after the success: no third delivery
+    await sub.stop();
+  });
+
+  it('gives every durable every message', async () => {
+    const sp = space();
+    const a = await collect('two-a', [subjectFor(h.prefix, `${sp}.>`)]);
+    const b = await collect('two-b', [subjectFor(h.prefix, `${sp}.>`)]);
+    for (const i of [1, 2, 3]) {
+      await h.transport.publish({ id: randomUUID(), subject: subjectFor(h.prefix, `${sp}.e${i}`), data: bytes(`${i}`), headers: {} });
+    }
+    await until(() => a.received.length === 3 && b.received.length === 3);
+    expect(a.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
+    expect(b.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
+    await Promise.all([a.sub.stop(), b.sub.stop()]);
+  });
+
+  it('resumes a durable after stop with what was published meanwhile', async () => {
+    const s = subjectFor(h.prefix, `${space()}.resume`);
+    const first = await collect('resume', [s]);
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('1'), headers: {} });
+    await until(() => first.received.length === 1);
+    await first.sub.stop();
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('2'), headers: {} });
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('3'), headers: {} });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(first.received).toHaveLength(1); // stopped: nothing more to the old handler
+    const second = await collect('resume', [s]);
+    await until(() => second.received.length === 2);
+    expect(second.received.map((m) => text(m.data))).toEqual(['2', '3']);
+    await second.sub.stop();
+  });
+
+  it('stop waits for the in-flight handler', async () => {
+    const s = subjectFor(h.prefix, `${space()}.inflight`);
+    let started = false;
+    let finished = false;
+    const sub = await h.transport.subscribe({
+      durable: 'inflight',
+      subjects: [s],
+      handler: async () => {
+        started = true;
+        await new Promise((r) => setTimeout(r, 200));
+        finished = true;
+      },
+    });
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('x'), headers: {} });
+    await until(() => started);
+    await sub.stop();
+    expect(finished).toBe(true);
+  });
+
+  it('matches wildcard subjects like NATS', async () => {
+    const sp = space();
+    const subj = (rest: string) => subjectFor(h.prefix, `${sp}.${rest}`);
+    const { received, sub } = await collect('wild', [subj('*.created'), subj('deep.>')]);
+    const pub = (s: string) => h.transport.publish({ id: randomUUID(), subject: s, data: bytes(s), headers: {} });
+    await pub(subj('image.created')); // yes: * is one token
+    await pub(subj('image.x.created')); // no: * is exactly one token
+    await pub(subj('deep')); // no: > needs at least one more token
+    await pub(subj('deep.a.b')); // yes
+    await pub(subj('image.deleted')); // no
+    await pub(subj('end.created')); // yes, marker
+    await until(() => received.some((m) => m.subject === subj('end.created')));
+    expect(received.map((m) => m.subject)).toEqual([subj('image.created'), subj('deep.a.b'), subj('end.created')]);
+    await sub.stop();
+  });
+});

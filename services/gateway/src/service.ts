@@ -1,0 +1,15 @@
+import type { StartService } from '@imagegen/platform';
+import { buildApp } from './app.js';
+
+/** The public door: REST /api/*, /admin/*, /health, /docs, /files/*, and the proxied OAuth and MCP paths. */
+export const start: StartService = async (ctx) => {
+  const app = await buildApp(ctx);
+  const address = await app.listen({ port: ctx.config.port, host: ctx.config.host });
+  const port = Number(new URL(address).port);
+  return {
+    httpUrl: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      await app.close();
+    },
+  };
+};

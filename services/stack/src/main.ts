@@ -1,0 +1,44 @@
+import { parseArgs } from 'node:util';
+import { createLogger } from '@imagegen/platform';
+import { ensureDemoTenant } from './bootstrap.js';
+import { startStack } from './stack.js';
+
+/**
+ * `pnpm start [-- --target all|<module>[,<module>]]`: the all-in-one runner. Starts modules in
+ * dependency order, stops them in reverse on SIGINT/SIGTERM, and prints where to reach the stack.
+ */
+const { values } = parseArgs({ options: { target: { type: 'string' } }, allowPositionals: true });
+const logger = createLogger('stack');
+const stack = await startStack({ target: values.target, logger });
+
+let stopping = false;
+const shutdown = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'stopping');
+  const force = setTimeout(() => process.exit(1), stack.config.shutdownGraceMs + 5000);
+  await stack.stop();
+  clearTimeout(force);
+  process.exit(0);
+};
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+if (stack.baseUrl) {
+  const demo = await ensureDemoTenant(stack);
+  const adminFromEnv = Boolean(process.env.ADMIN_PASSWORD);
+  const lines = [
+    '',
+    `imagegen is running at ${stack.config.publicBaseUrl}`,
+    `  API docs:        ${stack.config.publicBaseUrl}/docs`,
+    `  Admin token:     ${stack.config.adminToken}   (header X-Admin-Token)`,
+    `  Admin sign-in:   ${stack.config.adminEmail} / ${adminFromEnv ? '(ADMIN_PASSWORD)' : stack.config.adminPassword}   (POST /admin/auth/login)`,
+    demo ? `  Demo tenant:     ${demo.tenantId}   test API key: ${demo.testKey}` : '',
+    `  Try:  curl -H "X-API-Key: ${demo?.testKey ?? '<key>'}" ${stack.config.publicBaseUrl}/api/profile`,
+    `  Data: ${stack.config.dataDir}   Stop with Ctrl+C.`,
+    '',
+  ];
+  process.stdout.write(`${lines.filter((l) => l !== '').join('\n')}\n`);
+} else {
+  logger.info({ modules: stack.modules.map((m) => ({ name: m.name, grpc: m.running.grpcAddress, http: m.running.httpUrl })) }, 'started');
+}
