@@ -72,7 +72,7 @@ export async function startTestStack(opts: { env?: Record<string, string>; nats?
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ALLOW_LOOPBACK_FETCH: '1',
     EVENTS_PREFIX: `e2e${randomBytes(4).toString('hex')}`,
-    DB_POOL_MAX: '3',
+    DB_POOL_MAX: '2',
     ...(opts.nats ? { NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' } : {}),
     ...opts.env,
   };

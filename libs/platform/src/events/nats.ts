@@ -219,9 +219,12 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     while (!stopped) {
       try {
         const consumer = await c.js.consumers.get(c.streamName, durable);
-        iter = await consumer.consume({ max_messages: 10 });
-        void watch(iter);
-        for await (const m of iter) await handle(m);
+        if (stopped) break;
+        const it = await consumer.consume({ max_messages: 10 });
+        iter = it;
+        if (stopped) void it.close(); // stop() ran while consume() was starting
+        void watch(it);
+        for await (const m of it) await handle(m);
       } catch (err) {
         if (stopped) break;
         log.warn({ err }, 'consume loop failed; retrying');

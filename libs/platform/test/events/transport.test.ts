@@ -179,6 +179,17 @@ describe.each([
     expect(finished).toBe(true);
   });
 
+  it('stops cleanly right after subscribing', async () => {
+    const s = subjectFor(h.prefix, `${space()}.quick`);
+    const first = await collect('quick', [s]);
+    await first.sub.stop();
+    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('1'), headers: {} });
+    const second = await collect('quick', [s]);
+    await until(() => second.received.length === 1);
+    expect(first.received).toHaveLength(0);
+    await second.sub.stop();
+  });
+
   it('matches wildcard subjects like NATS', async () => {
     const sp = space();
     const subj = (rest: string) => subjectFor(h.prefix, `${sp}.${rest}`);

@@ -1,0 +1,112 @@
+import type { MethodDefinition } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { AppError, badRequest, quotaExceeded } from '../src/errors.js';
+import { bind, createClient, type Principal, type RunningGrpcServer, startGrpcServer } from '../src/grpc.js';
+import { createLogger } from '../src/logger.js';
+
+// A hand-written JSON-serialized service definition, shaped like ts-proto's grpc-js output.
+function jsonMethod<Req, Res>(path: string): MethodDefinition<Req, Res> {
+  return {
+    path,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (v: Req) => Buffer.from(JSON.stringify(v)),
+    requestDeserialize: (b: Buffer) => JSON.parse(b.toString()),
+    responseSerialize: (v: Res) => Buffer.from(JSON.stringify(v)),
+    responseDeserialize: (b: Buffer) => JSON.parse(b.toString()),
+  };
+}
+const EchoService = {
+  echo: jsonMethod<{ text: string }, { text: string; principal: Principal }>('/test.Echo/Echo'),
+  fail: jsonMethod<{ kind: string }, object>('/test.Echo/Fail'),
+  slow: jsonMethod<{ ms: number }, object>('/test.Echo/Slow'),
+};
+
+let server: RunningGrpcServer;
+const calls: { method: string; code: number }[] = [];
+beforeAll(async () => {
+  server = await startGrpcServer({
+    logger: createLogger('test', 'silent'),
+    onCall: (method, code) => calls.push({ method, code }),
+    services: [
+      bind(EchoService, {
+        echo: async (req, ctx) => ({ text: req.text, principal: ctx.principal }),
+        fail: async (req) => {
+          if (req.kind === 'bad') throw badRequest('Invalid request payload', ['prompt is required']);
+          if (req.kind === 'quota') throw quotaExceeded();
+          if (req.kind === 'retry') throw new AppError(429, { error: 'Rate limit exceeded', retryAfter: 3 }, { 'retry-after': '3' });
+          throw new Error('secret database password leaked in message');
+        },
+        slow: async (req) => {
+          await new Promise((r) => setTimeout(r, req.ms));
+          return {};
+        },
+      }),
+    ],
+  });
+});
+afterAll(() => server.stop());
+
+describe('gRPC helpers', () => {
+  const principal: Principal = {
+    requestId: 'req-12345678',
+    tenantId: 'acme',
+    keyType: 'live',
+    scopes: ['images:read', 'images:generate'],
+    sessionId: 'session with ünïcode',
+    source: 'mcp',
+  };
+
+  test('round trip carries the principal in metadata', async () => {
+    const client = createClient(EchoService, server.address);
+    const res = await client.echo({ text: 'hi' }, principal);
+    expect(res.text).toBe('hi');
+    expect(res.principal).toEqual(principal);
+    client.close();
+  });
+
+  test('AppError crosses the wire with status, body and headers intact', async () => {
+    const client = createClient(EchoService, server.address);
+    await expect(client.fail({ kind: 'bad' }, principal)).rejects.toMatchObject({
+      status: 400,
+      body: { error: 'Invalid request payload', details: ['prompt is required'] },
+    });
+    await expect(client.fail({ kind: 'quota' }, principal)).rejects.toMatchObject({
+      status: 402,
+      body: { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' },
+    });
+    await expect(client.fail({ kind: 'retry' }, principal)).rejects.toMatchObject({
+      status: 429,
+      headers: { 'retry-after': '3' },
+    });
+    client.close();
+  });
+
+  test('unknown errors become 500 with the request id and no internals', async () => {
+    const client = createClient(EchoService, server.address);
+    const err = (await client.fail({ kind: 'boom' }, principal).catch((e) => e)) as AppError;
+    expect(err.status).toBe(500);
+    expect(err.body).toEqual({ error: 'Internal server error', requestId: 'req-12345678' });
+    expect(JSON.stringify(err.body)).not.toContain('password');
+    client.close();
+  });
+
+  test('deadlines are enforced and map to 504', async () => {
+    const client = createClient(EchoService, server.address);
+    const err = (await client.slow({ ms: 500 }, principal, { timeoutMs: 50 }).catch((e) => e)) as AppError;
+    expect(err.status).toBe(504);
+    client.close();
+  });
+
+  test('an unreachable service maps to 503', async () => {
+    const client = createClient(EchoService, '127.0.0.1:1');
+    const err = (await client.echo({ text: 'x' }, principal, { timeoutMs: 2000 }).catch((e) => e)) as AppError;
+    expect([503, 504]).toContain(err.status);
+    client.close();
+  });
+
+  test('onCall reports every call with its status code', () => {
+    expect(calls.some((c) => c.method === '/test.Echo/Echo' && c.code === 0)).toBe(true);
+    expect(calls.some((c) => c.method === '/test.Echo/Fail' && c.code === 3)).toBe(true);
+  });
+});

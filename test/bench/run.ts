@@ -1,0 +1,18 @@
+import { benchGateway } from './gateway.js';
+
+/**
+ * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, usage).
+ * Each prints its figures and the ratio against a baseline measured in the same run.
+ */
+const all: Record<string, () => Promise<void>> = {
+  gateway: benchGateway,
+  generation: async () => (await import('./generation.js')).benchGeneration(),
+  usage: async () => (await import('./usage.js')).benchUsage(),
+};
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+for (const name of wanted.length ? wanted : Object.keys(all)) {
+  const run = all[name];
+  if (!run) throw new Error(`unknown benchmark ${name}; expected ${Object.keys(all).join(', ')}`);
+  await run();
+}
+process.exit(0);

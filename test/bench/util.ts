@@ -1,0 +1,24 @@
+import autocannon from 'autocannon';
+
+export interface LoadResult {
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** Runs autocannon against `url` and returns average req/s and latency percentiles (ms). */
+export async function load(url: string, opts: { connections: number; durationSec: number; headers?: Record<string, string> }): Promise<LoadResult> {
+  const r = await autocannon({ url, connections: opts.connections, duration: opts.durationSec, headers: opts.headers });
+  return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+export function fmt(n: number, digits = 1): string {
+  return n.toFixed(digits);
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
