@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { AppError, type ErrorBody } from './errors.js';
+import { recordGrpcServerCall } from './metrics.js';
 
 /**
  * Who is calling, as established by the gateway (ARCHITECTURE rule 2). Services trust only this
@@ -168,6 +169,11 @@ export async function startGrpcServer(opts: {
   /** Extra per-call hook, e.g. metrics. */
   onCall?: (method: string, code: grpc.status, ms: number) => void;
 }): Promise<RunningGrpcServer> {
+  // Every server counts its calls for /metrics (imagegen_grpc_server_*); opts.onCall runs too.
+  const onCall = (method: string, code: grpc.status, ms: number) => {
+    recordGrpcServerCall(method, code, ms);
+    opts.onCall?.(method, code, ms);
+  };
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
   for (const { definition, handlers } of opts.services) {
     const impl: grpc.UntypedServiceImplementation = {};
@@ -181,12 +187,12 @@ export async function startGrpcServer(opts: {
         const deadline = call.getDeadline();
         handler(call.request, { principal, logger, deadline: deadline instanceof Date ? deadline : undefined }).then(
           (res) => {
-            opts.onCall?.(method.path, grpc.status.OK, performance.now() - started);
+            onCall(method.path, grpc.status.OK, performance.now() - started);
             callback(null, res);
           },
           (err) => {
             const se = toServiceError(err, principal.requestId, logger);
-            opts.onCall?.(method.path, se.code ?? grpc.status.UNKNOWN, performance.now() - started);
+            onCall(method.path, se.code ?? grpc.status.UNKNOWN, performance.now() - started);
             callback(se as grpc.ServiceError);
           },
         );

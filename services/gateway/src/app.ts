@@ -4,7 +4,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import { AppError, type Principal, type ServiceContext } from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerAuth } from './auth.js';
 import { formatValidationErrors } from './validation.js';
 import { routeModules } from './routes/index.js';
@@ -45,7 +46,7 @@ function validatorCompiler() {
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ component: 'http' }),
-    disableRequestLogging: process.env.LOG_REQUESTS !== '1',
+    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();
@@ -108,6 +109,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
 
   const deps: GatewayDeps = { ctx };
   await registerAuth(app, deps);
+  await (await import('./rate-limit.js')).registerRateLimits(app, deps);
   for (const mod of routeModules) await app.register(async (scope) => mod(scope as unknown as FastifyInstance, deps));
   return app as unknown as FastifyInstance;
 }

@@ -1,4 +1,41 @@
-import type { StartService } from '@imagegen/platform';
+import { createClient, type StartService } from '@imagegen/platform';
+import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { createAuthenticator } from './auth.js';
+import { createClients } from './clients.js';
+import { buildMcpApp } from './http.js';
+import { AsyncRuns } from './tools/framework.js';
 
-// PLACEHOLDER while the service is being written in parallel; replaced by the real implementation.
-export const start: StartService = async () => ({ stop: async () => {} });
+/**
+ * The MCP server (@modelcontextprotocol/sdk): /mcp (streamable HTTP, stateless), /sse + /messages
+ * (legacy), 47 tools calling the other services over gRPC. HTTP only; the gateway forwards to `httpUrl`.
+ */
+export const start: StartService = async (ctx) => {
+  const { config, logger } = ctx;
+  const clients = createClients(ctx);
+  const tenancy = createClient(TenancyServiceService, () => ctx.resolve('tenancy'));
+  const authenticator = createAuthenticator({
+    tenancy,
+    oauthUrl: () => ctx.resolve('oauth'),
+    resourceMetadataUrl: `${config.publicBaseUrl}/.well-known/oauth-protected-resource`,
+    apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
+    logger,
+  });
+  const { app, closeSessions } = await buildMcpApp({
+    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns() },
+    authenticator,
+    logger,
+  });
+  const host = config.grpcHost;
+  await app.listen({ host, port: config.httpPort });
+  const port = (app.server.address() as { port: number }).port;
+  return {
+    httpUrl: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    async stop() {
+      await closeSessions();
+      await app.close();
+      await authenticator.stop();
+      tenancy.close();
+      clients.close();
+    },
+  };
+};

@@ -1,4 +1,89 @@
-import type { StartService } from '@imagegen/platform';
+import { fileURLToPath } from 'node:url';
+import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
+import {
+  bind,
+  createDb,
+  type EventMessage,
+  migrate,
+  type RunningService,
+  type ServiceContext,
+  type StartService,
+  startGrpcServer,
+  startOutboxRelay,
+} from '@imagegen/platform';
+import { startUsageConsumer } from './consumer.js';
+import { usageHandlers } from './grpc.js';
+import { TenantLimitsCache, type TenantLimitsSource, tenancySource } from './tenants.js';
 
-// PLACEHOLDER while the service is being written in parallel; replaced by the real implementation.
-export const start: StartService = async () => ({ stop: async () => {} });
+export const SCHEMA = 'usage';
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
+
+export interface UsageOptions {
+  /** Replaces tenancy's GetTenant as the source of quotas (service tests). */
+  tenantLimits?: TenantLimitsSource;
+  /** Cache lifetime of a tenant's quota and rate limit (default 5 s, env USAGE_TENANT_CACHE_MS). */
+  tenantCacheMs?: number;
+  /** Parallel event handlers (default 4, env USAGE_CONSUMER_CONCURRENCY). */
+  concurrency?: number;
+  /** JetStream durable name (default 'usage-metering'); the dedupe key stays the same, so a new
+   * durable replays the stream without counting anything twice (tests). */
+  durable?: string;
+  /** Called after each event's transaction committed (benchmarks). */
+  onApplied?: (m: EventMessage, applied: boolean) => void;
+}
+
+/**
+ * usage-metering: monthly usage and quota state from ImageStored, ImageDeleted and ExecutionFinished
+ * (durable, idempotent consumer), QuotaCrossed at 80% and 100% once per tenant and month (outbox),
+ * and the UsageService RPCs (CheckQuota, GetQuota, GetUsage, GetPlatformUsage).
+ */
+export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions = {}): Promise<RunningService> {
+  const logger = ctx.logger;
+  if (!ctx.config.databaseUrl) throw new Error('usage-metering needs DATABASE_URL');
+  const sql = createDb(ctx.config.databaseUrl, { schema: SCHEMA, max: ctx.config.dbPoolMax, applicationName: 'imagegen-usage' });
+  const cleanups: (() => Promise<void>)[] = [async () => void (await sql.end({ timeout: 5 }))];
+  const stopAll = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err) => logger.warn({ err }, 'usage-metering stop step failed'));
+    cleanups.length = 0;
+  };
+  try {
+    await migrate(sql, SCHEMA, MIGRATIONS_DIR);
+    let source = opts.tenantLimits;
+    if (!source) {
+      const t = tenancySource(ctx);
+      source = t.source;
+      cleanups.push(async () => t.close());
+    }
+    const tenants = new TenantLimitsCache(source, opts.tenantCacheMs ?? Number(process.env.USAGE_TENANT_CACHE_MS ?? 5000));
+    const grpc = await startGrpcServer({
+      host: ctx.config.grpcHost,
+      port: ctx.config.grpcPort,
+      services: [bind(UsageServiceService, usageHandlers({ sql, tenants }))],
+      logger,
+    });
+    cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
+    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger });
+    cleanups.push(() => relay.stop());
+    const consumer = await startUsageConsumer({
+      sql,
+      events: ctx.events,
+      eventsPrefix: ctx.config.eventsPrefix,
+      tenants,
+      logger,
+      concurrency: opts.concurrency ?? Number(process.env.USAGE_CONSUMER_CONCURRENCY ?? 4),
+      onApplied: opts.onApplied,
+      durable: opts.durable,
+    });
+    cleanups.push(() => consumer.stop());
+    return {
+      grpcAddress: grpc.address,
+      stop: stopAll,
+      ready: async () => ctx.events.healthy(),
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+export const start: StartService = (ctx) => startUsageMetering(ctx);

@@ -1,4 +1,121 @@
-import type { StartService } from '@imagegen/platform';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
+import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import {
+  bind,
+  consumeOnce,
+  createDb,
+  migrate,
+  type RunningService,
+  type ServiceContext,
+  type StartService,
+  startGrpcServer,
+  subjectFor,
+} from '@imagegen/platform';
+import { DEFAULT_POLICY, type RetryPolicy, startDispatcher } from './dispatcher.js';
+import { webhookHandlers } from './grpc.js';
+import { SecretBox } from './signing.js';
+import { insertDelivery, subscribedEndpoints } from './store.js';
 
-// PLACEHOLDER while the service is being written in parallel; replaced by the real implementation.
-export const start: StartService = async () => ({ stop: async () => {} });
+export const SCHEMA = 'webhooks';
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
+export const QUOTA_DURABLE = 'webhook-dispatcher-quota';
+
+export interface WebhookOptions {
+  policy?: Partial<RetryPolicy>;
+  /** Per-attempt timeout (default 10 s, env WEBHOOK_TIMEOUT_MS). */
+  timeoutMs?: number;
+  /** Longest sleep of the delivery loop (default min(1 s, base/4), env WEBHOOK_POLL_MS). */
+  pollMs?: number;
+}
+
+const envInt = (name: string): number | undefined => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
+  return n;
+};
+
+/** The payload of SPEC 6 for a QuotaCrossed event. */
+export function quotaPayload(e: QuotaCrossed): { event: string; body: string } {
+  const event = e.threshold >= 100 ? 'quota.exceeded' : 'quota.warning';
+  const body = JSON.stringify({
+    event,
+    threshold: e.threshold,
+    tenant_id: e.tenantId,
+    billing_period: e.billingPeriod,
+    current_usage_mb: e.currentUsageMb,
+    quota_mb: e.quotaMb,
+    timestamp: e.occurredAt || new Date().toISOString(),
+  });
+  return { event, body };
+}
+
+/**
+ * webhook-dispatcher: tenant webhook endpoints (WebhookService), a durable consumer turning QuotaCrossed
+ * into persisted deliveries, and the delivery loop (signing, 10 s timeout, retries with exponential
+ * backoff and jitter, auto-disable after 5 consecutive failures).
+ */
+export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookOptions = {}): Promise<RunningService> {
+  const logger = ctx.logger;
+  if (!ctx.config.databaseUrl) throw new Error('webhook-dispatcher needs DATABASE_URL');
+  const policy: RetryPolicy = {
+    ...DEFAULT_POLICY,
+    ...(envInt('WEBHOOK_RETRY_BASE_MS') !== undefined ? { baseMs: envInt('WEBHOOK_RETRY_BASE_MS') } : {}),
+    ...(envInt('WEBHOOK_RETRY_MAX_MS') !== undefined ? { maxMs: envInt('WEBHOOK_RETRY_MAX_MS') } : {}),
+    ...(envInt('WEBHOOK_MAX_ATTEMPTS') !== undefined ? { maxAttempts: envInt('WEBHOOK_MAX_ATTEMPTS') } : {}),
+    ...opts.policy,
+  } as RetryPolicy;
+  const timeoutMs = opts.timeoutMs ?? envInt('WEBHOOK_TIMEOUT_MS') ?? 10_000;
+  const pollMs = opts.pollMs ?? envInt('WEBHOOK_POLL_MS') ?? Math.max(10, Math.min(1000, Math.floor(policy.baseMs / 4)));
+  const ca = ctx.config.webhookCaFile ? readFileSync(ctx.config.webhookCaFile, 'utf8') : undefined;
+  const allowLoopback = ctx.config.allowLoopbackFetch;
+  const secrets = new SecretBox(ctx.config.credentialsKey);
+
+  const sql = createDb(ctx.config.databaseUrl, { schema: SCHEMA, max: ctx.config.dbPoolMax, applicationName: 'imagegen-webhooks' });
+  const cleanups: (() => Promise<void>)[] = [async () => void (await sql.end({ timeout: 5 }))];
+  const stopAll = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err) => logger.warn({ err }, 'webhook-dispatcher stop step failed'));
+    cleanups.length = 0;
+  };
+  try {
+    await migrate(sql, SCHEMA, MIGRATIONS_DIR);
+    const dispatcher = startDispatcher({ sql, logger, secrets, policy, timeoutMs, pollMs, allowLoopback, ca });
+    cleanups.push(() => dispatcher.stop());
+    const grpc = await startGrpcServer({
+      host: ctx.config.grpcHost,
+      port: ctx.config.grpcPort,
+      services: [bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() }))],
+      logger,
+    });
+    cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
+    const sub = await ctx.events.subscribe({
+      durable: QUOTA_DURABLE,
+      subjects: [subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed')],
+      ackWaitMs: 10_000,
+      handler: async (m) => {
+        const e = QuotaCrossed.decode(m.data);
+        if (!e.tenantId) return;
+        const { event, body } = quotaPayload(e);
+        let created = 0;
+        await consumeOnce(sql, QUOTA_DURABLE, m.id, async (tx) => {
+          for (const ep of await subscribedEndpoints(tx, e.tenantId, event)) {
+            const row = await insertDelivery(tx, { id: randomUUID(), endpointId: ep.id, tenantId: e.tenantId, event, sourceEventId: m.id, payload: body });
+            if (row) created++;
+          }
+        });
+        if (created > 0) dispatcher.wake();
+      },
+    });
+    cleanups.push(() => sub.stop());
+    return { grpcAddress: grpc.address, stop: stopAll, ready: async () => ctx.events.healthy() };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+export const start: StartService = (ctx) => startWebhookDispatcher(ctx);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { matchesAny, sanitizeDurable } from './subjects.js';
+import { handleTraced } from './trace.js';
 import {
   DEFAULT_RETRY,
   type EventMessage,
@@ -109,7 +110,7 @@ export function createInProcessTransport(opts: InProcessTransportOptions): Event
       deliveryCount: p.deliveries,
     };
     try {
-      await sub.handler(m);
+      await handleTraced(d.name, m, sub.handler);
     } catch (err) {
       if (sub.maxDeliver > 0 && p.deliveries >= sub.maxDeliver) {
         log.error({ err, durable: d.name, subject: m.subject, id: m.id, deliveries: p.deliveries }, 'event handler failed, giving up');

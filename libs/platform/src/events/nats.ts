@@ -15,6 +15,7 @@ import {
 import { connect, headers as natsHeaders, nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { matchesAny, sanitizeDurable } from './subjects.js';
+import { handleTraced } from './trace.js';
 import {
   DEFAULT_RETRY,
   type EventMessage,
@@ -197,7 +198,7 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     // Long handlers keep the message theirs (no redelivery to another replica meanwhile).
     const keepAlive = setInterval(() => m.working(), Math.max(500, ackWaitMs / 2));
     try {
-      await o.handler(msg);
+      await handleTraced(durable, msg, o.handler);
       m.ack();
     } catch (err) {
       const n = m.info.deliveryCount;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../db.js';
-import { injectContext } from './trace.js';
+import { trackOutboxLag } from '../metrics.js';
+import { injectContext, publishTraced } from './trace.js';
 import type { EventTransport } from './types.js';
 
 export interface OutboxEvent {
@@ -99,7 +100,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       const done: string[] = [];
       for (const r of rows) {
         try {
-          await transport.publish({ id: r.id, subject: r.subject, data: new Uint8Array(r.payload), headers: r.headers ?? {} });
+          await publishTraced(transport, { id: r.id, subject: r.subject, data: new Uint8Array(r.payload), headers: r.headers ?? {} });
           done.push(r.id);
         } catch (err) {
           if (!failing) log.warn({ err, id: r.id, subject: r.subject }, 'outbox publish failed; will retry');
@@ -158,10 +159,17 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     }
   })();
 
+  // imagegen_outbox_lag on /metrics (ops).
+  const untrackLag = trackOutboxLag(schema, async () => {
+    const [r] = await sql`SELECT count(*)::int AS n FROM ${sql(schema)}.outbox WHERE published_at IS NULL`;
+    return r.n as number;
+  });
+
   return {
     async stop() {
       if (stopped) return;
       stopped = true;
+      untrackLag();
       wake?.();
       await loop;
       await listener?.unlisten().catch(() => {});

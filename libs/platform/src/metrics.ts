@@ -1,0 +1,254 @@
+import { subscribe } from 'node:diagnostics_channel';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Prometheus metrics of one process (ARCHITECTURE rule 7), served at /metrics by the ops server of
+ * `runStandalone` and by the gateway's ops routes. Every series carries a `service` label
+ * (setMetricsService). Helpers below are what service code calls; names are stable (dashboards and
+ * alerts use them), see docs/README-ops.md.
+ */
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export type BreakerState = 'closed' | 'half_open' | 'open';
+const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
+
+function build() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const outboxLags = new Map<string, () => Promise<number>>();
+  const m = {
+    registry,
+    outboxLags,
+    httpRequests: new Counter({
+      name: 'imagegen_http_requests_total',
+      help: 'HTTP requests served, by route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'imagegen_http_request_duration_seconds',
+      help: 'HTTP request latency (until the response is sent)',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    httpInFlight: new Gauge({
+      name: 'imagegen_http_requests_in_flight',
+      help: 'HTTP requests being processed',
+      registers: [registry],
+    }),
+    grpcHandled: new Counter({
+      name: 'imagegen_grpc_server_handled_total',
+      help: 'gRPC calls handled, by method and status code',
+      labelNames: ['method', 'code'] as const,
+      registers: [registry],
+    }),
+    grpcDuration: new Histogram({
+      name: 'imagegen_grpc_server_handling_seconds',
+      help: 'gRPC call latency on the server',
+      labelNames: ['method', 'code'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    eventsPublished: new Counter({
+      name: 'imagegen_events_published_total',
+      help: 'Events published to the bus by the outbox relay, by outcome (ok, error)',
+      labelNames: ['subject', 'outcome'] as const,
+      registers: [registry],
+    }),
+    eventsConsumed: new Counter({
+      name: 'imagegen_events_consumed_total',
+      help: 'Event deliveries handled by consumers, by outcome (ok = acked, error = will be redelivered)',
+      labelNames: ['durable', 'subject', 'outcome'] as const,
+      registers: [registry],
+    }),
+    eventsRedelivered: new Counter({
+      name: 'imagegen_events_redelivered_total',
+      help: 'Event deliveries that were redeliveries (delivery count > 1)',
+      labelNames: ['durable', 'subject'] as const,
+      registers: [registry],
+    }),
+    eventDuration: new Histogram({
+      name: 'imagegen_event_handling_seconds',
+      help: 'Time consumers spend on one event delivery',
+      labelNames: ['durable', 'subject'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    providerCalls: new Counter({
+      name: 'imagegen_provider_calls_total',
+      help: 'Upstream provider calls, by provider, model and outcome (success, auth_error, quota_error, rate_limited, timeout, error, circuit_open, ...)',
+      labelNames: ['provider', 'model', 'outcome'] as const,
+      registers: [registry],
+    }),
+    providerDuration: new Histogram({
+      name: 'imagegen_provider_call_duration_seconds',
+      help: 'Upstream provider call latency',
+      labelNames: ['provider', 'outcome'] as const,
+      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 240],
+      registers: [registry],
+    }),
+    breakerState: new Gauge({
+      name: 'imagegen_circuit_breaker_state',
+      help: 'Circuit breaker state per provider: 0 closed, 1 half_open, 2 open',
+      labelNames: ['provider'] as const,
+      registers: [registry],
+    }),
+    breakerTransitions: new Counter({
+      name: 'imagegen_circuit_breaker_transitions_total',
+      help: 'Circuit breaker state changes per provider and new state',
+      labelNames: ['provider', 'state'] as const,
+      registers: [registry],
+    }),
+    ready: new Gauge({
+      name: 'imagegen_ready',
+      help: '1 when the readiness check passed at the last probe, else 0',
+      registers: [registry],
+    }),
+  };
+  new Gauge({
+    name: 'imagegen_outbox_lag',
+    help: 'Outbox rows not yet published to the bus, per schema (grows while the bus is unreachable)',
+    labelNames: ['schema'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        [...outboxLags].map(async ([schema, lag]) => {
+          try {
+            this.set({ schema }, await withTimeout(lag(), 2000));
+          } catch {
+            // Database unreachable: leave the series out rather than report a wrong number.
+          }
+        }),
+      );
+    },
+  });
+  return m;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('timeout')), ms);
+    t.unref();
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+// One set per process, even if this module is evaluated twice (e.g. through two import paths).
+const KEY = Symbol.for('imagegen.metrics');
+type Metrics = ReturnType<typeof build>;
+const g = globalThis as unknown as Record<symbol, Metrics | undefined>;
+const M: Metrics = g[KEY] ?? build();
+g[KEY] = M;
+
+/** The process's registry (add your own metrics with `registers: [metricsRegistry]`). */
+export const metricsRegistry: Registry = M.registry;
+
+/** Sets the `service` label every series carries (runStandalone does it; the stack uses 'stack'). */
+export function setMetricsService(service: string): void {
+  M.registry.setDefaultLabels({ service });
+}
+
+/** Prometheus text exposition of every metric of this process. */
+export async function metricsText(): Promise<{ contentType: string; body: string }> {
+  return { contentType: M.registry.contentType, body: await M.registry.metrics() };
+}
+
+export function recordHttpRequest(method: string, route: string, statusCode: number, seconds: number): void {
+  const labels = { method, route, status_code: String(statusCode) };
+  M.httpRequests.inc(labels);
+  M.httpDuration.observe(labels, seconds);
+}
+
+const grpcCodeName = (code: number) => (GrpcStatus as unknown as Record<number, string>)[code] ?? String(code);
+
+/** Matches startGrpcServer's `onCall(method, code, ms)` hook; it is the default hook there. */
+export function recordGrpcServerCall(method: string, code: number, ms: number): void {
+  const labels = { method, code: grpcCodeName(code) };
+  M.grpcHandled.inc(labels);
+  M.grpcDuration.observe(labels, ms / 1000);
+}
+
+export function recordEventPublished(subject: string, ok: boolean): void {
+  M.eventsPublished.inc({ subject, outcome: ok ? 'ok' : 'error' });
+}
+
+export function recordEventConsumed(durable: string, subject: string, outcome: 'ok' | 'error', seconds: number, deliveryCount = 1): void {
+  M.eventsConsumed.inc({ durable, subject, outcome });
+  M.eventDuration.observe({ durable, subject }, seconds);
+  if (deliveryCount > 1) M.eventsRedelivered.inc({ durable, subject });
+}
+
+/**
+ * For the generation service's provider adapters: one call per upstream attempt (each key tried counts).
+ * `outcome`: 'success' or a failure class such as 'auth_error', 'quota_error', 'rate_limited',
+ * 'timeout', 'bad_request', 'server_error', 'network_error', 'circuit_open'.
+ */
+export function recordProviderCall(provider: string, outcome: string, seconds?: number, model = ''): void {
+  M.providerCalls.inc({ provider, model, outcome });
+  if (seconds !== undefined) M.providerDuration.observe({ provider, outcome }, seconds);
+}
+
+/** For the generation service's circuit breakers: call on creation (closed) and on every state change. */
+export function setBreakerState(provider: string, state: BreakerState): void {
+  M.breakerState.set({ provider }, BREAKER_VALUE[state]);
+  M.breakerTransitions.inc({ provider, state });
+}
+
+/** Registers the outbox of `schema` for the imagegen_outbox_lag gauge (startOutboxRelay does it). */
+export function trackOutboxLag(schema: string, lag: () => Promise<number>): () => void {
+  M.outboxLags.set(schema, lag);
+  return () => {
+    if (M.outboxLags.get(schema) === lag) M.outboxLags.delete(schema);
+  };
+}
+
+export function setReadyGauge(ready: boolean): void {
+  M.ready.set(ready ? 1 : 0);
+}
+
+const FASTIFY_KEY = Symbol.for('imagegen.metrics.fastify');
+const START = Symbol('imagegen.metrics.start');
+
+/**
+ * Request rate and latency for every fastify app created in this process from now on (gateway,
+ * oauth, mcp, sandbox): listens to fastify's `fastify.initialization` diagnostics channel and adds
+ * root-level onRequest/onResponse hooks, so route modules need nothing. Idempotent.
+ */
+export function enableFastifyMetrics(): void {
+  const flags = globalThis as unknown as Record<symbol, boolean | undefined>;
+  if (flags[FASTIFY_KEY]) return;
+  flags[FASTIFY_KEY] = true;
+  subscribe('fastify.initialization', (message) => {
+    const app = (message as { fastify?: any }).fastify;
+    if (!app?.addHook) return;
+    app.addHook('onRequest', (req: any, _reply: unknown, done: () => void) => {
+      req[START] = process.hrtime.bigint();
+      M.httpInFlight.inc();
+      done();
+    });
+    app.addHook('onResponse', (req: any, reply: any, done: () => void) => {
+      const started = req[START] as bigint | undefined;
+      if (started !== undefined) {
+        M.httpInFlight.dec();
+        const route = req.routeOptions?.url ?? 'unmatched';
+        recordHttpRequest(req.method, route, reply.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
+      }
+      done();
+    });
+  });
+}
+
+enableFastifyMetrics();

@@ -1,0 +1,195 @@
+import rateLimit from '@fastify/rate-limit';
+import { AppError } from '@imagegen/platform';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import type { GatewayDeps } from './app.js';
+
+/**
+ * Rate limits (SPEC 8), fixed one-minute windows counted with @fastify/rate-limit's stores (Redis when
+ * REDIS_URL is set, so every gateway process shares the counters; memory otherwise):
+ *
+ * | bucket      | applies to                                                        | key                 | per minute |
+ * |-------------|-------------------------------------------------------------------|---------------------|------------|
+ * | api         | every tenant-authenticated request                                | tenant id           | the tenant's rate_limit_per_minute |
+ * | generation  | POST /api/images, /api/edit-image, /api/characters/:id/generate, /api/characters/generate-multi, /api/products/:id/generate | tenant id | 30 |
+ * | upload      | POST /api/upload-for-editing, POST /api/products (image fetched and stored) | tenant id | 20 |
+ * | oauth-token | POST /oauth/token                                                 | client IP           | 30 |
+ * | admin       | every /admin/* request                                            | cf-connecting-ip    | 300 |
+ * | admin-login | POST /admin/auth/login                                            | cf-connecting-ip    | 10 |
+ *
+ * A request may fall in several buckets (a generation also counts as an API request); it is refused
+ * when any of them is exhausted, and the headers describe the tightest one. The admin API identifies
+ * the client only by cf-connecting-ip (X-Forwarded-For is ignored), falling back to the socket
+ * address when the header is absent. The hook runs after authentication (it needs the tenant), so
+ * requests refused with 401/403 are not counted.
+ *
+ * Environment (read at gateway start): RATE_LIMIT_GENERATIONS_PER_MINUTE, RATE_LIMIT_UPLOADS_PER_MINUTE,
+ * RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE, RATE_LIMIT_ADMIN_PER_MINUTE, RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE,
+ * RATE_LIMIT_DEFAULT_PER_MINUTE (tenant fallback, 60), RATE_LIMIT_PREFIX (Redis key prefix; default
+ * EVENTS_PREFIX), RATE_LIMIT_DISABLED=1 (no limits, no headers: load tests).
+ */
+
+export interface RateLimitSettings {
+  disabled: boolean;
+  defaultPerMinute: number;
+  generationsPerMinute: number;
+  uploadsPerMinute: number;
+  oauthTokenPerMinute: number;
+  adminPerMinute: number;
+  adminLoginPerMinute: number;
+  windowMs: number;
+  prefix?: string;
+}
+
+export function rateLimitSettings(env: NodeJS.ProcessEnv = process.env): RateLimitSettings {
+  const int = (name: string, def: number) => {
+    const v = env[name];
+    if (v === undefined || v === '') return def;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+    return n;
+  };
+  return {
+    disabled: env.RATE_LIMIT_DISABLED === '1' || env.RATE_LIMIT_DISABLED === 'true',
+    defaultPerMinute: int('RATE_LIMIT_DEFAULT_PER_MINUTE', 60),
+    generationsPerMinute: int('RATE_LIMIT_GENERATIONS_PER_MINUTE', 30),
+    uploadsPerMinute: int('RATE_LIMIT_UPLOADS_PER_MINUTE', 20),
+    oauthTokenPerMinute: int('RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE', 30),
+    adminPerMinute: int('RATE_LIMIT_ADMIN_PER_MINUTE', 300),
+    adminLoginPerMinute: int('RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE', 10),
+    windowMs: 60_000,
+    prefix: env.RATE_LIMIT_PREFIX || undefined,
+  };
+}
+
+type Bucket = 'api' | 'generation' | 'upload' | 'oauth-token' | 'admin' | 'admin-login';
+
+interface Applied {
+  bucket: Bucket;
+  key: string;
+  max: number;
+}
+
+const GENERATION_ROUTES = new Set([
+  '/api/images',
+  '/api/edit-image',
+  '/api/characters/:identifier/generate',
+  '/api/characters/:id/generate',
+  '/api/characters/generate-multi',
+  '/api/products/:identifier/generate',
+  '/api/products/:id/generate',
+]);
+const UPLOAD_ROUTES = new Set(['/api/upload-for-editing', '/api/products']);
+
+/** The admin API's client identity: cf-connecting-ip only (X-Forwarded-For ignored), else the socket. */
+export function clientIp(req: FastifyRequest): string {
+  const h = req.headers['cf-connecting-ip'];
+  const v = (Array.isArray(h) ? h[0] : h)?.trim();
+  return v && v.length <= 64 ? v : req.ip;
+}
+
+function bucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
+  const route = req.routeOptions.url ?? '';
+  const method = req.method;
+  const out: Applied[] = [];
+  const tenantId = req.principal?.tenantId;
+  if (tenantId && (req.principal?.source === 'tenant_api' || route.startsWith('/api/'))) {
+    const perTenant = req.apiKeyInfo?.rateLimitPerMinute;
+    out.push({ bucket: 'api', key: `api:${tenantId}`, max: perTenant && perTenant > 0 ? perTenant : s.defaultPerMinute });
+    if (method === 'POST' && GENERATION_ROUTES.has(route)) {
+      out.push({ bucket: 'generation', key: `gen:${tenantId}`, max: s.generationsPerMinute });
+    }
+    if (method === 'POST' && UPLOAD_ROUTES.has(route)) {
+      out.push({ bucket: 'upload', key: `upload:${tenantId}`, max: s.uploadsPerMinute });
+    }
+    return out;
+  }
+  if (route === '/admin' || route.startsWith('/admin/')) {
+    const ip = clientIp(req);
+    out.push({ bucket: 'admin', key: `admin:${ip}`, max: s.adminPerMinute });
+    if (method === 'POST' && route === '/admin/auth/login') {
+      out.push({ bucket: 'admin-login', key: `admin-login:${ip}`, max: s.adminLoginPerMinute });
+    }
+    return out;
+  }
+  if (method === 'POST' && req.url.split('?')[0] === '/oauth/token') {
+    out.push({ bucket: 'oauth-token', key: `oauth-token:${clientIp(req)}`, max: s.oauthTokenPerMinute });
+  }
+  return out;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rateLimitApplied?: Applied;
+  }
+}
+
+/**
+ * Registers the rate-limit hook. Call right after registerAuth: hooks run in registration order and
+ * this one needs request.principal and request.apiKeyInfo.
+ */
+export async function registerRateLimits(app: FastifyInstance<any, any, any, any, any>, deps: GatewayDeps): Promise<void> {
+  const { ctx } = deps;
+  const s = rateLimitSettings();
+  if (s.disabled) {
+    ctx.logger.warn('rate limits are disabled (RATE_LIMIT_DISABLED)');
+    return;
+  }
+  let redis: Redis | undefined;
+  if (ctx.config.redisUrl) {
+    redis = new Redis(ctx.config.redisUrl, {
+      connectTimeout: 2000,
+      commandTimeout: 1000,
+      maxRetriesPerRequest: 1,
+      connectionName: 'imagegen-gateway-ratelimit',
+    });
+    redis.on('error', (err) => ctx.logger.debug({ err }, 'rate-limit redis error'));
+    app.addHook('onClose', async () => {
+      await redis?.quit().catch(() => redis?.disconnect());
+    });
+  }
+  const prefix = `${s.prefix ?? ctx.config.eventsPrefix}:rl:`;
+  await app.register(rateLimit, {
+    global: false,
+    // A Redis outage must not take the API down: requests pass uncounted meanwhile.
+    skipOnError: true,
+    ...(redis ? { redis, nameSpace: prefix } : {}),
+  });
+
+  const limiter = app.createRateLimit({
+    keyGenerator: (req: FastifyRequest) => (req.rateLimitApplied as Applied).key,
+    max: (req: FastifyRequest) => (req.rateLimitApplied as Applied).max,
+    timeWindow: s.windowMs,
+  });
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const buckets = bucketsOf(req, s);
+    if (buckets.length === 0) return;
+    let shown: { max: number; remaining: number; ttl: number } | undefined;
+    let exceeded: { max: number; ttl: number } | undefined;
+    for (const b of buckets) {
+      req.rateLimitApplied = b;
+      const r = await limiter(req);
+      if (r.isAllowed) continue;
+      if (r.isExceeded && (!exceeded || r.ttl > exceeded.ttl)) exceeded = { max: r.max, ttl: r.ttl };
+      if (!shown || r.remaining < shown.remaining || (r.remaining === shown.remaining && r.max < shown.max)) {
+        shown = { max: r.max, remaining: r.remaining, ttl: r.ttl };
+      }
+    }
+    req.rateLimitApplied = undefined;
+    const view = exceeded ? { ...exceeded, remaining: 0 } : shown;
+    if (!view) return;
+    const ttl = Math.max(0, view.ttl);
+    reply.header('x-ratelimit-limit', view.max);
+    reply.header('x-ratelimit-remaining', view.remaining);
+    reply.header('x-ratelimit-reset', Math.ceil((Date.now() + ttl) / 1000));
+    if (exceeded) {
+      const retryAfter = Math.max(1, Math.ceil(ttl / 1000));
+      throw new AppError(
+        429,
+        { error: `Rate limit exceeded. Try again in ${retryAfter} seconds.`, retryAfter },
+        { 'retry-after': String(retryAfter) },
+      );
+    }
+  });
+}

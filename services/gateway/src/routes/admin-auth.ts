@@ -1,0 +1,81 @@
+import { badRequest } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+import { adminSecurity, tenancyClient } from '../auth.js';
+import { adminUserJson } from './admin-users.js';
+
+/**
+ * Admin sign-in (issue 7): POST /admin/auth/login (email, password) -> opaque session token
+ * (sent as Authorization: Bearer), POST /admin/auth/logout, GET /admin/me.
+ */
+const adminAuth: RouteModule = (app, { ctx }) => {
+  const tenancy = tenancyClient(ctx);
+
+  app.post<{ Body: { email: string; password: string } }>(
+    '/admin/auth/login',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Sign in with email and password; returns a session token for Authorization: Bearer',
+        body: {
+          type: 'object',
+          required: ['email', 'password'],
+          properties: {
+            email: { type: 'string', minLength: 1, maxLength: 320 },
+            password: { type: 'string', minLength: 1, maxLength: 1024 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const ip = req.headers['cf-connecting-ip'];
+      const s = await tenancy.adminLogin(
+        {
+          email: req.body.email,
+          password: req.body.password,
+          ip: (Array.isArray(ip) ? ip[0] : ip) ?? req.ip,
+          userAgent: String(req.headers['user-agent'] ?? '').slice(0, 500),
+        },
+        { requestId: req.id, source: 'admin' },
+      );
+      return { data: { token: s.token, tokenType: 'Bearer', expiresAt: s.expiresAt, user: adminUserJson(s.user) } };
+    },
+  );
+
+  app.post(
+    '/admin/auth/logout',
+    {
+      config: { auth: 'admin' },
+      schema: { tags: ['admin'], summary: 'Revoke the current admin session token', security: adminSecurity },
+    },
+    async (req) => {
+      if (!req.adminUser) throw badRequest('Only session tokens can be logged out; the legacy admin token is configuration');
+      await tenancy.adminLogout({ tokenHash: req.adminUser.tokenHash }, req.principal);
+      return { data: { success: true } };
+    },
+  );
+
+  app.get(
+    '/admin/me',
+    {
+      config: { auth: 'admin' },
+      schema: { tags: ['admin'], summary: 'Who is signed in', security: adminSecurity },
+    },
+    async (req) => {
+      if (!req.adminUser) {
+        return { data: { user: null, role: 'super_admin', authMethod: 'admin_token', sessionExpiresAt: null } };
+      }
+      const user = await tenancy.getAdminUser({ userId: req.adminUser.userId }, req.principal);
+      return {
+        data: {
+          user: adminUserJson(user),
+          role: user.role,
+          authMethod: 'session',
+          sessionExpiresAt: req.adminUser.sessionExpiresAt,
+        },
+      };
+    },
+  );
+};
+
+export default adminAuth;

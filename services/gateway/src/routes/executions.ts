@@ -1,0 +1,300 @@
+import type { Execution } from '@imagegen/contracts/generation/v1/generation';
+import { AppError, type Principal } from '@imagegen/platform';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteModule } from '../app.js';
+import { generationClient } from './generation.js';
+
+/**
+ * Sessions' execution logs and executions (SPEC 4.8), legacy envelopes with `success`:
+ *   GET /api/sessions/:sessionId/logs           {success, sessionId, executions, total}
+ *   GET /api/sessions/:sessionId/logs/stream    SSE for the session's active executions (polls every `interval` ms)
+ *   GET /api/executions/active                  {success, executions, total}
+ *   GET /api/executions/:executionId            {success, execution} with logEntries
+ *   GET /api/executions/:executionId/stream     SSE for one execution, ends after `complete` or `error`
+ * SSE events (SPEC 6): `log` {executionId, timestamp, message, level}, `status` {executionId, status,
+ * progressPercent, currentStep}, `complete` {executionId, execution}, `error` {executionId?, error, execution?},
+ * and `heartbeat` {timestamp} every `heartbeat` ms (default 15000). Another tenant's ids answer 404.
+ */
+
+/** SPEC 2 "Execution" (camelCase); logEntries on detail and in session logs. */
+export function executionJson(e: Execution, withLogs: boolean) {
+  return {
+    executionId: e.executionId,
+    sessionId: e.sessionId,
+    toolName: e.toolName,
+    toolSource: e.toolSource,
+    status: e.status,
+    progressPercent: e.progressPercent,
+    currentStep: e.currentStep,
+    startedAt: e.startedAt,
+    completedAt: e.completedAt ?? null,
+    durationMs: e.durationMs ?? null,
+    resultSummary: e.resultSummary ?? null,
+    error: e.error ?? null,
+    modelId: e.modelId || null,
+    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message, level: l.level })) } : {}),
+  };
+}
+
+const DEFAULT_INTERVAL_MS = 1000;
+const DEFAULT_HEARTBEAT_MS = 15_000;
+const FINISHED = new Set(['completed', 'failed']);
+
+const streamQuery = {
+  type: 'object',
+  properties: {
+    interval: { type: 'integer', minimum: 100, maximum: 60_000, default: DEFAULT_INTERVAL_MS, description: 'Polling interval in ms (default 1000).' },
+    heartbeat: { type: 'integer', minimum: 100, maximum: 300_000, default: DEFAULT_HEARTBEAT_MS, description: 'Heartbeat interval in ms (default 15000).' },
+  },
+} as const;
+
+const sessionParams = {
+  type: 'object',
+  required: ['sessionId'],
+  properties: { sessionId: { type: 'string', minLength: 1, maxLength: 200 } },
+} as const;
+const executionParams = {
+  type: 'object',
+  required: ['executionId'],
+  properties: { executionId: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
+
+/** An open SSE response: named events, heartbeats, cleanup on disconnect or gateway shutdown. */
+class SseStream {
+  closed = false;
+  private timers: NodeJS.Timeout[] = [];
+  private onCloseFns: (() => void)[] = [];
+
+  constructor(
+    private readonly req: FastifyRequest,
+    private readonly reply: FastifyReply,
+    heartbeatMs: number,
+    private readonly registry: Set<SseStream>,
+  ) {
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': req.id,
+    });
+    reply.raw.write('retry: 3000\n\n');
+    registry.add(this);
+    this.timers.push(setInterval(() => this.send('heartbeat', { timestamp: new Date().toISOString() }), heartbeatMs));
+    req.raw.on('close', () => this.close());
+    reply.raw.on('close', () => this.close());
+  }
+
+  send(event: string, data: unknown): void {
+    if (this.closed) return;
+    reply(this.reply, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  every(ms: number, fn: () => Promise<void>): void {
+    let busy = false;
+    const t = setInterval(() => {
+      if (busy || this.closed) return;
+      busy = true;
+      fn().finally(() => {
+        busy = false;
+      });
+    }, ms);
+    this.timers.push(t);
+  }
+
+  onClose(fn: () => void): void {
+    this.onCloseFns.push(fn);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.registry.delete(this);
+    for (const fn of this.onCloseFns) fn();
+    if (!this.reply.raw.writableEnded) this.reply.raw.end();
+  }
+}
+
+function reply(r: FastifyReply, chunk: string) {
+  if (!r.raw.writableEnded && !r.raw.destroyed) r.raw.write(chunk);
+}
+
+const errorText = (err: unknown) => (err instanceof AppError ? err.body.error : 'Internal server error');
+
+/** Follows executions: emits new log lines, status changes and the final complete/error once each. */
+class ExecutionFollower {
+  private sentLogs = new Map<string, number>();
+  private lastStatus = new Map<string, string>();
+  private done = new Set<string>();
+
+  constructor(private readonly sse: SseStream) {}
+
+  isDone(id: string) {
+    return this.done.has(id);
+  }
+
+  push(e: Execution): void {
+    if (this.done.has(e.executionId)) return;
+    const sent = this.sentLogs.get(e.executionId) ?? 0;
+    for (const l of e.logEntries.slice(sent)) {
+      this.sse.send('log', { executionId: e.executionId, sessionId: e.sessionId, timestamp: l.timestamp, message: l.message, level: l.level });
+    }
+    this.sentLogs.set(e.executionId, Math.max(sent, e.logEntries.length));
+    const status = `${e.status}|${e.progressPercent}|${e.currentStep}`;
+    if (this.lastStatus.get(e.executionId) !== status) {
+      this.lastStatus.set(e.executionId, status);
+      this.sse.send('status', {
+        executionId: e.executionId,
+        sessionId: e.sessionId,
+        toolName: e.toolName,
+        status: e.status,
+        progressPercent: e.progressPercent,
+        currentStep: e.currentStep,
+      });
+    }
+    if (FINISHED.has(e.status)) {
+      this.done.add(e.executionId);
+      if (e.status === 'completed') this.sse.send('complete', { executionId: e.executionId, sessionId: e.sessionId, execution: executionJson(e, false) });
+      else this.sse.send('error', { executionId: e.executionId, sessionId: e.sessionId, error: e.error ?? 'Execution failed', execution: executionJson(e, false) });
+    }
+  }
+}
+
+const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
+  const generation = generationClient(ctx);
+  const open = new Set<SseStream>();
+  // Open streams would keep the HTTP server from closing.
+  app.addHook('preClose', async () => {
+    for (const s of [...open]) s.close();
+  });
+
+  app.get(
+    '/api/sessions/:sessionId/logs',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: "A session's executions (tool execution logs), newest first, with their log entries",
+        params: sessionParams,
+        querystring: {
+          type: 'object',
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+        },
+      },
+    },
+    async (req) => {
+      const { sessionId } = req.params as { sessionId: string };
+      const { limit } = req.query as { limit: number };
+      const r = await generation.listSessionExecutions({ sessionId, limit, includeLogs: true }, req.principal);
+      return { success: true, sessionId, executions: r.executions.map((e) => executionJson(e, true)), total: r.total };
+    },
+  );
+
+  app.get(
+    '/api/sessions/:sessionId/logs/stream',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: "Server-sent events for the session's active executions",
+        description: 'Events: log, status, complete, error, heartbeat. Polls every `interval` ms (default 1000).',
+        params: sessionParams,
+        querystring: streamQuery,
+      },
+    },
+    async (req, replyObj) => {
+      const { sessionId } = req.params as { sessionId: string };
+      const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
+      const principal: Principal = req.principal;
+      // 404 before the stream starts (unknown session, or another tenant's).
+      await generation.listSessionExecutions({ sessionId, limit: 1, includeLogs: false }, principal);
+      const since = new Date(Date.now() - 1000).toISOString();
+      const sse = new SseStream(req, replyObj, heartbeat, open);
+      const follower = new ExecutionFollower(sse);
+      const poll = async () => {
+        try {
+          const r = await generation.listSessionExecutions(
+            { sessionId, limit: 200, includeLogs: true, activeOrFinishedSince: since },
+            { ...principal, requestId: `${principal.requestId}-poll` },
+          );
+          // Oldest first, so events come in the order things happened.
+          for (const e of [...r.executions].reverse()) follower.push(e);
+        } catch (err) {
+          sse.send('error', { sessionId, error: errorText(err) });
+        }
+      };
+      await poll();
+      sse.every(interval, poll);
+    },
+  );
+
+  app.get(
+    '/api/executions/active',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: "The tenant's running executions, newest first",
+        querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } } },
+      },
+    },
+    async (req) => {
+      const { limit } = req.query as { limit: number };
+      const r = await generation.listActiveExecutions({ limit }, req.principal);
+      return { success: true, executions: r.executions.map((e) => executionJson(e, false)), total: r.total };
+    },
+  );
+
+  app.get(
+    '/api/executions/:executionId',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: 'One execution with its log entries',
+        params: executionParams,
+      },
+    },
+    async (req) => {
+      const { executionId } = req.params as { executionId: string };
+      const e = await generation.getExecution({ executionId, includeLogs: true }, req.principal);
+      return { success: true, execution: executionJson(e, true) };
+    },
+  );
+
+  app.get(
+    '/api/executions/:executionId/stream',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: 'Server-sent events for one execution; the stream ends after complete or error',
+        description: 'Events: log, status, complete, error, heartbeat.',
+        params: executionParams,
+        querystring: streamQuery,
+      },
+    },
+    async (req, replyObj) => {
+      const { executionId } = req.params as { executionId: string };
+      const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
+      const principal: Principal = req.principal;
+      const first = await generation.getExecution({ executionId, includeLogs: true }, principal); // 404 before streaming
+      const sse = new SseStream(req, replyObj, heartbeat, open);
+      const follower = new ExecutionFollower(sse);
+      const handle = (e: Execution) => {
+        follower.push(e);
+        // Let the final event flush before closing.
+        if (follower.isDone(executionId)) setImmediate(() => sse.close());
+      };
+      handle(first);
+      if (sse.closed || follower.isDone(executionId)) return;
+      sse.every(interval, async () => {
+        try {
+          handle(await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }));
+        } catch (err) {
+          sse.send('error', { executionId, error: errorText(err) });
+          setImmediate(() => sse.close());
+        }
+      });
+    },
+  );
+};
+
+export default executionsRoutes;

@@ -1,0 +1,49 @@
+import { validateKey } from '@imagegen/platform';
+import type { FastifyInstance } from 'fastify';
+import type { RouteModule } from '../app.js';
+
+/**
+ * GET /files/<key>: objects of ctx.storage, the public URLs of filesystem storage
+ * (`${PUBLIC_BASE_URL}/files/<key>`). No credential (the URLs are the images' public URLs; keys carry a
+ * random uuid). Objects are never rewritten under the same key, so they are cached for a year.
+ */
+const CACHE_CONTROL = 'public, max-age=31536000, immutable';
+
+const filesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/files/*',
+    config: { auth: 'none' },
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    handler: async (req, reply) => {
+      const key = (req.params as { '*': string })['*'];
+      const notFound = () => reply.status(404).send({ error: 'File not found' });
+      try {
+        validateKey(key);
+      } catch {
+        return notFound();
+      }
+      const st = await ctx.storage.stat(key);
+      if (!st) return notFound();
+      let stream: NodeJS.ReadableStream | undefined;
+      if (req.method === 'GET') {
+        try {
+          stream = await ctx.storage.getStream(key);
+        } catch (err) {
+          if ((err as { status?: number }).status === 404) return notFound();
+          throw err;
+        }
+      }
+      reply.header('content-type', st.contentType);
+      reply.header('content-length', String(st.size));
+      reply.header('cache-control', CACHE_CONTROL);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('content-security-policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox");
+      if (!stream) return reply.send();
+      return reply.send(stream);
+    },
+  });
+};
+
+export default filesRoutes;

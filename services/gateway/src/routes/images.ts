@@ -1,0 +1,313 @@
+import {
+  type EditHistoryEntry,
+  type ImageRecord,
+  LibraryServiceService,
+  type ListImagesRequest,
+} from '@imagegen/contracts/library/v1/library';
+import { badRequest, createClient, notFound, type ServiceContext } from '@imagegen/platform';
+import type { FastifyInstance } from 'fastify';
+import type { RouteModule } from '../app.js';
+import { MAX_ZIP_BYTES, zipSize, zipStream } from './images-zip.js';
+
+/**
+ * The image library (SPEC 4.1): GET /api/images, GET/DELETE /api/images/:id, POST /api/images/delete-bulk,
+ * POST /api/images/download. POST /api/images (generate) lives in routes/generation.ts.
+ */
+
+export const MODEL_IDS = [
+  'provA-flash-lite-image',
+  'provA-flash-image',
+  'provA-pro-image',
+  'provB-image-2',
+  'provB-image-2.5-flare',
+  'provB-image-2.5-sunburst',
+];
+export const MAX_BULK_DELETE = 20;
+export const MAX_DOWNLOAD_IDS = 100;
+
+const clients = new WeakMap<ServiceContext, ReturnType<typeof createClient<typeof LibraryServiceService>>>();
+/** One library client per gateway context, shared by the images and sessions route modules. */
+export function libraryClient(ctx: ServiceContext) {
+  let c = clients.get(ctx);
+  if (!c) {
+    c = createClient(LibraryServiceService, () => ctx.resolve('library'));
+    clients.set(ctx, c);
+  }
+  return c;
+}
+
+// ---- JSON forms (SPEC 2, Image: camelCase) ----
+
+/** The list form of an image. */
+export function imageJson(r: ImageRecord) {
+  return {
+    id: r.id,
+    sessionId: r.sessionId,
+    fullUrl: r.fullUrl,
+    thumbnailUrl: r.thumbnailUrl,
+    width: r.width,
+    height: r.height,
+    sizeBytes: r.sizeBytes,
+    prompt: r.prompt,
+    negativePrompt: r.negativePrompt ?? null,
+    operation: r.operation,
+    aspectRatio: r.aspectRatio,
+    createdAt: r.createdAt,
+  };
+}
+
+function detailFields(r: ImageRecord) {
+  return {
+    modelId: r.modelId,
+    stylePresetId: r.stylePresetId ?? null,
+    productReferenceId: r.productReferenceId ?? null,
+    referenceGroupIds: r.hasReferenceGroupIds ? r.referenceGroupIds : null,
+    parent_image_id: r.parentImageId ?? null,
+    resolutionTier: r.resolutionTier || null,
+    format: r.format,
+    mimeType: r.mimeType,
+    isReference: r.isReference,
+  };
+}
+
+function historyJson(e: EditHistoryEntry) {
+  return {
+    id: e.id,
+    operation: e.operation,
+    prompt: e.prompt,
+    parent_image_id: e.parentImageId ?? null,
+    createdAt: e.createdAt,
+    fullUrl: e.fullUrl,
+    thumbnailUrl: e.thumbnailUrl,
+  };
+}
+
+/** The detail form: list fields + modelId, stylePresetId, productReferenceId, referenceGroupIds, parent_image_id, editHistory. */
+export function imageDetailJson(r: ImageRecord, ancestors: EditHistoryEntry[], edits: EditHistoryEntry[]) {
+  return {
+    ...imageJson(r),
+    ...detailFields(r),
+    editHistory: { ancestors: ancestors.map(historyJson), edits: edits.map(historyJson) },
+  };
+}
+
+/** Images inside a session detail: the Image form plus thumbnailSizeBytes, objectKey, objectThumbnailKey. */
+export function sessionImageJson(r: ImageRecord) {
+  return {
+    ...imageJson(r),
+    ...detailFields(r),
+    thumbnailSizeBytes: r.thumbnailSizeBytes,
+    objectKey: r.objectKey,
+    objectThumbnailKey: r.thumbnailKey,
+  };
+}
+
+// ---- schemas ----
+
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
+} as const;
+
+const listQuery = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    offset: { type: 'integer', minimum: 0, default: 0 },
+    search: { type: 'string', maxLength: 200, description: 'Prompt text search (1-200 characters)' },
+    searchMode: { type: 'string', enum: ['exact', 'all', 'any'], description: 'exact phrase (default), all words, any word' },
+    dateFrom: { type: 'string', description: 'ISO 8601 date or date-time (inclusive)' },
+    dateTo: { type: 'string', description: 'ISO 8601 date (whole day included) or date-time (inclusive)' },
+    aspectRatio: { type: 'string', maxLength: 20 },
+    operationType: { type: 'string', maxLength: 50, description: 'generate, edit, upload, ...' },
+    minSize: { type: 'number', minimum: 0, description: 'bytes' },
+    maxSize: { type: 'number', minimum: 0, description: 'bytes' },
+    sessionId: { type: 'string', maxLength: 200 },
+    hasNegativePrompt: { type: 'boolean' },
+    modelId: { type: 'string', enum: MODEL_IDS },
+    resolutionTier: { type: 'string', maxLength: 50, description: '1k, 2k, 4k (0.5k); comma-separated allowed' },
+    stylePresetId: { type: 'integer', minimum: 1 },
+    productReferenceId: { type: 'integer', minimum: 1 },
+    isReference: { type: 'boolean', description: 'true = reference images only' },
+  },
+} as const;
+
+const idList = (max: number) =>
+  ({
+    type: 'array',
+    minItems: 1,
+    maxItems: max,
+    items: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+  }) as const;
+
+interface ListQuery {
+  limit: number;
+  offset: number;
+  search?: string;
+  searchMode?: string;
+  dateFrom?: string;
+  dateTo?: string;
+  aspectRatio?: string;
+  operationType?: string;
+  minSize?: number;
+  maxSize?: number;
+  sessionId?: string;
+  hasNegativePrompt?: boolean;
+  modelId?: string;
+  resolutionTier?: string;
+  stylePresetId?: number;
+  productReferenceId?: number;
+  isReference?: boolean;
+}
+
+const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
+
+function toListRequest(q: ListQuery): ListImagesRequest {
+  return {
+    limit: q.limit,
+    offset: q.offset,
+    search: blank(q.search),
+    searchMode: blank(q.searchMode),
+    dateFrom: blank(q.dateFrom),
+    dateTo: blank(q.dateTo),
+    aspectRatio: blank(q.aspectRatio),
+    operationType: blank(q.operationType),
+    minSize: q.minSize,
+    maxSize: q.maxSize,
+    sessionId: blank(q.sessionId),
+    hasNegativePrompt: q.hasNegativePrompt,
+    modelId: blank(q.modelId),
+    resolutionTiers: blank(q.resolutionTier) ? (q.resolutionTier as string).split(',') : [],
+    stylePresetId: q.stylePresetId,
+    productReferenceId: q.productReferenceId,
+    isReference: q.isReference,
+  };
+}
+
+// ---- ZIP download ----
+
+const EXT: Record<string, string> = { png: 'png', jpeg: 'jpg', webp: 'webp', gif: 'gif' };
+
+function zipName(now = new Date()): string {
+  const s = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `images-${s}.zip`;
+}
+
+const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
+  const library = libraryClient(ctx);
+
+  app.get(
+    '/api/images',
+    {
+      schema: {
+        tags: ['Images'],
+        summary: 'List images, newest first, with filters',
+        querystring: listQuery,
+      },
+    },
+    async (req) => {
+      const r = await library.listImages(toListRequest(req.query as ListQuery), req.principal);
+      return { data: r.images.map(imageJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } };
+    },
+  );
+
+  app.get('/api/images/:id', { schema: { tags: ['Images'], summary: 'Image detail with edit history', params: idParams } }, async (req) => {
+    const { id } = req.params as { id: number };
+    const d = await library.getImage({ imageId: id }, req.principal);
+    return { data: imageDetailJson(d.image as ImageRecord, d.ancestors, d.edits) };
+  });
+
+  app.delete(
+    '/api/images/:id',
+    { schema: { tags: ['Images'], summary: 'Delete an image and its files (edits keep parent_image_id)', params: idParams } },
+    async (req, reply) => {
+      const { id } = req.params as { id: number };
+      await library.deleteImage({ imageId: id }, req.principal);
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    '/api/images/delete-bulk',
+    {
+      schema: {
+        tags: ['Images'],
+        summary: `Delete up to ${MAX_BULK_DELETE} images; per-id failures are reported`,
+        body: {
+          type: 'object',
+          required: ['ids'],
+          additionalProperties: false,
+          properties: { ids: idList(MAX_BULK_DELETE) },
+        },
+      },
+    },
+    async (req) => {
+      const { ids } = req.body as { ids: number[] };
+      const unique = [...new Set(ids)];
+      const r = await library.deleteImages({ imageIds: unique }, req.principal);
+      return {
+        data: {
+          deleted: r.deleted,
+          failed: r.failed.map((f) => ({ id: f.id, error: f.error })),
+          summary: { total: unique.length, succeeded: r.deleted.length, failed: r.failed.length },
+        },
+      };
+    },
+  );
+
+  app.post(
+    '/api/images/download',
+    {
+      schema: {
+        tags: ['Images'],
+        summary: `ZIP of the originals of up to ${MAX_DOWNLOAD_IDS} images`,
+        body: {
+          type: 'object',
+          required: ['imageIds'],
+          additionalProperties: false,
+          properties: { imageIds: idList(MAX_DOWNLOAD_IDS) },
+        },
+      },
+    },
+    async (req, reply) => {
+      const { imageIds } = req.body as { imageIds: number[] };
+      const r = await library.resolveImages({ imageIds }, req.principal);
+      if (r.missingIds.length > 0) throw missing(r.missingIds);
+      // Every original must still be in storage: once the ZIP has started the status can no longer change.
+      const stats = await Promise.all(r.images.map((img) => ctx.storage.stat(img.objectKey)));
+      const lost = r.images.filter((_, i) => !stats[i]).map((img) => img.id);
+      if (lost.length > 0) throw missing(lost);
+      const entries = r.images.map((img, i) => ({
+        name: `image-${img.id}.${EXT[img.format] ?? img.format}`,
+        size: (stats[i] as { size: number }).size,
+        mtime: new Date(img.createdAt),
+        open: () => ctx.storage.getStream(img.objectKey),
+      }));
+      const size = zipSize(entries);
+      if (size > MAX_ZIP_BYTES) {
+        throw badRequest('Download too large', [`the archive would be ${size} bytes; at most ${MAX_ZIP_BYTES} bytes per download`]);
+      }
+      const stream = zipStream(entries);
+      stream.on('error', (err) => req.log.warn({ err }, 'image download stream failed'));
+      reply.header('content-type', 'application/zip');
+      reply.header('content-disposition', `attachment; filename="${zipName()}"`);
+      reply.header('cache-control', 'no-store');
+      reply.header('content-length', String(size));
+      return reply.send(stream);
+    },
+  );
+
+  app.addHook('onClose', async () => {
+    clients.delete(ctx);
+    library.close();
+  });
+};
+
+function missing(ids: number[]) {
+  const e = notFound('Image not found');
+  e.body.details = { missing_ids: ids };
+  return e;
+}
+
+export default imagesRoutes;

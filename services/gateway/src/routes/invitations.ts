@@ -1,0 +1,151 @@
+import type { Invitation } from '@imagegen/contracts/tenancy/v1/tenancy';
+import type { RouteModule } from '../app.js';
+import { adminSecurity, tenancyClient } from '../auth.js';
+import { adminUserJson } from './admin-users.js';
+
+export function invitationJson(i: Invitation) {
+  return {
+    token: i.token,
+    email: i.email,
+    tenantId: i.tenantId ?? null,
+    role: i.role,
+    status: i.status,
+    expiresAt: i.expiresAt,
+    createdAt: i.createdAt,
+    acceptedAt: i.acceptedAt ?? null,
+    revokedAt: i.revokedAt ?? null,
+    invitedBy: i.invitedBy ?? null,
+  };
+}
+
+const tokenParams = {
+  type: 'object',
+  required: ['token'],
+  properties: { token: { type: 'string', minLength: 1, maxLength: 200 } },
+};
+
+/**
+ * Invitations: create (super_admin), list (admin), revoke (super_admin), and the public acceptance
+ * flow: GET /admin/invitations/:token (what is being accepted) and POST /admin/invitations/:token/accept
+ * {display_name, password} -> the new user and a session token.
+ */
+const invitations: RouteModule = (app, { ctx }) => {
+  const tenancy = tenancyClient(ctx);
+
+  app.get<{ Querystring: { status?: string } }>(
+    '/admin/invitations',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'List invitations (optionally by status)',
+        security: adminSecurity,
+        querystring: {
+          type: 'object',
+          properties: { status: { type: 'string', enum: ['pending', 'accepted', 'revoked', 'expired'] } },
+        },
+      },
+    },
+    async (req) => {
+      const r = await tenancy.listInvitations({ status: req.query.status ?? '' }, req.principal);
+      return { data: r.invitations.map(invitationJson) };
+    },
+  );
+
+  app.post<{ Body: { email: string; role?: string; tenant_id?: string | null; expires_in_days?: number } }>(
+    '/admin/invitations',
+    {
+      config: { auth: 'super_admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Invite an admin by email; returns an inv_ token',
+        security: adminSecurity,
+        body: {
+          type: 'object',
+          required: ['email'],
+          properties: {
+            email: { type: 'string', format: 'email', maxLength: 320 },
+            role: { type: 'string', enum: ['admin', 'super_admin'] },
+            tenant_id: { type: ['string', 'null'], minLength: 1, maxLength: 64 },
+            expires_in_days: { type: 'integer', minimum: 1, maximum: 30 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const b = req.body;
+      const i = await tenancy.createInvitation(
+        { email: b.email, role: b.role ?? 'admin', tenantId: b.tenant_id ?? undefined, expiresInDays: b.expires_in_days ?? 7 },
+        req.principal,
+      );
+      return {
+        data: {
+          token: i.token,
+          email: i.email,
+          role: i.role,
+          tenantId: i.tenantId ?? null,
+          expiresAt: i.expiresAt,
+          createdAt: i.createdAt,
+          status: i.status,
+        },
+      };
+    },
+  );
+
+  app.delete<{ Params: { token: string } }>(
+    '/admin/invitations/:token',
+    {
+      config: { auth: 'super_admin' },
+      schema: { tags: ['admin'], summary: 'Revoke a pending invitation', security: adminSecurity, params: tokenParams },
+    },
+    async (req) => {
+      await tenancy.revokeInvitation({ token: req.params.token }, req.principal);
+      return { data: { success: true } };
+    },
+  );
+
+  app.get<{ Params: { token: string } }>(
+    '/admin/invitations/:token',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Public: what a pending invitation is for (the token is the credential)',
+        params: tokenParams,
+      },
+    },
+    async (req) => {
+      const i = await tenancy.getInvitation({ token: req.params.token }, { requestId: req.id, source: 'admin' });
+      return { data: { email: i.email, role: i.role, tenantId: i.tenantId ?? null, status: i.status, expiresAt: i.expiresAt } };
+    },
+  );
+
+  app.post<{ Params: { token: string }; Body: { display_name: string; password: string } }>(
+    '/admin/invitations/:token/accept',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Accept an invitation: creates the admin user and signs in',
+        params: tokenParams,
+        body: {
+          type: 'object',
+          required: ['display_name', 'password'],
+          properties: {
+            display_name: { type: 'string', minLength: 1, maxLength: 100 },
+            password: { type: 'string', minLength: 12, maxLength: 256 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const s = await tenancy.acceptInvitation(
+        { token: req.params.token, displayName: req.body.display_name, password: req.body.password },
+        { requestId: req.id, source: 'admin' },
+      );
+      return { data: { token: s.token, tokenType: 'Bearer', expiresAt: s.expiresAt, user: adminUserJson(s.user) } };
+    },
+  );
+};
+
+export default invitations;

@@ -1,0 +1,69 @@
+import { connect } from 'node:net';
+import { lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+
+/**
+ * Operations endpoints of the gateway (the other services get the same paths from runStandalone's ops
+ * server): GET /metrics (Prometheus), GET /livez (the process answers), GET /readyz (not shutting
+ * down and the tenancy service, needed by every authenticated request, accepts connections).
+ * Unauthenticated, hidden from the OpenAPI document; not traced (telemetry.ts UNTRACED_PATHS).
+ */
+const opsRoutes: RouteModule = (app, { ctx }) => {
+  const route = { config: { auth: 'none' as const }, schema: { hide: true } };
+
+  let cached: { at: number; ready: boolean; reason?: string } | undefined;
+  const readiness = async (): Promise<{ ready: boolean; reason?: string }> => {
+    if (lifecycle.stopping) return { ready: false, reason: 'shutting down' };
+    if (cached && Date.now() - cached.at < 2000) return cached;
+    let result: { ready: boolean; reason?: string };
+    try {
+      const ok = await reachable(ctx.resolve('tenancy'), 1000);
+      result = ok ? { ready: true } : { ready: false, reason: 'tenancy service unreachable' };
+    } catch (err) {
+      result = { ready: false, reason: (err as Error).message };
+    }
+    cached = { at: Date.now(), ...result };
+    return result;
+  };
+
+  // Metrics are for in-cluster scrapers, which reach the pod directly: a request that came through a
+  // proxy or the Ingress (forwarding headers) gets 404, so the numbers are not published to the world.
+  app.get('/metrics', route, async (req, reply) => {
+    const h = req.headers;
+    if (h['x-forwarded-for'] || h.forwarded || h['x-real-ip']) {
+      return reply.status(404).send({ error: 'Route GET /metrics not found' });
+    }
+    const m = await metricsText();
+    return reply.header('content-type', m.contentType).header('cache-control', 'no-store').send(m.body);
+  });
+
+  app.get('/livez', route, async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
+
+  app.get('/readyz', route, async (_req, reply) => {
+    const r = await readiness();
+    setReadyGauge(r.ready);
+    return reply
+      .status(r.ready ? 200 : 503)
+      .header('cache-control', 'no-store')
+      .send(r.ready ? { status: 'ready' } : { status: 'not_ready', reason: r.reason });
+  });
+};
+
+/** TCP connect to a gRPC address (host:port) within `timeoutMs`. */
+function reachable(address: string, timeoutMs: number): Promise<boolean> {
+  const i = address.lastIndexOf(':');
+  const host = address.slice(0, i).replace(/^\[|\]$/g, '') || '127.0.0.1';
+  const port = Number(address.slice(i + 1));
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+export default opsRoutes;

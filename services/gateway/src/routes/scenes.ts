@@ -1,0 +1,201 @@
+import { AssetsServiceService, type Scene } from '@imagegen/contracts/library/v1/assets';
+import { badRequest, createClient } from '@imagegen/platform';
+import type { FastifyRequest } from 'fastify';
+import type { RouteModule } from '../app.js';
+
+/**
+ * Scene presets (SPEC 4.5), camelCase output, snake_case bodies. A scene is also a "reference group" for
+ * generation (reference_group_id(s) = scene ids, reference_group_name = scene name; docs/README-assets.md).
+ * Body problems answer 400 'Invalid scene preset payload' with details, as SPEC 7 says for scenes.
+ */
+const TAGS = ['Scenes'];
+const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
+const identifierParams = {
+  type: 'object',
+  required: ['identifier'],
+  properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
+};
+
+const common = {
+  description: nullable('string'),
+  scene_prompt: nullable('string'),
+  reference_image_ids: nullable('array', { items: { type: 'integer' } }),
+  reference_image_urls: nullable('array', { items: { type: 'string' } }),
+  default_reference_mode: nullable('string'),
+  preferred_aspect_ratio: nullable('string'),
+  tags: nullable('array', { items: { type: 'string' } }),
+};
+
+export function sceneDetail(s: Scene) {
+  return {
+    id: s.id,
+    sceneName: s.sceneName,
+    description: s.description ?? null,
+    scenePrompt: s.scenePrompt ?? null,
+    referenceImages: s.referenceImages.map((r) => ({ id: r.id, objectKey: r.objectKey, url: r.url, thumbnailUrl: r.thumbnailUrl })),
+    defaultReferenceMode: s.defaultReferenceMode ?? null,
+    preferredAspectRatio: s.preferredAspectRatio ?? null,
+    tags: s.tags,
+    timesUsed: s.timesUsed,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    lastUsedAt: s.lastUsedAt ?? null,
+  };
+}
+
+export function sceneListForm(s: Scene) {
+  const { referenceImages: _r, ...rest } = sceneDetail(s);
+  return { ...rest, imageCount: s.imageCount, thumbnailUrl: s.thumbnailUrl ?? null };
+}
+
+type Body = Record<string, unknown>;
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
+
+/** Scene bodies are validated by hand so their problems carry the scene error text of SPEC 7. */
+function checkBody(request: FastifyRequest, nameField: string, required: boolean): Body {
+  const b = request.body;
+  if (b === null || typeof b !== 'object' || Array.isArray(b)) throw badRequest('Invalid scene preset payload', ['body must be an object']);
+  const body = b as Body;
+  const problems: string[] = [];
+  const name = body[nameField];
+  if (name === undefined || name === null) {
+    if (required) problems.push(`${nameField} is required`);
+  } else if (typeof name !== 'string') problems.push(`${nameField} must be a string`);
+  for (const f of ['description', 'scene_prompt', 'default_reference_mode', 'preferred_aspect_ratio']) {
+    if (body[f] !== undefined && body[f] !== null && typeof body[f] !== 'string') problems.push(`${f} must be a string`);
+  }
+  const arrays: [string, string][] = [
+    ['reference_image_ids', 'integer'],
+    ['reference_image_urls', 'string'],
+    ['tags', 'string'],
+  ];
+  for (const [f, t] of arrays) {
+    const v = body[f];
+    if (v === undefined || v === null) continue;
+    if (!Array.isArray(v)) problems.push(`${f} must be an array`);
+    else if (v.some((x) => (t === 'integer' ? !Number.isSafeInteger(x) || (x as number) < 1 : typeof x !== 'string'))) {
+      problems.push(`${f} must contain only ${t === 'integer' ? 'positive integers' : 'strings'}`);
+    }
+  }
+  if (problems.length) throw badRequest('Invalid scene preset payload', problems);
+  return body;
+}
+
+const scenesRoutes: RouteModule = (app, { ctx }) => {
+  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
+  app.addHook('onClose', async () => assets.close());
+
+  app.get(
+    '/api/scenes',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'List scene presets',
+        querystring: {
+          type: 'object',
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+            search: { type: 'string', maxLength: 200 },
+            sort_by: { type: 'string', enum: ['name', 'created', 'used', 'recent'], default: 'name' },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query as { limit: number; offset: number; search?: string; sort_by: string };
+      const res = await assets.listScenes({ limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by }, request.principal);
+      return {
+        data: res.scenes.map(sceneListForm),
+        pagination: { total: res.total, limit: res.limit, offset: res.offset, hasMore: res.hasMore },
+      };
+    },
+  );
+
+  app.get(
+    '/api/scenes/:identifier',
+    { schema: { tags: TAGS, summary: 'Get a scene preset by id or URL-encoded name', params: identifierParams } },
+    async (request) => {
+      const { identifier } = request.params as { identifier: string };
+      return { data: sceneDetail(await assets.getScene({ identifier }, request.principal)) };
+    },
+  );
+
+  app.post(
+    '/api/scenes',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create a scene preset (prompt and/or reference images; URLs are fetched and imported)',
+        body: { type: 'object', properties: { scene_name: { type: 'string' }, ...common } },
+      },
+      // Scene body problems use the scene error text, not the generic one.
+      attachValidation: true,
+    },
+    async (request) => {
+      const b = checkBody(request, 'scene_name', true);
+      const s = await assets.createScene(
+        {
+          sceneName: b.scene_name as string,
+          description: str(b.description),
+          scenePrompt: str(b.scene_prompt),
+          referenceImageIds: arr<number>(b.reference_image_ids),
+          referenceImageUrls: arr<string>(b.reference_image_urls),
+          defaultReferenceMode: str(b.default_reference_mode),
+          preferredAspectRatio: str(b.preferred_aspect_ratio),
+          tags: arr<string>(b.tags),
+        },
+        request.principal,
+      );
+      return { data: sceneDetail(s) };
+    },
+  );
+
+  app.patch(
+    '/api/scenes/:identifier',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Update a scene preset (nullable fields clear; reference_image_ids and tags replace; URLs are added)',
+        params: identifierParams,
+        body: { type: 'object', properties: { new_scene_name: { type: 'string' }, ...common } },
+      },
+      attachValidation: true,
+    },
+    async (request) => {
+      const { identifier } = request.params as { identifier: string };
+      const b = checkBody(request, 'new_scene_name', false);
+      const fields = ['new_scene_name', ...Object.keys(common)];
+      const present = fields.filter((k) => k in b && !(k === 'new_scene_name' && b[k] === null));
+      const s = await assets.updateScene(
+        {
+          identifier,
+          presentFields: present,
+          newSceneName: str(b.new_scene_name),
+          description: str(b.description),
+          scenePrompt: str(b.scene_prompt),
+          referenceImageIds: arr<number>(b.reference_image_ids),
+          referenceImageUrls: arr<string>(b.reference_image_urls),
+          defaultReferenceMode: str(b.default_reference_mode),
+          preferredAspectRatio: str(b.preferred_aspect_ratio),
+          tags: arr<string>(b.tags),
+        },
+        request.principal,
+      );
+      return { data: sceneDetail(s) };
+    },
+  );
+
+  app.delete(
+    '/api/scenes/:identifier',
+    { schema: { tags: TAGS, summary: 'Delete a scene preset (its reference images stay in the library)', params: identifierParams } },
+    async (request) => {
+      const { identifier } = request.params as { identifier: string };
+      const r = await assets.deleteScene({ identifier }, request.principal);
+      return { data: { deleted: true, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount } };
+    },
+  );
+};
+
+export default scenesRoutes;

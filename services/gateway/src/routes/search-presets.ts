@@ -1,0 +1,118 @@
+import { AssetsServiceService, type SearchPreset } from '@imagegen/contracts/library/v1/assets';
+import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
+import { badRequest, createClient } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+
+/**
+ * Gallery search presets (SPEC 4.6): camelCase bodies and output, the SPEC 7 texts for every body problem
+ * (so bodies are checked by hand, not by schema). GET /api/search-presets/:id/images runs a saved preset's
+ * filters (sortBy included) against the tenant's images and answers like GET /api/images.
+ */
+const TAGS = ['Search presets'];
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
+
+export function searchPresetForm(p: SearchPreset) {
+  return {
+    id: p.id,
+    tenantId: p.tenantId,
+    presetName: p.presetName,
+    filters: JSON.parse(p.filtersJson || '{}') as Record<string, unknown>,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+/** The Image list form of SPEC 2. */
+function imageListForm(i: ImageRecord) {
+  return {
+    id: i.id,
+    sessionId: i.sessionId,
+    fullUrl: i.fullUrl,
+    thumbnailUrl: i.thumbnailUrl,
+    width: i.width,
+    height: i.height,
+    sizeBytes: i.sizeBytes,
+    prompt: i.prompt,
+    negativePrompt: i.negativePrompt ?? null,
+    operation: i.operation,
+    aspectRatio: i.aspectRatio,
+    createdAt: i.createdAt,
+  };
+}
+
+const searchPresetRoutes: RouteModule = (app, { ctx }) => {
+  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
+  app.addHook('onClose', async () => assets.close());
+
+  app.get('/api/search-presets', { schema: { tags: TAGS, summary: 'List gallery search presets' } }, async (request) => {
+    const res = await assets.listSearchPresets({}, request.principal);
+    return { data: res.presets.map(searchPresetForm) };
+  });
+
+  app.post(
+    '/api/search-presets',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Save a gallery search preset',
+        description:
+          'Body: {presetName (1-50), filters: {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, ' +
+          'operationType (generate|edit), minSize, maxSize, sessionId, hasNegativePrompt, sortBy (newest|oldest|largest|smallest)}}',
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      const body = (b !== null && typeof b === 'object' && !Array.isArray(b) ? b : {}) as Record<string, unknown>;
+      if (typeof body.presetName !== 'string') throw badRequest('presetName is required and must be a string');
+      const f = body.filters;
+      if (f === null || typeof f !== 'object' || Array.isArray(f)) {
+        // Name problems first, as the service would report them.
+        if (body.presetName.trim() === '') throw badRequest('presetName cannot be empty');
+        if (body.presetName.trim().length > 50) throw badRequest('presetName cannot exceed 50 characters');
+        throw badRequest('filters is required and must be an object');
+      }
+      const p = await assets.createSearchPreset({ presetName: body.presetName, filtersJson: JSON.stringify(f) }, request.principal);
+      return { data: searchPresetForm(p) };
+    },
+  );
+
+  app.delete(
+    '/api/search-presets/:id',
+    { schema: { tags: TAGS, summary: 'Delete a search preset', params: idParams } },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      await assets.deleteSearchPreset({ identifier: id }, request.principal);
+      return { data: { deleted: true } };
+    },
+  );
+
+  app.get(
+    '/api/search-presets/:id/images',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "Run a saved search preset against the image list (same shape as GET /api/images, sorted by the preset's sortBy)",
+        params: idParams,
+        querystring: {
+          type: 'object',
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      const q = request.query as { limit: number; offset: number };
+      const res = await assets.runSearchPreset({ identifier: id, limit: q.limit, offset: q.offset }, request.principal);
+      return {
+        data: res.images.map(imageListForm),
+        pagination: { total: res.total, limit: res.limit, offset: res.offset },
+        preset: res.preset ? searchPresetForm(res.preset) : null,
+      };
+    },
+  );
+};
+
+export default searchPresetRoutes;

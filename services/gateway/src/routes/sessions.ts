@@ -1,0 +1,85 @@
+import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
+import type { FastifyInstance } from 'fastify';
+import type { RouteModule } from '../app.js';
+import { libraryClient, sessionImageJson } from './images.js';
+
+/**
+ * Sessions (SPEC 4.8): GET /api/sessions and GET /api/sessions/:sessionId. The /logs routes and
+ * executions belong to routes/generation.ts.
+ */
+
+const MB = 1024 * 1024;
+
+/** The list form (camelCase, isActive boolean). */
+export function sessionJson(s: SessionSummary) {
+  return {
+    sessionId: s.sessionId,
+    isActive: s.isActive,
+    createdAt: s.createdAt,
+    lastActivityAt: s.lastActivityAt,
+    totalImages: s.totalImages,
+    totalEdits: s.totalEdits,
+    totalBytes: s.totalBytes,
+    totalMegabytes: Math.round((s.totalBytes / MB) * 100) / 100,
+    totalTokens: s.totalTokens,
+  };
+}
+
+/** The raw record of the detail form (snake_case, is_active 0/1). */
+export function sessionRecordJson(s: SessionSummary) {
+  return {
+    session_id: s.sessionId,
+    tenant_id: s.tenantId,
+    is_active: s.isActive ? 1 : 0,
+    created_at: s.createdAt,
+    last_activity_at: s.lastActivityAt,
+  };
+}
+
+const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
+  const library = libraryClient(ctx);
+
+  app.get(
+    '/api/sessions',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: 'List sessions, most recently active first',
+        querystring: {
+          type: 'object',
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const { limit, offset } = req.query as { limit: number; offset: number };
+      const r = await library.listSessions({ limit, offset }, req.principal);
+      return { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } };
+    },
+  );
+
+  app.get(
+    '/api/sessions/:sessionId',
+    {
+      schema: {
+        tags: ['Sessions'],
+        summary: 'A session record and its images (oldest first)',
+        params: {
+          type: 'object',
+          required: ['sessionId'],
+          properties: { sessionId: { type: 'string', minLength: 1, maxLength: 200 } },
+        },
+      },
+    },
+    async (req) => {
+      const { sessionId } = req.params as { sessionId: string };
+      const r = await library.getSession({ sessionId }, req.principal);
+      return { data: { session: sessionRecordJson(r.session as SessionSummary), images: r.images.map(sessionImageJson) } };
+    },
+  );
+};
+
+export default sessionsRoutes;

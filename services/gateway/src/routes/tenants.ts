@@ -1,0 +1,292 @@
+import type { ApiKeyRecord, ProviderPoolUpdate, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { badRequest } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+import { adminSecurity, tenancyClient } from '../auth.js';
+
+/** The six model ids of SPEC 1 "Models". */
+export const MODEL_IDS = [
+  'provA-flash-lite-image',
+  'provA-flash-image',
+  'provA-pro-image',
+  'provB-image-2',
+  'provB-image-2.5-flare',
+  'provB-image-2.5-sunburst',
+];
+const PROVIDERS = ['provA', 'provB'] as const;
+
+export function tenantJson(t: Tenant | undefined) {
+  if (!t) return null;
+  return {
+    tenantId: t.tenantId,
+    tenantName: t.tenantName,
+    isActive: t.isActive,
+    contactEmail: t.contactEmail,
+    monthlyQuotaMb: t.monthlyQuotaMb,
+    rateLimitPerMinute: t.rateLimitPerMinute,
+    notes: t.notes ?? null,
+    modelId: t.modelId,
+    allowedModels: t.allowedModels,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+  };
+}
+
+export function keyJson(k: ApiKeyRecord) {
+  return {
+    keyId: k.keyId,
+    apiKey: k.apiKey,
+    keyName: k.keyName,
+    type: k.type,
+    isActive: k.isActive,
+    createdAt: k.createdAt,
+    lastUsedAt: k.lastUsedAt ?? null,
+    usageCount: k.usageCount,
+    revokedAt: k.revokedAt ?? null,
+  };
+}
+
+/** GET/PATCH tenant detail: {tenant, apiKeys, providerCredentials} (credentials: counts only, never keys). */
+export function tenantDetailJson(d: TenantDetail) {
+  const pool = (p: string) => {
+    const info = d.providers.find((x) => x.provider === p);
+    return { configured: !!info, keyCount: info?.keyCount ?? 0 };
+  };
+  return {
+    tenant: tenantJson(d.tenant),
+    apiKeys: d.apiKeys.map(keyJson),
+    providerCredentials: { provA: pool('provA'), provB: pool('provB') },
+  };
+}
+
+const providerPool = {
+  description: 'One key, a list of up to 5 keys, or null (PATCH: null or [] removes the pool).',
+  type: ['string', 'array', 'null'],
+  minLength: 1,
+  maxLength: 1000,
+  maxItems: 5,
+  items: { type: 'string', minLength: 1, maxLength: 1000 },
+};
+const providerCredentials = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { provA: providerPool, provB: providerPool },
+};
+const tenantFields = {
+  tenant_name: { type: 'string', minLength: 1, maxLength: 200 },
+  contact_email: { type: 'string', format: 'email', maxLength: 320 },
+  provA_api_key: { type: 'string', minLength: 1, maxLength: 1000, description: 'Legacy: a single provA key.' },
+  provider_credentials: providerCredentials,
+  monthly_quota_mb: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+  rate_limit_per_minute: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+  model_id: { type: 'string', enum: MODEL_IDS },
+  allowed_models: { type: 'array', minItems: 1, maxItems: MODEL_IDS.length, uniqueItems: true, items: { type: 'string', enum: MODEL_IDS } },
+  notes: { type: ['string', 'null'], maxLength: 2000 },
+};
+const tenantParams = {
+  type: 'object',
+  required: ['tenantId'],
+  properties: { tenantId: { type: 'string', minLength: 1, maxLength: 64 } },
+};
+
+type PoolInput = string | string[] | null | undefined;
+interface TenantBody {
+  tenant_id?: string;
+  tenant_name?: string;
+  contact_email?: string;
+  provA_api_key?: string;
+  provider_credentials?: { provA?: PoolInput; provB?: PoolInput };
+  monthly_quota_mb?: number;
+  rate_limit_per_minute?: number;
+  model_id?: string;
+  allowed_models?: string[];
+  api_keys?: { key_name: string; type?: 'live' | 'test' }[];
+  notes?: string | null;
+  is_active?: boolean;
+}
+
+/** provider_credentials + legacy provA_api_key -> per-provider pool updates (only the providers mentioned). */
+function poolUpdates(body: TenantBody): ProviderPoolUpdate[] {
+  const pc = body.provider_credentials ?? {};
+  if (body.provA_api_key !== undefined && pc.provA !== undefined && pc.provA !== null) {
+    throw badRequest('Invalid request payload', ['use either provA_api_key (legacy) or provider_credentials.provA, not both']);
+  }
+  const out: ProviderPoolUpdate[] = [];
+  for (const p of PROVIDERS) {
+    let v: PoolInput = pc[p];
+    if (p === 'provA' && body.provA_api_key !== undefined && (v === undefined || v === null)) v = body.provA_api_key;
+    if (v === undefined) continue;
+    const keys = v === null ? [] : typeof v === 'string' ? [v] : v;
+    out.push({ provider: p, keys, remove: keys.length === 0 });
+  }
+  return out;
+}
+
+/**
+ * Tenants and their API keys (SPEC 4.9). Reads need any admin; writes need super_admin.
+ * Key revocation: DELETE /admin/tenants/:tenantId/api-keys/:keyRef (key id or key name).
+ */
+const tenants: RouteModule = (app, { ctx }) => {
+  const tenancy = tenancyClient(ctx);
+
+  app.get(
+    '/admin/tenants',
+    { config: { auth: 'admin' }, schema: { tags: ['admin'], summary: 'List tenants', security: adminSecurity } },
+    async (req) => {
+      const r = await tenancy.listTenants({}, req.principal);
+      return { data: r.tenants.map(tenantJson) };
+    },
+  );
+
+  app.get<{ Params: { tenantId: string } }>(
+    '/admin/tenants/:tenantId',
+    {
+      config: { auth: 'admin' },
+      schema: { tags: ['admin'], summary: 'Get a tenant with its API keys', params: tenantParams, security: adminSecurity },
+    },
+    async (req) => ({ data: tenantDetailJson(await tenancy.getTenantDetail({ tenantId: req.params.tenantId }, req.principal)) }),
+  );
+
+  app.post<{ Body: TenantBody }>(
+    '/admin/tenants',
+    {
+      config: { auth: 'super_admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Create a tenant (returns the full API keys once)',
+        security: adminSecurity,
+        body: {
+          type: 'object',
+          required: ['tenant_id', 'tenant_name', 'contact_email'],
+          properties: {
+            tenant_id: { type: 'string', minLength: 1, maxLength: 64 },
+            ...tenantFields,
+            api_keys: {
+              type: 'array',
+              maxItems: 10,
+              items: {
+                type: 'object',
+                required: ['key_name'],
+                properties: {
+                  key_name: { type: 'string', minLength: 1, maxLength: 100 },
+                  type: { type: 'string', enum: ['live', 'test'] },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const b = req.body;
+      const r = await tenancy.createTenant(
+        {
+          tenantId: b.tenant_id as string,
+          tenantName: b.tenant_name as string,
+          contactEmail: b.contact_email as string,
+          providerPools: poolUpdates(b),
+          monthlyQuotaMb: b.monthly_quota_mb,
+          rateLimitPerMinute: b.rate_limit_per_minute,
+          modelId: b.model_id,
+          allowedModels: b.allowed_models ?? [],
+          hasAllowedModels: b.allowed_models !== undefined,
+          apiKeys: (b.api_keys ?? []).map((k) => ({ keyName: k.key_name, type: k.type ?? 'live' })),
+          hasApiKeys: b.api_keys !== undefined,
+          notes: b.notes ?? undefined,
+        },
+        req.principal,
+      );
+      return {
+        data: {
+          tenant: tenantJson(r.tenant),
+          apiKeys: r.apiKeys.map((k) => ({ apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt })),
+        },
+      };
+    },
+  );
+
+  app.patch<{ Params: { tenantId: string }; Body: TenantBody }>(
+    '/admin/tenants/:tenantId',
+    {
+      config: { auth: 'super_admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Update a tenant (activation, limits, models, provider credential pools)',
+        security: adminSecurity,
+        params: tenantParams,
+        body: { type: 'object', properties: { ...tenantFields, is_active: { type: 'boolean' } } },
+      },
+    },
+    async (req) => {
+      const b = req.body ?? {};
+      const r = await tenancy.updateTenant(
+        {
+          tenantId: req.params.tenantId,
+          tenantName: b.tenant_name,
+          contactEmail: b.contact_email,
+          isActive: b.is_active,
+          monthlyQuotaMb: b.monthly_quota_mb,
+          rateLimitPerMinute: b.rate_limit_per_minute,
+          notes: b.notes ?? undefined,
+          clearNotes: b.notes === null,
+          modelId: b.model_id,
+          allowedModels: b.allowed_models ?? [],
+          hasAllowedModels: b.allowed_models !== undefined,
+          providerPools: poolUpdates(b),
+        },
+        req.principal,
+      );
+      return { data: tenantDetailJson(r) };
+    },
+  );
+
+  app.post<{ Params: { tenantId: string }; Body: { key_name: string; type?: 'live' | 'test' } }>(
+    '/admin/tenants/:tenantId/api-keys',
+    {
+      config: { auth: 'super_admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Create an API key (the full key is returned once)',
+        security: adminSecurity,
+        params: tenantParams,
+        body: {
+          type: 'object',
+          required: ['key_name'],
+          properties: { key_name: { type: 'string', minLength: 1, maxLength: 100 }, type: { type: 'string', enum: ['live', 'test'] } },
+        },
+      },
+    },
+    async (req) => {
+      const k = await tenancy.createApiKey(
+        { tenantId: req.params.tenantId, keyName: req.body.key_name, type: req.body.type ?? 'live' },
+        req.principal,
+      );
+      return { data: { apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt } };
+    },
+  );
+
+  app.delete<{ Params: { tenantId: string; keyRef: string } }>(
+    '/admin/tenants/:tenantId/api-keys/:keyRef',
+    {
+      config: { auth: 'super_admin' },
+      schema: {
+        tags: ['admin'],
+        summary: 'Revoke an API key by key id (key_...) or key name; effective within seconds',
+        security: adminSecurity,
+        params: {
+          type: 'object',
+          required: ['tenantId', 'keyRef'],
+          properties: {
+            tenantId: { type: 'string', minLength: 1, maxLength: 64 },
+            keyRef: { type: 'string', minLength: 1, maxLength: 100 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const k = await tenancy.revokeApiKey({ tenantId: req.params.tenantId, keyRef: req.params.keyRef }, req.principal);
+      return { data: { success: true, key: keyJson(k) } };
+    },
+  );
+};
+
+export default tenants;

@@ -1,0 +1,79 @@
+import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
+import { badRequest, createClient } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+import { tenancyClient, tenantSecurity } from '../auth.js';
+
+/**
+ * Usage and profile (SPEC 4.7), served by usage-metering over gRPC (and tenancy for the tenant name).
+ *   GET /api/usage?limit=1..24 (default 12) -> {data:{months (newest first), recent:{bytes, images}, quota}}
+ *   GET /api/profile -> {tenant:{tenantId, tenantName, quotas}}
+ */
+const TAGS = ['Usage'];
+
+const usageRoutes: RouteModule = (app, { ctx }) => {
+  const usage = createClient(UsageServiceService, () => ctx.resolve('usage'));
+  const tenancy = tenancyClient(ctx);
+  app.addHook('onClose', async () => usage.close());
+
+  app.get(
+    '/api/usage',
+    {
+      attachValidation: true,
+      schema: {
+        tags: TAGS,
+        summary: 'Monthly usage (newest first), the rolling 30 days and the quota',
+        description:
+          'Months are UTC calendar months with any activity; total_bytes counts original images stored that month ' +
+          '(deletes do not reduce it). recent covers the last 30 days. An invalid limit answers 400 Invalid limit.',
+        security: tenantSecurity,
+        querystring: {
+          type: 'object',
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 24, default: 12 } },
+        },
+      },
+    },
+    async (request) => {
+      if (request.validationError) throw badRequest('Invalid limit');
+      const { limit } = request.query as { limit?: number };
+      const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit: limit ?? 12 }, request.principal);
+      return {
+        data: {
+          months: res.months.map((m) => ({
+            month: m.month,
+            total_operations: m.totalOperations,
+            total_images: m.totalImages,
+            total_bytes: m.totalBytes,
+            total_mb: m.totalMb,
+            avg_duration_ms: m.avgDurationMs,
+          })),
+          recent: { bytes: res.recent?.bytes ?? 0, images: res.recent?.images ?? 0 },
+          quota: res.quota,
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/api/profile',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The tenant and its quota object',
+        security: tenantSecurity,
+        description:
+          'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} ' +
+          '(integers; used MB of the current UTC month, rounded).',
+      },
+    },
+    async (request) => {
+      const tenantId = request.principal.tenantId as string;
+      const [tenant, quota] = await Promise.all([
+        tenancy.getTenant({ tenantId }, request.principal),
+        usage.getQuota({ tenantId }, request.principal),
+      ]);
+      return { tenant: { tenantId: tenant.tenantId, tenantName: tenant.tenantName, quotas: quota } };
+    },
+  );
+};
+
+export default usageRoutes;

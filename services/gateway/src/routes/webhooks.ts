@@ -1,0 +1,199 @@
+import { type Delivery, type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import { badRequest, createClient, notFound } from '@imagegen/platform';
+import type { RouteModule } from '../app.js';
+import { tenantSecurity } from '../auth.js';
+
+/**
+ * Webhooks (SPEC 4.11, shapes designed here; see docs/README-usage.md):
+ *   GET    /api/webhooks                       -> {data: Webhook[]}
+ *   POST   /api/webhooks {url, events?, description?} -> 201 {data: Webhook & {secret}} (secret shown once)
+ *   GET    /api/webhooks/:id                   -> {data: Webhook}
+ *   PATCH  /api/webhooks/:id {enabled?, description?} -> {data: Webhook} (enabled:true re-enables)
+ *   DELETE /api/webhooks/:id                   -> {data:{deleted:true, id}}
+ *   GET    /api/webhooks/:id/deliveries?limit  -> {data: Delivery[]} newest first, with attempts
+ *   POST   /api/webhooks/:id/test              -> 202 {data: Delivery} (queues a webhook.test delivery)
+ */
+const TAGS = ['Webhooks'];
+const EVENTS = ['quota.warning', 'quota.exceeded'];
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
+
+export function webhookForm(w: Webhook) {
+  return {
+    id: w.id,
+    url: w.url,
+    description: w.description ?? null,
+    events: w.events,
+    enabled: w.enabled,
+    disabledReason: w.disabledReason ?? null,
+    consecutiveFailures: w.consecutiveFailures,
+    lastDeliveryStatus: w.lastDeliveryStatus ?? null,
+    lastResponseStatus: w.lastResponseStatus ?? null,
+    lastDeliveryAt: w.lastDeliveryAt ?? null,
+    secretHint: w.secretHint,
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+  };
+}
+
+export function deliveryForm(d: Delivery) {
+  let payload: unknown = d.payload;
+  try {
+    payload = JSON.parse(d.payload);
+  } catch {}
+  return {
+    id: d.id,
+    webhookId: d.webhookId,
+    event: d.event,
+    status: d.status,
+    attemptCount: d.attemptCount,
+    nextAttemptAt: d.nextAttemptAt ?? null,
+    lastResponseStatus: d.lastResponseStatus ?? null,
+    lastError: d.lastError ?? null,
+    payload,
+    createdAt: d.createdAt,
+    completedAt: d.completedAt ?? null,
+    attempts: d.attempts.map((a) => ({
+      attempt: a.attempt,
+      responseStatus: a.responseStatus ?? null,
+      error: a.error ?? null,
+      durationMs: a.durationMs,
+      attemptedAt: a.attemptedAt,
+    })),
+  };
+}
+
+/** Ids are integers; anything else cannot name a webhook of this tenant. */
+function webhookId(raw: string): number {
+  if (!/^\d{1,15}$/.test(raw)) throw notFound('Webhook not found');
+  return Number(raw);
+}
+
+const webhookRoutes: RouteModule = (app, { ctx }) => {
+  const webhooks = createClient(WebhookServiceService, () => ctx.resolve('webhooks'));
+  app.addHook('onClose', async () => webhooks.close());
+
+  app.get('/api/webhooks', { schema: { tags: TAGS, summary: 'List webhook endpoints', security: tenantSecurity } }, async (request) => {
+    const res = await webhooks.listWebhooks({}, request.principal);
+    return { data: res.webhooks.map(webhookForm) };
+  });
+
+  app.post<{ Body: { url: string; events?: string[]; description?: string } }>(
+    '/api/webhooks',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create a webhook endpoint (the signing secret is returned once, here)',
+        description:
+          'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
+          'At most 10 endpoints per tenant.',
+        security: tenantSecurity,
+        body: {
+          type: 'object',
+          required: ['url'],
+          properties: {
+            url: { type: 'string', minLength: 1, maxLength: 2048 },
+            events: { type: 'array', items: { type: 'string', enum: EVENTS }, maxItems: 10 },
+            description: { type: 'string', maxLength: 200 },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const res = await webhooks.createWebhook({ url: b.url, events: b.events ?? [], description: b.description }, request.principal);
+      return reply.status(201).send({ data: { ...webhookForm(res.webhook as Webhook), secret: res.secret } });
+    },
+  );
+
+  app.get(
+    '/api/webhooks/:id',
+    { schema: { tags: TAGS, summary: 'Get a webhook endpoint', params: idParams, security: tenantSecurity } },
+    async (request) => {
+      const id = webhookId((request.params as { id: string }).id);
+      return { data: webhookForm(await webhooks.getWebhook({ id }, request.principal)) };
+    },
+  );
+
+  app.patch<{ Body: { enabled?: boolean; description?: string | null } }>(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Enable/disable a webhook endpoint or change its description',
+        description:
+          'enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending ' +
+          'deliveries are sent at once); enabled:false pauses delivery.',
+        security: tenantSecurity,
+        params: idParams,
+        body: {
+          type: 'object',
+          minProperties: 1,
+          properties: {
+            enabled: { type: 'boolean' },
+            description: { type: ['string', 'null'], maxLength: 200 },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const id = webhookId((request.params as { id: string }).id);
+      const b = request.body;
+      if (b.enabled === undefined && b.description === undefined) throw badRequest('Invalid request payload', ['enabled or description is required']);
+      const w = await webhooks.updateWebhook(
+        { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
+        request.principal,
+      );
+      return { data: webhookForm(w) };
+    },
+  );
+
+  app.delete(
+    '/api/webhooks/:id',
+    { schema: { tags: TAGS, summary: 'Delete a webhook endpoint and its delivery log', params: idParams, security: tenantSecurity } },
+    async (request) => {
+      const id = webhookId((request.params as { id: string }).id);
+      await webhooks.deleteWebhook({ id }, request.principal);
+      return { data: { deleted: true, id } };
+    },
+  );
+
+  app.get(
+    '/api/webhooks/:id/deliveries',
+    {
+      attachValidation: true,
+      schema: {
+        tags: TAGS,
+        summary: 'Delivery log of a webhook endpoint (newest first, with every attempt)',
+        security: tenantSecurity,
+        params: idParams,
+        querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } } },
+      },
+    },
+    async (request) => {
+      if (request.validationError) throw badRequest('Invalid limit');
+      const id = webhookId((request.params as { id: string }).id);
+      const { limit } = request.query as { limit?: number };
+      const res = await webhooks.listDeliveries({ webhookId: id, limit: limit ?? 50 }, request.principal);
+      return { data: res.deliveries.map(deliveryForm) };
+    },
+  );
+
+  app.post(
+    '/api/webhooks/:id/test',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Queue a signed webhook.test delivery to the endpoint',
+        security: tenantSecurity,
+        params: idParams,
+      },
+    },
+    async (request, reply) => {
+      const id = webhookId((request.params as { id: string }).id);
+      const d = await webhooks.testWebhook({ id }, request.principal);
+      return reply.status(202).send({ data: deliveryForm(d) });
+    },
+  );
+};
+
+export default webhookRoutes;

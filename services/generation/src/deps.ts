@@ -1,0 +1,60 @@
+import {
+  type GetImageDataResponse,
+  type GetObjectDataResponse,
+  type ImageRecord,
+  LibraryServiceService,
+  type SessionInfo,
+  type StoreImageRequest,
+} from '@imagegen/contracts/library/v1/library';
+import { type Tenant, TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { type CheckQuotaResponse, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
+import { type Client, createClient, type Principal, type ServiceContext } from '@imagegen/platform';
+import type { Provider } from './models.js';
+
+/**
+ * What generation needs from the other services, behind one interface so service tests can run the
+ * pipeline against fakes; in the stack every call is the real gRPC client (docs/CONTRACTS.md).
+ */
+export interface Collaborators {
+  getTenant(p: Principal, tenantId: string): Promise<Pick<Tenant, 'tenantId' | 'isActive' | 'modelId' | 'allowedModels'>>;
+  getProviderKeys(p: Principal, tenantId: string, provider: Provider): Promise<string[]>;
+  checkQuota(p: Principal, tenantId: string, incomingBytes: number): Promise<Pick<CheckQuotaResponse, 'allowed'>>;
+  touchSession(p: Principal, tenantId: string, sessionId: string): Promise<Pick<SessionInfo, 'remaining'>>;
+  storeImage(p: Principal, req: StoreImageRequest): Promise<ImageRecord>;
+  getImageData(p: Principal, imageId: number): Promise<GetImageDataResponse>;
+  getObjectData(p: Principal, objectKey: string): Promise<GetObjectDataResponse>;
+  /** Session known to the library (404 'Session not found' otherwise). */
+  sessionExists(p: Principal, sessionId: string): Promise<boolean>;
+  close(): void;
+}
+
+const STORE_TIMEOUT_MS = 120_000;
+
+export function grpcCollaborators(ctx: ServiceContext): Collaborators {
+  const tenancy: Client<typeof TenancyServiceService> = createClient(TenancyServiceService, () => ctx.resolve('tenancy'));
+  const library: Client<typeof LibraryServiceService> = createClient(LibraryServiceService, () => ctx.resolve('library'));
+  const usage: Client<typeof UsageServiceService> = createClient(UsageServiceService, () => ctx.resolve('usage'));
+  return {
+    getTenant: (p, tenantId) => tenancy.getTenant({ tenantId }, p),
+    getProviderKeys: async (p, tenantId, provider) => (await tenancy.getProviderCredentials({ tenantId, provider }, p)).keys,
+    checkQuota: (p, tenantId, incomingBytes) => usage.checkQuota({ tenantId, incomingBytes }, p),
+    touchSession: (p, tenantId, sessionId) => library.touchSession({ tenantId, sessionId }, p),
+    storeImage: (p, req) => library.storeImage(req, p, { timeoutMs: STORE_TIMEOUT_MS }),
+    getImageData: (p, imageId) => library.getImageData({ imageId }, p),
+    getObjectData: (p, objectKey) => library.getObjectData({ objectKey }, p),
+    sessionExists: async (p, sessionId) => {
+      try {
+        await library.getSession({ sessionId }, p);
+        return true;
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return false;
+        throw err;
+      }
+    },
+    close: () => {
+      tenancy.close();
+      library.close();
+      usage.close();
+    },
+  };
+}

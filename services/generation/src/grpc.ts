@@ -1,0 +1,51 @@
+import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
+import { type Handlers, notFound } from '@imagegen/platform';
+import type { CircuitBreaker } from './providers/breaker.js';
+import { type GenerationPipeline, type PipelineDeps, requireTenant } from './pipeline.js';
+import { getExecution, listActiveExecutions, listSessionExecutions } from './store.js';
+import { uploadForEditing } from './upload.js';
+
+const clampLimit = (v: number, dflt: number, max: number) => (!v || v < 1 ? dflt : Math.min(v, max));
+
+export function generationHandlers(
+  deps: PipelineDeps,
+  pipeline: GenerationPipeline,
+  breakers: CircuitBreaker[],
+): Handlers<typeof GenerationServiceService> {
+  return {
+    generateImages: (req, { principal }) => pipeline.generate(req, principal),
+    editImage: (req, { principal }) => pipeline.edit(req, principal),
+    uploadForEditing: (req, { principal }) => uploadForEditing(pipeline, deps, req, principal),
+
+    async getExecution(req, { principal }) {
+      const tenantId = requireTenant(principal);
+      const e = req.executionId ? await getExecution(deps.sql, tenantId, req.executionId, req.includeLogs) : undefined;
+      if (!e) throw notFound('Execution not found');
+      return e;
+    },
+
+    async listSessionExecutions(req, { principal }) {
+      const tenantId = requireTenant(principal);
+      const out = await listSessionExecutions(deps.sql, tenantId, req.sessionId, {
+        limit: clampLimit(req.limit, 50, 200),
+        includeLogs: req.includeLogs,
+        activeOrFinishedSince: req.activeOrFinishedSince,
+      });
+      if (out.total === 0 && !req.activeOrFinishedSince) {
+        // No executions: the session may still exist in the library (e.g. only saved-asset images).
+        const exists = req.sessionId ? await deps.collaborators.sessionExists(principal, req.sessionId) : false;
+        if (!exists) throw notFound('Session not found');
+      }
+      return out;
+    },
+
+    async listActiveExecutions(req, { principal }) {
+      const tenantId = requireTenant(principal);
+      return listActiveExecutions(deps.sql, tenantId, clampLimit(req.limit, 100, 200));
+    },
+
+    async getProviderStatus() {
+      return { providers: breakers.map((b) => b.status()) };
+    },
+  };
+}

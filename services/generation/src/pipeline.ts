@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  EditImageRequest,
+  EditImageResponse,
+  GeneratedImage,
+  GenerateImagesRequest,
+  GenerateImagesResponse,
+} from '@imagegen/contracts/generation/v1/generation';
+import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
+import {
+  AppError,
+  badRequest,
+  type Config,
+  forbidden,
+  invalidPayload,
+  isAppError,
+  type Logger,
+  type Principal,
+  quotaExceeded,
+  type Sql,
+  unauthorized,
+} from '@imagegen/platform';
+import sharp from 'sharp';
+import type { Composer } from './compose.js';
+import type { Collaborators } from './deps.js';
+import { ExecutionTracker } from './executions.js';
+import { closestRatio, PROVB_SIZE_FOR_RATIO, type Provider, parseSize, ratioOfSize, tierOf, upstreamModel } from './models.js';
+import type { ProviderClient } from './providers/client.js';
+import type { InputImage, ProviderRequest, ProviderResult } from './providers/types.js';
+import type { GenerationSettings } from './settings.js';
+import { type GeneratePlan, validateGenerate } from './validate.js';
+
+export interface PipelineDeps {
+  sql: Sql;
+  config: Config;
+  logger: Logger;
+  settings: GenerationSettings;
+  collaborators: Collaborators;
+  providers: Record<Provider, ProviderClient>;
+  composer: Composer;
+}
+
+export const TOOL_SOURCE_DEFAULT = 'tenant_api';
+
+export function requireTenant(p: Principal): string {
+  if (!p.tenantId) throw unauthorized();
+  return p.tenantId;
+}
+
+/** The principal with its session replaced (calls to library carry the session being used). */
+const withSession = (p: Principal, sessionId: string): Principal => ({ ...p, sessionId });
+
+export function toGeneratedImage(r: ImageRecord): GeneratedImage {
+  return {
+    recordId: r.id,
+    fullUrl: r.fullUrl,
+    thumbnailUrl: r.thumbnailUrl,
+    width: r.width,
+    height: r.height,
+    sizeBytes: r.sizeBytes,
+    format: r.format,
+    prompt: r.prompt,
+    negativePrompt: r.negativePrompt,
+    hasSynthid: r.hasSynthid,
+    createdAt: r.createdAt,
+    mimeType: r.mimeType,
+    objectKey: r.objectKey,
+    parentImageId: r.parentImageId,
+    aspectRatio: r.aspectRatio,
+    modelId: r.modelId,
+    resolutionTier: r.resolutionTier,
+    sessionId: r.sessionId,
+    thumbnailKey: r.thumbnailKey,
+  };
+}
+
+/** The prompt sent upstream: neither protocol has a negative prompt, so it is folded into the text. */
+export function upstreamPrompt(prompt: string, negative?: string): string {
+  return negative ? `${prompt}\n\nAvoid: ${negative}` : prompt;
+}
+
+interface Produced {
+  data: Buffer;
+  mimeType: string;
+  width: number;
+  height: number;
+}
+
+/**
+ * Generate and edit: validate -> execution -> session capacity -> source image (edits) -> compose ->
+ * provider (keys, breaker, timeout) -> quota -> store through the library -> execution completed.
+ * Any failure after validation marks the execution failed and is rethrown to the caller.
+ */
+export class GenerationPipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  async startExecution(p: Principal, tenantId: string, sessionId: string, toolName: string, modelId: string, firstLog: string) {
+    return ExecutionTracker.start(
+      this.deps.sql,
+      {
+        executionId: randomUUID(),
+        tenantId,
+        sessionId,
+        toolName,
+        toolSource: p.source || TOOL_SOURCE_DEFAULT,
+        modelId,
+        keyType: p.keyType ?? 'live',
+        currentStep: 'validated',
+        firstLog,
+      },
+      this.deps.config.eventsPrefix,
+      this.deps.logger,
+    );
+  }
+
+  async generate(req: GenerateImagesRequest, principal: Principal): Promise<GenerateImagesResponse> {
+    const tenantId = requireTenant(principal);
+    const tenant = await this.deps.collaborators.getTenant(principal, tenantId);
+    if (!tenant.isActive) throw forbidden('Tenant account is inactive');
+    const plan = validateGenerate(req, { tenant, headerSessionId: principal.sessionId, composer: this.deps.composer });
+    const sessionId = plan.sessionId ?? randomUUID();
+    const isEdit = plan.imageToEditId !== undefined;
+    const toolName = req.toolName || (isEdit ? 'edit_image' : 'generate_image');
+    const exec = await this.startExecution(
+      principal,
+      tenantId,
+      sessionId,
+      toolName,
+      plan.model.id,
+      `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
+    );
+    try {
+      const images = await this.run(plan, req, withSession(principal, sessionId), tenantId, sessionId, exec);
+      return { images, requested: plan.n, generated: images.length, sessionId, executionId: exec.executionId };
+    } catch (err) {
+      await exec.fail(err);
+      throw err;
+    }
+  }
+
+  async edit(req: EditImageRequest, principal: Principal): Promise<EditImageResponse> {
+    const details: string[] = [];
+    if (req.imageId === undefined || req.imageId === null) details.push('image_id is required');
+    else if (!Number.isInteger(req.imageId) || req.imageId < 1) details.push('image_id must be a positive integer');
+    const generateReq: GenerateImagesRequest = {
+      prompt: req.prompt,
+      negativePrompt: req.negativePrompt,
+      aspectRatio: req.aspectRatio,
+      modelId: req.modelId,
+      sessionId: req.sessionId,
+      imageToEditId: details.length ? undefined : req.imageId,
+      n: 1,
+      toolName: req.toolName || 'edit_image',
+    };
+    if (details.length) {
+      // Report the other problems of the body too.
+      try {
+        const tenantId = requireTenant(principal);
+        const tenant = await this.deps.collaborators.getTenant(principal, tenantId);
+        validateGenerate(generateReq, { tenant, headerSessionId: principal.sessionId, composer: this.deps.composer });
+      } catch (err) {
+        if (isAppError(err) && err.status === 400 && Array.isArray(err.body.details)) details.push(...(err.body.details as string[]));
+        else throw err;
+      }
+      throw invalidPayload(details);
+    }
+    const res = await this.generate(generateReq, principal);
+    return { image: res.images[0], sessionId: res.sessionId, executionId: res.executionId };
+  }
+
+  private async run(
+    plan: GeneratePlan,
+    req: GenerateImagesRequest,
+    principal: Principal,
+    tenantId: string,
+    sessionId: string,
+    exec: ExecutionTracker,
+  ): Promise<GeneratedImage[]> {
+    const { collaborators } = this.deps;
+    const session = await collaborators.touchSession(principal, tenantId, sessionId);
+    if (session.remaining < plan.n) {
+      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [`the session accepts ${session.remaining} more image(s)`]);
+    }
+
+    let source: { id: number; image: InputImage; width: number; height: number } | undefined;
+    if (plan.imageToEditId !== undefined) {
+      await exec.step('loading_source', 10, `Loading source image ${plan.imageToEditId}`);
+      const got = await collaborators.getImageData(principal, plan.imageToEditId);
+      if (!got.image) throw new AppError(404, { error: 'Image not found' });
+      source = {
+        id: got.image.id,
+        image: { data: got.data, mimeType: got.mimeType || got.image.mimeType },
+        width: got.image.width,
+        height: got.image.height,
+      };
+    }
+
+    await exec.step('composing', 15, 'Composing the prompt');
+    const composition = await this.deps.composer.compose({ req, plan, principal });
+
+    // SPEC 4.1 rule 3: request, then scene/style/character (composition), then the edit source's shape, then 1:1.
+    const sizeDims = plan.size && plan.size !== 'auto' ? parseSize(plan.size) : undefined;
+    const aspectRatio =
+      plan.aspectRatio ??
+      composition.aspectRatio ??
+      (sizeDims ? ratioOfSize(sizeDims.width, sizeDims.height) : undefined) ??
+      (source ? closestRatio(source.width, source.height) : undefined) ??
+      '1:1';
+
+    const model = plan.model;
+    const maps = { provA: this.deps.config.provAModelMap, provB: this.deps.config.provBModelMap };
+    const providerReq: ProviderRequest = {
+      model: upstreamModel(model, maps),
+      prompt: upstreamPrompt(composition.prompt, composition.negativePrompt),
+      systemInstruction: composition.systemInstruction,
+      images: [...(source ? [source.image] : []), ...composition.referenceImages],
+      n: plan.n,
+      aspectRatio,
+      tier: plan.tier,
+      search: plan.search,
+      thinking: plan.thinking,
+      size: undefined,
+      quality: plan.quality,
+      outputFormat: model.provider === 'provB' ? plan.outputFormat : undefined,
+      outputCompression: plan.outputCompression,
+      background: plan.background,
+      moderation: plan.moderation,
+    };
+    if (model.provider === 'provB') {
+      const ratioGiven = plan.aspectRatio ?? composition.aspectRatio ?? source;
+      providerReq.size = sizeDims ? plan.size : plan.size === 'auto' && !ratioGiven ? 'auto' : (PROVB_SIZE_FOR_RATIO[aspectRatio] ?? '1024x1024');
+    }
+
+    const keys = await collaborators.getProviderKeys(principal, tenantId, model.provider);
+    await exec.log(
+      `Calling ${model.provider} (${providerReq.model}): ${plan.n} image(s), aspect ratio ${aspectRatio}${providerReq.tier ? `, tier ${providerReq.tier}` : ''}${providerReq.size ? `, size ${providerReq.size}` : ''}${providerReq.images.length ? `, ${providerReq.images.length} input image(s)` : ''}`,
+      { step: 'calling_provider', progress: 20 },
+    );
+    const client = this.deps.providers[model.provider];
+    const attemptLog = (message: string, level: 'info' | 'warn' | 'error' = 'info') => {
+      void exec.log(message, { level });
+    };
+    const results: ProviderResult[] = [];
+    let firstError: unknown;
+    if (model.provider === 'provA') {
+      // One picture per generateContent call: n calls side by side.
+      const settled = await Promise.allSettled(
+        Array.from({ length: plan.n }, () => client.generate(tenantId, keys, { ...providerReq, n: 1 }, attemptLog)),
+      );
+      for (const s of settled) {
+        if (s.status === 'fulfilled') results.push(s.value);
+        else {
+          firstError ??= s.reason;
+          await exec.log(`One image failed: ${isAppError(s.reason) ? s.reason.body.error : 'internal error'}`, { level: 'warn' });
+        }
+      }
+    } else {
+      results.push(await client.generate(tenantId, keys, providerReq, attemptLog));
+    }
+    const raw = results.flatMap((r) => r.images).slice(0, plan.n);
+    if (raw.length === 0) throw firstError ?? new AppError(502, { error: 'Image generation failed: the provider returned no image' });
+    const tokens = results.reduce((a, r) => a + r.tokens, 0);
+
+    const produced: Produced[] = [];
+    for (const img of raw) {
+      const meta = await sharp(img.data)
+        .metadata()
+        .catch(() => undefined);
+      if (!meta?.width || !meta.height || !meta.format) throw new AppError(502, { error: 'Image generation failed: the provider returned data that is not an image' });
+      const mimeType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format}`;
+      produced.push({ data: img.data, mimeType, width: meta.width, height: meta.height });
+    }
+    await exec.step('checking_quota', 75, `Received ${produced.length} image(s) from ${model.provider}; checking the storage quota`);
+
+    const incoming = produced.reduce((a, x) => a + x.data.length, 0);
+    const quota = await collaborators.checkQuota(principal, tenantId, incoming);
+    if (!quota.allowed) throw quotaExceeded();
+
+    await exec.step('storing', 85, `Storing ${produced.length} image(s)`);
+    const perImageTokens = Math.round(tokens / produced.length);
+    const operation = source ? 'edit' : 'generate';
+    const stored = await Promise.all(
+      produced.map((x) =>
+        collaborators.storeImage(principal, {
+          tenantId,
+          sessionId,
+          data: x.data,
+          mimeType: x.mimeType,
+          prompt: composition.prompt,
+          negativePrompt: composition.negativePrompt,
+          operation,
+          aspectRatio: model.provider === 'provB' ? ratioOfSize(x.width, x.height) : aspectRatio,
+          modelId: model.id,
+          resolutionTier: model.provider === 'provA' ? (plan.tier ?? '1k') : tierOf(x.width, x.height),
+          parentImageId: source?.id,
+          stylePresetId: composition.stylePresetId,
+          productReferenceId: composition.productReferenceId,
+          characterId: composition.characterId,
+          referenceGroupIds: composition.referenceGroupIds,
+          isReference: false,
+          executionId: exec.executionId,
+          hasSynthid: model.provider === 'provA',
+          keyType: principal.keyType ?? 'live',
+          tokens: perImageTokens,
+        }),
+      ),
+    );
+    const records = stored.sort((a, b) => a.id - b.id);
+    const summary = `${operation === 'edit' ? 'Edited' : 'Generated'} ${records.length} of ${plan.n} image(s) with ${model.id}: ${records.map((r) => r.id).join(', ')}`;
+    await exec.complete(`Completed: ${summary}`, summary, records.length);
+    if (composition.afterSuccess) {
+      await composition.afterSuccess().catch((err) => this.deps.logger.warn({ err }, 'afterSuccess hook failed'));
+    }
+    return records.map(toGeneratedImage);
+  }
+}

@@ -1,0 +1,107 @@
+import { AppError, badRequest } from '@imagegen/platform';
+import type { Provider } from '../models.js';
+import type { CircuitBreaker } from './breaker.js';
+import { type ProviderAdapter, ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
+
+export const MAX_KEYS_PER_PROVIDER = 5;
+
+export interface ProviderClientOptions {
+  adapter: ProviderAdapter;
+  breaker: CircuitBreaker;
+  timeoutMs: number;
+}
+
+/** Progress lines for the execution log ("key 1 of 2 refused ..."). */
+export type AttemptLog = (message: string, level?: 'info' | 'warn' | 'error') => void;
+
+/**
+ * One provider as the pipeline sees it: the tenant's key pool with a rotating start (per tenant), failover
+ * to the next key on an auth, quota or rate-limit failure, the provider's circuit breaker around every
+ * upstream call, and the per-provider timeout. Upstream failures become AppErrors with client-facing text.
+ */
+export class ProviderClient {
+  readonly provider: Provider;
+  private readonly rotation = new Map<string, number>();
+
+  constructor(private readonly opts: ProviderClientOptions) {
+    this.provider = opts.adapter.provider;
+  }
+
+  /** Index of the key this tenant's next request starts with (round robin over the pool). */
+  private nextStart(tenantId: string, size: number): number {
+    const n = this.rotation.get(tenantId) ?? 0;
+    this.rotation.set(tenantId, (n + 1) % 1_000_000);
+    if (this.rotation.size > 100_000) this.rotation.clear();
+    return n % size;
+  }
+
+  async generate(tenantId: string, pool: string[], req: ProviderRequest, log: AttemptLog = () => {}): Promise<ProviderResult> {
+    const keys = pool.filter(Boolean).slice(0, MAX_KEYS_PER_PROVIDER);
+    if (keys.length === 0) throw badRequest(`No ${this.provider} credentials are configured for this tenant`);
+    const start = this.nextStart(tenantId, keys.length);
+    const refused: ProviderError[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const idx = (start + i) % keys.length;
+      const ticket = this.opts.breaker.acquire(); // 503 at once while the circuit is open
+      const signal = AbortSignal.timeout(this.opts.timeoutMs);
+      try {
+        const result = await this.opts.adapter.call(req, keys[idx], signal);
+        ticket.success();
+        return result;
+      } catch (err) {
+        const pe = transportFailure(err, signal, this.provider, this.opts.timeoutMs);
+        // Anything the upstream answered deliberately (even a refusal) shows it is healthy.
+        if (pe.breakerFailure) ticket.failure();
+        else ticket.success();
+        if (pe.keyFailure) {
+          refused.push(pe);
+          const more = i + 1 < keys.length;
+          log(`${this.provider} key ${idx + 1} of ${keys.length} refused (${pe.kind}, HTTP ${pe.status})${more ? '; trying the next key' : ''}`, 'warn');
+          continue;
+        }
+        throw toAppError(pe, this.provider, this.opts.timeoutMs);
+      }
+    }
+    throw exhausted(this.provider, refused);
+  }
+}
+
+export function safetyMessage(reason: string): string {
+  return `Content blocked by provider safety filters: ${reason}`;
+}
+
+export function toAppError(pe: ProviderError, provider: Provider, timeoutMs: number): AppError {
+  switch (pe.kind) {
+    case 'safety':
+      return new AppError(400, {
+        error: safetyMessage(pe.reason ?? 'unspecified'),
+        code: 'CONTENT_BLOCKED',
+        details: { provider, reason: pe.reason ?? 'unspecified' },
+      });
+    case 'bad_request':
+      return new AppError(400, { error: `Provider ${provider} rejected the request`, details: [pe.message] });
+    case 'timeout':
+      return new AppError(504, { error: `Image generation timed out: provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)} s` });
+    case 'no_image':
+      return new AppError(502, { error: `Image generation failed: ${pe.message}` });
+    case 'network':
+    case 'server':
+      return new AppError(502, { error: `Image generation failed: provider ${provider} is not available`, details: [pe.message] });
+    default:
+      return exhausted(provider, [pe]);
+  }
+}
+
+function exhausted(provider: Provider, refused: ProviderError[]): AppError {
+  if (refused.every((e) => e.kind === 'auth')) {
+    return new AppError(502, {
+      error: `Image generation failed: provider ${provider} rejected every configured API key`,
+      code: 'PROVIDER_AUTH_FAILED',
+    });
+  }
+  return new AppError(
+    503,
+    { error: `Provider ${provider} quota or rate limit reached for every configured API key; retry later`, code: 'PROVIDER_RATE_LIMITED' },
+    { 'Retry-After': '30' },
+  );
+}

@@ -1,0 +1,73 @@
+import { type ProviderAdapter, ProviderError, type ProviderRequest, type ProviderResult, readJson } from './types.js';
+
+const MIME: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
+const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' };
+
+/**
+ * provB: an images API. POST {base}/v1/images/generations (JSON) or, with image inputs,
+ * /v1/images/edits (multipart, files under image[]); bearer key; model, prompt, n, size, quality,
+ * output_format, output_compression, background, moderation; base64 pictures out (data[].b64_json).
+ */
+export class ProvBAdapter implements ProviderAdapter {
+  readonly provider = 'provB' as const;
+
+  constructor(private readonly baseUrl: () => string) {}
+
+  fields(req: ProviderRequest): Record<string, string | number> {
+    const f: Record<string, string | number> = { model: req.model, prompt: req.prompt, n: req.n };
+    if (req.size) f.size = req.size;
+    if (req.quality) f.quality = req.quality;
+    if (req.outputFormat) f.output_format = req.outputFormat;
+    if (req.outputCompression !== undefined) f.output_compression = req.outputCompression;
+    if (req.background) f.background = req.background;
+    if (req.moderation) f.moderation = req.moderation;
+    return f;
+  }
+
+  async call(req: ProviderRequest, apiKey: string, signal: AbortSignal): Promise<ProviderResult> {
+    const base = this.baseUrl().replace(/\/+$/, '');
+    const fields = this.fields(req);
+    let res: Response;
+    if (req.images.length === 0) {
+      res = await fetch(`${base}/v1/images/generations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify(fields),
+        signal,
+      });
+    } else {
+      const form = new FormData();
+      for (const [k, v] of Object.entries(fields)) form.set(k, String(v));
+      req.images.forEach((img, i) => {
+        form.append('image[]', new Blob([new Uint8Array(img.data)], { type: img.mimeType }), `image-${i + 1}.${EXT[img.mimeType] ?? 'png'}`);
+      });
+      res = await fetch(`${base}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form, signal });
+    }
+    const json = await readJson(res);
+    if (!res.ok) throw classify(res.status, json);
+    const mimeType = MIME[String(json?.output_format ?? req.outputFormat ?? 'png')] ?? 'image/png';
+    const images = ((json?.data ?? []) as any[])
+      .filter((d) => typeof d?.b64_json === 'string')
+      .map((d) => ({ data: Buffer.from(d.b64_json, 'base64'), mimeType }));
+    if (images.length === 0) throw new ProviderError('no_image', 'provB returned no image');
+    return { images, tokens: Number(json?.usage?.total_tokens ?? 0) || 0 };
+  }
+}
+
+function classify(status: number, json: any): ProviderError {
+  const err = json?.error ?? {};
+  const message: string = err.message ?? json?.raw ?? `HTTP ${status}`;
+  const code = String(err.code ?? '');
+  const type = String(err.type ?? '');
+  const text = `provB answered ${status}: ${message}`;
+  if (status === 401 || status === 403 || code === 'invalid_api_key') return new ProviderError('auth', text, status);
+  if (status === 429) {
+    const quota = code === 'insufficient_quota' || type === 'insufficient_quota' || /quota|billing/i.test(message);
+    return new ProviderError(quota ? 'quota' : 'rate_limit', text, status);
+  }
+  if (code === 'moderation_blocked' || code === 'content_policy_violation' || (type === 'image_generation_user_error' && /safety/i.test(message))) {
+    return new ProviderError('safety', text, status, message);
+  }
+  if (status >= 500) return new ProviderError('server', text, status);
+  return new ProviderError('bad_request', text, status);
+}

@@ -1,0 +1,56 @@
+import type { Config } from '@imagegen/platform';
+
+/**
+ * Generation tunables. They are read from `config.generation` when the platform config carries them,
+ * else from the process environment (names below), else the defaults. Tests pass small breaker values.
+ */
+export interface GenerationSettings {
+  /** PROVIDER_BREAKER_THRESHOLD: consecutive failures that open a provider's circuit (default 5). */
+  breakerFailureThreshold: number;
+  /** PROVIDER_BREAKER_RESET_MS: open -> half_open after this long (default 30000). */
+  breakerResetTimeoutMs: number;
+  /** PROVA_TIMEOUT_MS: provA request timeout (default 120000). */
+  provATimeoutMs: number;
+  /** PROVB_TIMEOUT_MS: provB request timeout (default 240000, SPEC 8). */
+  provBTimeoutMs: number;
+  /** UPLOAD_FETCH_TIMEOUT_MS: upload-for-editing fetch budget (default 30000). */
+  uploadTimeoutMs: number;
+  /** Upload size limit (SPEC 8: 20 MB). */
+  uploadMaxBytes: number;
+  /** Upload pixel limit (SPEC 8: 4,194,304). */
+  uploadMaxPixels: number;
+  /** Running executions without progress for this long are marked failed (default 15 min). */
+  staleExecutionMs: number;
+}
+
+export const DEFAULT_SETTINGS: GenerationSettings = {
+  breakerFailureThreshold: 5,
+  breakerResetTimeoutMs: 30_000,
+  provATimeoutMs: 120_000,
+  provBTimeoutMs: 240_000,
+  uploadTimeoutMs: 30_000,
+  uploadMaxBytes: 20 * 1024 * 1024,
+  uploadMaxPixels: 4_194_304,
+  staleExecutionMs: 15 * 60_000,
+};
+
+const ENV: Partial<Record<keyof GenerationSettings, string>> = {
+  breakerFailureThreshold: 'PROVIDER_BREAKER_THRESHOLD',
+  breakerResetTimeoutMs: 'PROVIDER_BREAKER_RESET_MS',
+  provATimeoutMs: 'PROVA_TIMEOUT_MS',
+  provBTimeoutMs: 'PROVB_TIMEOUT_MS',
+  uploadTimeoutMs: 'UPLOAD_FETCH_TIMEOUT_MS',
+};
+
+export function loadSettings(config: Config, env: NodeJS.ProcessEnv = process.env, overrides: Partial<GenerationSettings> = {}): GenerationSettings {
+  const fromConfig = ((config as unknown as { generation?: Partial<GenerationSettings> }).generation ?? {}) as Partial<GenerationSettings>;
+  const out: GenerationSettings = { ...DEFAULT_SETTINGS };
+  for (const k of Object.keys(out) as (keyof GenerationSettings)[]) {
+    const name = ENV[k];
+    const raw = name ? env[name] : undefined;
+    const n = raw !== undefined && raw !== '' ? Number(raw) : Number.NaN;
+    if (fromConfig[k] !== undefined) out[k] = fromConfig[k] as number;
+    else if (Number.isFinite(n) && n > 0) out[k] = n;
+  }
+  return { ...out, ...overrides };
+}

@@ -1,0 +1,218 @@
+import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
+import { invalidPayload } from '@imagegen/platform';
+import type { Composer } from './compose.js';
+import {
+  DEFAULT_MODEL_ID,
+  MAX_IMAGES_PER_REQUEST,
+  MODEL_IDS,
+  MODELS,
+  type ModelInfo,
+  NEGATIVE_PROMPT_LIMIT,
+  normalizeRatio,
+  PROMPT_LIMITS,
+  parseSize,
+  RATIO_CHOICES,
+  ratioOfSize,
+  SESSION_ID_MAX,
+  SYSTEM_INSTRUCTION_LIMIT,
+  sizeProblems,
+  TIERS,
+} from './models.js';
+
+/** A request that passed every rule of SPEC 4.1, normalized. */
+export interface GeneratePlan {
+  model: ModelInfo;
+  prompt: string;
+  negativePrompt?: string;
+  /** Canonical ratio from the request (aliases resolved); undefined when not given. */
+  aspectRatio?: string;
+  n: number;
+  /** provA tier ('0.5k'...'4k'); undefined = model default. */
+  tier?: string;
+  search: boolean;
+  thinking: boolean;
+  /** provB */
+  size?: string;
+  outputFormat: 'png' | 'jpeg' | 'webp';
+  quality?: string;
+  outputCompression?: number;
+  background?: string;
+  moderation?: string;
+  systemInstruction?: string;
+  /** From session_id or X-Session-Id; undefined = generate one. */
+  sessionId?: string;
+  imageToEditId?: number;
+}
+
+export interface TenantModels {
+  modelId?: string;
+  allowedModels: string[];
+}
+
+const QUALITIES = ['low', 'medium', 'high', 'auto'];
+const EXTENDED_QUALITIES = ['xhigh', 'max'];
+const FORMATS = ['png', 'jpeg', 'webp'];
+const BACKGROUNDS = ['auto', 'opaque', 'transparent'];
+const MODERATIONS = ['auto', 'low'];
+const EXTENDED_MODELS = MODEL_IDS.filter((m) => MODELS[m].extended).join(' or ');
+const HIGHER_TIER_MODELS = MODEL_IDS.filter((m) => MODELS[m].higherTiers).join(' or ');
+
+const allowedFor = (tenant: TenantModels) => (tenant.allowedModels.length > 0 ? tenant.allowedModels : MODEL_IDS);
+
+/** The model a request without model_id uses: the tenant's default, else the platform default, else the first allowed. */
+export function defaultModelFor(tenant: TenantModels): string {
+  const allowed = allowedFor(tenant);
+  if (tenant.modelId && MODELS[tenant.modelId] && allowed.includes(tenant.modelId)) return tenant.modelId;
+  if (allowed.includes(DEFAULT_MODEL_ID)) return DEFAULT_MODEL_ID;
+  return allowed.find((m) => MODELS[m]) ?? DEFAULT_MODEL_ID;
+}
+
+export function sessionIdProblem(v: string, name: string): string | undefined {
+  return v.length < 1 || v.length > SESSION_ID_MAX ? `${name} must be between 1 and ${SESSION_ID_MAX} characters` : undefined;
+}
+
+/**
+ * Every rule of POST /api/images (SPEC 4.1) that needs no saved asset, plus the composer's checks of
+ * the asset fields. Throws 400 'Invalid request payload' with one detail per problem.
+ */
+export function validateGenerate(
+  req: GenerateImagesRequest,
+  c: { tenant: TenantModels; headerSessionId?: string; composer: Composer },
+): GeneratePlan {
+  const d: string[] = [];
+  const has = <K extends keyof GenerateImagesRequest>(k: K) => req[k] !== undefined && req[k] !== null;
+
+  // model first: the prompt limit and the provider-specific rules depend on it
+  let model: ModelInfo | undefined;
+  const modelId = req.modelId ?? defaultModelFor(c.tenant);
+  if (!MODELS[modelId]) d.push(`model_id must be one of: ${MODEL_IDS.join(', ')}`);
+  else if (!allowedFor(c.tenant).includes(modelId)) {
+    d.push(`model_id ${modelId} is not allowed for this tenant (allowed: ${allowedFor(c.tenant).join(', ')})`);
+  } else model = MODELS[modelId];
+
+  // prompt
+  const prompt = req.prompt;
+  if (prompt === undefined || prompt === null) d.push('prompt is required');
+  else if (prompt.trim().length === 0) d.push('prompt cannot be empty');
+  else {
+    const limit = model ? PROMPT_LIMITS[model.provider] : PROMPT_LIMITS.provB;
+    if (prompt.length > limit) d.push(`prompt must be at most ${limit} characters${model ? ` for ${model.provider} models` : ''}`);
+  }
+  if (has('negativePrompt') && (req.negativePrompt as string).length > NEGATIVE_PROMPT_LIMIT) {
+    d.push(`negative_prompt must be at most ${NEGATIVE_PROMPT_LIMIT} characters`);
+  }
+  if (has('systemInstruction') && (req.systemInstruction as string).length > SYSTEM_INSTRUCTION_LIMIT) {
+    d.push(`system_instruction must be at most ${SYSTEM_INSTRUCTION_LIMIT} characters`);
+  }
+
+  // aspect ratio
+  let aspectRatio: string | undefined;
+  if (has('aspectRatio')) {
+    aspectRatio = normalizeRatio(req.aspectRatio as string);
+    if (!aspectRatio) d.push(`aspect_ratio must be one of: ${RATIO_CHOICES.join(', ')}`);
+  }
+
+  // n
+  const n = req.n ?? 1;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_IMAGES_PER_REQUEST) d.push(`n must be between 1 and ${MAX_IMAGES_PER_REQUEST}`);
+
+  const provA = model?.provider === 'provA';
+  const provB = model?.provider === 'provB';
+
+  // provA-only fields
+  let tier: string | undefined;
+  if (has('resolutionTier')) {
+    const t = (req.resolutionTier as string).trim().toLowerCase();
+    if (!(TIERS as readonly string[]).includes(t)) d.push(`resolution_tier must be one of: ${TIERS.join(', ')}`);
+    else if (provB) d.push('resolution_tier is only supported by provA models (use size with provB models)');
+    else if (model && !model.higherTiers && t !== '1k') {
+      d.push(`resolution_tier ${t} is not available for ${model.id} (fixed at 1K); use ${HIGHER_TIER_MODELS}`);
+    } else if (model?.higherTiers) tier = t;
+  }
+  if (has('useProvaSearch') && req.useProvaSearch) {
+    if (provB) d.push('use_provA_search is only supported by provA models');
+    else if (model && !model.search) d.push(`use_provA_search needs ${MODEL_IDS.filter((m) => MODELS[m].search).join(' or ')}`);
+  }
+  if (has('enableThinking') && req.enableThinking && provB) d.push('enable_thinking is only supported by provA models');
+
+  // provB-only fields
+  const provBOnly: [keyof GenerateImagesRequest, string][] = [
+    ['size', 'size'],
+    ['outputFormat', 'output_format'],
+    ['quality', 'quality'],
+    ['outputCompression', 'output_compression'],
+    ['background', 'background'],
+    ['moderation', 'moderation'],
+  ];
+  if (provA) for (const [k, name] of provBOnly) if (has(k)) d.push(`${name} is only supported by provB models`);
+
+  const outputFormat = (req.outputFormat ?? 'png') as GeneratePlan['outputFormat'];
+  if (has('outputFormat') && !FORMATS.includes(req.outputFormat as string)) d.push(`output_format must be one of: ${FORMATS.join(', ')}`);
+  if (has('quality')) {
+    const q = req.quality as string;
+    if (![...QUALITIES, ...EXTENDED_QUALITIES].includes(q)) d.push(`quality must be one of: ${[...QUALITIES, ...EXTENDED_QUALITIES].join(', ')}`);
+    else if (provB && EXTENDED_QUALITIES.includes(q) && !model?.extended) d.push(`quality ${q} requires ${EXTENDED_MODELS}`);
+  }
+  if (has('outputCompression')) {
+    const oc = req.outputCompression as number;
+    if (!Number.isInteger(oc) || oc < 0 || oc > 100) d.push('output_compression must be between 0 and 100');
+    else if (provB && !['jpeg', 'webp'].includes(outputFormat)) d.push('output_compression is only supported with output_format jpeg or webp');
+  }
+  if (has('background')) {
+    const b = req.background as string;
+    if (!BACKGROUNDS.includes(b)) d.push(`background must be one of: ${BACKGROUNDS.join(', ')}`);
+    else if (provB && b === 'transparent') {
+      if (!model?.extended) d.push(`background transparent requires ${EXTENDED_MODELS}`);
+      if (!['png', 'webp'].includes(outputFormat)) d.push('background transparent requires output_format png or webp');
+    }
+  }
+  if (has('moderation') && !MODERATIONS.includes(req.moderation as string)) d.push(`moderation must be one of: ${MODERATIONS.join(', ')}`);
+  if (has('size')) {
+    const size = (req.size as string).trim().toLowerCase();
+    const problems = sizeProblems(size);
+    d.push(...problems);
+    if (problems.length === 0 && aspectRatio && size !== 'auto') {
+      const dims = parseSize(size);
+      if (dims && ratioOfSize(dims.width, dims.height) !== aspectRatio) d.push(`aspect_ratio ${aspectRatio} does not match size ${size}`);
+    }
+  }
+
+  // session
+  let sessionId: string | undefined;
+  if (has('sessionId')) {
+    const p = sessionIdProblem(req.sessionId as string, 'session_id');
+    if (p) d.push(p);
+    else sessionId = req.sessionId;
+  } else if (c.headerSessionId !== undefined) {
+    const p = sessionIdProblem(c.headerSessionId, 'X-Session-Id');
+    if (p) d.push(p);
+    else sessionId = c.headerSessionId;
+  }
+
+  if (has('imageToEditId') && (!Number.isInteger(req.imageToEditId) || (req.imageToEditId as number) < 1)) {
+    d.push('image_to_edit_id must be a positive integer');
+  }
+
+  d.push(...c.composer.check(req, model));
+
+  if (d.length > 0 || !model) throw invalidPayload(d);
+  return {
+    model,
+    prompt: prompt as string,
+    negativePrompt: req.negativePrompt || undefined,
+    aspectRatio,
+    n,
+    tier: provA ? tier : undefined,
+    search: provA && !!req.useProvaSearch,
+    thinking: provA && !!req.enableThinking,
+    size: provB && req.size ? req.size.trim().toLowerCase() : undefined,
+    outputFormat: provB ? outputFormat : 'png',
+    quality: provB ? req.quality : undefined,
+    outputCompression: provB ? req.outputCompression : undefined,
+    background: provB ? req.background : undefined,
+    moderation: provB ? req.moderation : undefined,
+    systemInstruction: req.systemInstruction || undefined,
+    sessionId,
+    imageToEditId: req.imageToEditId,
+  };
+}

@@ -1,0 +1,357 @@
+/**
+ * Service test of the generation pipeline against the real sandbox upstream, a real PostgreSQL
+ * database and the in-process event transport; tenancy, library and usage are in-memory fakes here
+ * (the end-to-end tests in test/e2e run the real services).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
+import type { ImageRecord, StoreImageRequest } from '@imagegen/contracts/library/v1/library';
+import {
+  AppError,
+  createInProcessTransport,
+  createLogger,
+  createStorage,
+  createTestDatabase,
+  type EventMessage,
+  loadConfig,
+  type Principal,
+  type ServiceContext,
+} from '@imagegen/platform';
+import { type RunningSandbox, startSandbox } from '../../sandbox-provider/src/service.js';
+import sharp from 'sharp';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Collaborators } from '../src/deps.js';
+import { MODEL_IDS, type Provider } from '../src/models.js';
+import { startGeneration } from '../src/service.js';
+
+type Gen = Awaited<ReturnType<typeof startGeneration>>;
+
+class FakeWorld implements Collaborators {
+  keys: Record<string, Record<Provider, string[]>> = {};
+  tenants: Record<string, { modelId: string; allowedModels: string[] }> = {};
+  quotaAllowed = true;
+  stored: StoreImageRequest[] = [];
+  images = new Map<number, { rec: ImageRecord; data: Buffer; tenantId: string }>();
+  private seq = 0;
+
+  async getTenant(_p: Principal, tenantId: string) {
+    const t = this.tenants[tenantId] ?? { modelId: 'provA-flash-lite-image', allowedModels: MODEL_IDS };
+    return { tenantId, isActive: true, ...t };
+  }
+  async getProviderKeys(_p: Principal, tenantId: string, provider: Provider) {
+    return this.keys[tenantId]?.[provider] ?? [provider === 'provA' ? 'sandbox-key-a1' : 'sandbox-key-b1'];
+  }
+  async checkQuota() {
+    return { allowed: this.quotaAllowed };
+  }
+  async touchSession() {
+    return { remaining: 1000 };
+  }
+  async storeImage(_p: Principal, req: StoreImageRequest): Promise<ImageRecord> {
+    this.stored.push(req);
+    const meta = await sharp(req.data).metadata();
+    const id = ++this.seq;
+    const rec: ImageRecord = {
+      id,
+      tenantId: req.tenantId,
+      sessionId: req.sessionId,
+      objectKey: `tenants/${req.tenantId}/images/${id}.${meta.format}`,
+      thumbnailKey: `tenants/${req.tenantId}/thumbnails/${id}.webp`,
+      fullUrl: `http://files/${id}`,
+      thumbnailUrl: `http://files/${id}/thumb`,
+      width: meta.width ?? 0,
+      height: meta.height ?? 0,
+      sizeBytes: req.data.length,
+      thumbnailSizeBytes: 100,
+      format: meta.format ?? '',
+      mimeType: req.mimeType,
+      prompt: req.prompt,
+      negativePrompt: req.negativePrompt,
+      operation: req.operation,
+      aspectRatio: req.aspectRatio,
+      modelId: req.modelId,
+      resolutionTier: req.resolutionTier,
+      parentImageId: req.parentImageId,
+      referenceGroupIds: [],
+      hasReferenceGroupIds: false,
+      isReference: false,
+      executionId: req.executionId,
+      hasSynthid: req.hasSynthid,
+      keyType: req.keyType,
+      createdAt: new Date().toISOString(),
+      thumbnailMimeType: 'image/webp',
+    };
+    this.images.set(id, { rec, data: req.data, tenantId: req.tenantId });
+    return rec;
+  }
+  async getImageData(p: Principal, imageId: number) {
+    const img = this.images.get(imageId);
+    if (!img || img.tenantId !== p.tenantId) throw new AppError(404, { error: 'Image not found' });
+    return { image: img.rec, data: img.data, mimeType: img.rec.mimeType };
+  }
+  async getObjectData(): Promise<never> {
+    throw new AppError(404, { error: 'Object not found' });
+  }
+  async sessionExists() {
+    return false;
+  }
+  close() {}
+}
+
+let sandbox: RunningSandbox;
+let gen: Gen;
+let world: FakeWorld;
+let db: { url: string; drop: () => Promise<void> };
+let dataDir: string;
+const events: EventMessage[] = [];
+let tenantSeq = 0;
+
+const principal = (tenantId: string, extra: Partial<Principal> = {}): Principal => ({
+  requestId: `r-${Math.random()}`,
+  tenantId,
+  keyType: 'live',
+  source: 'tenant_api',
+  ...extra,
+});
+const newTenant = () => `pt${++tenantSeq}${Math.random().toString(36).slice(2, 6)}`;
+const sandboxRequests = async (q = '') => (await (await fetch(`${sandbox.httpUrl}/_sandbox/requests${q}`)).json()).requests as any[];
+const setMode = (body: unknown) =>
+  fetch(`${sandbox.httpUrl}/_sandbox/mode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const fails = async (p: Promise<unknown>): Promise<AppError> => {
+  try {
+    await p;
+  } catch (err) {
+    return err as AppError;
+  }
+  throw new Error('expected a failure');
+};
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  db = await createTestDatabase(undefined, 'gen');
+  dataDir = mkdtempSync(join(tmpdir(), 'gen-test-'));
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    EVENTS_PREFIX: `gt${Date.now().toString(36)}`,
+    PROVA_BASE_URL: `${sandbox.httpUrl}/provA`,
+    PROVB_BASE_URL: `${sandbox.httpUrl}/provB`,
+    PROVA_MODEL_MAP: JSON.stringify({ 'provA-pro-image': 'custom-pro-upstream' }),
+    LOG_LEVEL: 'silent',
+  });
+  const logger = createLogger('gen-test', 'silent');
+  const transport = createInProcessTransport({ logger });
+  await transport.subscribe({
+    durable: 'test',
+    subjects: [`${config.eventsPrefix}.generation.execution_finished`],
+    handler: async (m) => {
+      events.push(m);
+    },
+  });
+  const ctx: ServiceContext = {
+    config,
+    logger,
+    events: transport,
+    storage: createStorage({ dataDir, publicBaseUrl: 'http://x' }),
+    resolve: () => {
+      throw new Error('not used');
+    },
+  };
+  world = new FakeWorld();
+  gen = await startGeneration(ctx, {
+    collaborators: world,
+    settings: { breakerFailureThreshold: 2, breakerResetTimeoutMs: 400, provATimeoutMs: 1500 },
+  });
+});
+
+afterAll(async () => {
+  await gen?.stop();
+  await sandbox?.stop();
+  await db?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  await fetch(`${sandbox.httpUrl}/_sandbox/mode`, { method: 'DELETE' });
+  world.quotaAllowed = true;
+});
+
+const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe('generate', () => {
+  it('calls provA once per image, stores each and records a completed execution with ExecutionFinished', async () => {
+    const t = newTenant();
+    const res = await gen.pipeline.generate({ prompt: 'two tiny boats', n: 2, negativePrompt: 'no people', aspectRatio: '16:9' }, principal(t, { sessionId: 'sess-1' }));
+    expect(res).toMatchObject({ requested: 2, generated: 2, sessionId: 'sess-1' });
+    expect(res.images.map((i) => [i.width, i.height, i.format, i.aspectRatio, i.resolutionTier, i.hasSynthid])).toEqual([
+      [1376, 768, 'png', '16:9', '1k', true],
+      [1376, 768, 'png', '16:9', '1k', true],
+    ]);
+    const recs = await sandboxRequests(`?apiKey=sandbox-key-a1&contains=two%20tiny%20boats`);
+    expect(recs).toHaveLength(2);
+    expect(recs[0]).toMatchObject({ model: 'flash-lite-image', aspectRatio: '16:9', imageSize: null, prompt: 'two tiny boats\n\nAvoid: no people' });
+    const stored = world.stored.filter((s) => s.tenantId === t);
+    expect(stored.map((s) => [s.operation, s.negativePrompt, s.modelId, s.keyType, s.executionId])).toEqual([
+      ['generate', 'no people', 'provA-flash-lite-image', 'live', res.executionId],
+      ['generate', 'no people', 'provA-flash-lite-image', 'live', res.executionId],
+    ]);
+    const ex = await gen.deps.sql`SELECT status, progress_percent, images FROM executions WHERE execution_id = ${res.executionId}`;
+    expect(ex[0]).toMatchObject({ status: 'completed', progress_percent: 100, images: 2 });
+    const ev = await waitFor(() => events.map((m) => ExecutionFinished.decode(m.data)).find((e) => e.executionId === res.executionId));
+    expect(ev).toMatchObject({ tenantId: t, sessionId: 'sess-1', toolName: 'generate_image', status: 'completed', images: 2, keyType: 'live' });
+    expect(ev.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('sends provA tier, search, thinking, system instruction and the configured upstream model name', async () => {
+    const t = newTenant();
+    await gen.pipeline.generate(
+      { prompt: 'pro shot', modelId: 'provA-pro-image', resolutionTier: '2k', useProvaSearch: true, enableThinking: true, systemInstruction: 'moody' },
+      principal(t),
+    );
+    const [rec] = await sandboxRequests('?contains=pro%20shot');
+    expect(rec).toMatchObject({ model: 'custom-pro-upstream', imageSize: '2K', tools: ['googleSearch'], systemInstruction: 'moody', aspectRatio: '1:1' });
+    expect(rec.thinkingConfig).toBeTruthy();
+    expect(rec.width).toBe(2048);
+  });
+
+  it('sends provB options in one call with n', async () => {
+    const t = newTenant();
+    const res = await gen.pipeline.generate(
+      { prompt: 'b-options', modelId: 'provB-image-2.5-flare', n: 3, outputFormat: 'webp', outputCompression: 70, quality: 'xhigh', background: 'transparent', moderation: 'low', aspectRatio: '9:16' },
+      principal(t),
+    );
+    expect(res.generated).toBe(3);
+    const recs = await sandboxRequests('?contains=b-options');
+    expect(recs).toHaveLength(1);
+    expect(recs[0]).toMatchObject({ model: 'image-2.5-flare', n: 3, size: '720x1280', outputFormat: 'webp', outputCompression: 70, quality: 'xhigh', background: 'transparent', moderation: 'low' });
+    expect(res.images[0]).toMatchObject({ format: 'webp', width: 720, height: 1280, aspectRatio: '9:16', hasSynthid: false });
+  });
+
+  it('edits: the source goes upstream as an image input and becomes the parent; its shape is kept', async () => {
+    const t = newTenant();
+    const src = await gen.pipeline.generate({ prompt: 'wide source', aspectRatio: '16:9' }, principal(t));
+    const edit = await gen.pipeline.edit({ imageId: src.images[0].recordId, prompt: 'make it night' }, principal(t));
+    expect(edit.image).toMatchObject({ parentImageId: src.images[0].recordId, aspectRatio: '16:9', width: 1376 });
+    const [rec] = await sandboxRequests('?contains=make%20it%20night');
+    expect(rec.imageInputs).toBe(1);
+    // provB edits are multipart with image[]
+    const b = await gen.pipeline.generate({ prompt: 'b-edit', modelId: 'provB-image-2', imageToEditId: src.images[0].recordId }, principal(t));
+    expect(b.images[0]).toMatchObject({ parentImageId: src.images[0].recordId, width: 1280, height: 720 });
+    const [brec] = await sandboxRequests('?contains=b-edit');
+    expect(brec).toMatchObject({ endpoint: 'edits', imageInputs: 1, size: '1280x720' });
+    // another tenant's image is not found
+    const err = await fails(gen.pipeline.edit({ imageId: src.images[0].recordId, prompt: 'steal' }, principal(newTenant())));
+    expect(err.status).toBe(404);
+  });
+});
+
+describe('keys', () => {
+  it('fails over to the next key on 401 and rotates the starting key', async () => {
+    const t = newTenant();
+    world.keys[t] = { provA: ['bad-a1', 'sandbox-key-a2'], provB: ['quota-b1', 'sandbox-key-b2'] };
+    const res = await gen.pipeline.generate({ prompt: 'failover-a' }, principal(t));
+    expect(res.generated).toBe(1);
+    const recs = await sandboxRequests('?contains=failover-a');
+    expect(recs.map((r) => [r.apiKey, r.status])).toEqual([
+      ['bad-a1', 401],
+      ['sandbox-key-a2', 200],
+    ]);
+    const logs = await gen.deps.sql`SELECT message FROM execution_logs WHERE execution_id = ${res.executionId} ORDER BY id`;
+    expect(logs.map((l) => l.message).join('\n')).toMatch(/provA key 1 of 2 refused \(auth, HTTP 401\); trying the next key/);
+    // the next request starts with the second key
+    await gen.pipeline.generate({ prompt: 'failover-a second' }, principal(t));
+    expect((await sandboxRequests('?contains=failover-a%20second')).map((r) => r.apiKey)).toEqual(['sandbox-key-a2']);
+    // 429 quota on provB also fails over
+    await gen.pipeline.generate({ prompt: 'failover-b', modelId: 'provB-image-2' }, principal(t));
+    expect((await sandboxRequests('?contains=failover-b')).map((r) => [r.apiKey, r.status])).toEqual([
+      ['quota-b1', 429],
+      ['sandbox-key-b2', 200],
+    ]);
+  });
+
+  it('answers 502 when every key is rejected and 503 when every key is out of quota; 400 without keys', async () => {
+    const t = newTenant();
+    world.keys[t] = { provA: ['bad-1', 'bad-2', 'forbidden-3'], provB: ['quota-1', 'ratelimit-2'] };
+    let err = await fails(gen.pipeline.generate({ prompt: 'all bad' }, principal(t)));
+    expect(err.status).toBe(502);
+    expect(err.body.error).toBe('Image generation failed: provider provA rejected every configured API key');
+    err = await fails(gen.pipeline.generate({ prompt: 'all quota', modelId: 'provB-image-2' }, principal(t)));
+    expect(err.status).toBe(503);
+    expect(err.headers['Retry-After']).toBe('30');
+    const t2 = newTenant();
+    world.keys[t2] = { provA: [], provB: [] };
+    err = await fails(gen.pipeline.generate({ prompt: 'no keys' }, principal(t2)));
+    expect(err.status).toBe(400);
+    expect(err.body.error).toBe('No provA credentials are configured for this tenant');
+    const failed = await gen.deps.sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = ${t} AND status = 'failed'`;
+    expect(failed[0].n).toBe(2);
+  });
+});
+
+describe('failures', () => {
+  it('turns a provA safety block into 400 with the reason and a failed execution, storing nothing', async () => {
+    const t = newTenant();
+    const err = await fails(gen.pipeline.generate({ prompt: 'forbidden thing [[safety]]' }, principal(t)));
+    expect(err.status).toBe(400);
+    expect(err.body).toMatchObject({ error: 'Content blocked by provider safety filters: SAFETY', code: 'CONTENT_BLOCKED', details: { provider: 'provA', reason: 'SAFETY' } });
+    const img = await fails(gen.pipeline.generate({ prompt: 'bad picture [[image-safety]]' }, principal(t)));
+    expect(img.body.error).toMatch(/^Content blocked by provider safety filters: IMAGE_SAFETY/);
+    const b = await fails(gen.pipeline.generate({ prompt: 'bad [[safety]]', modelId: 'provB-image-2' }, principal(t)));
+    expect(b.status).toBe(400);
+    expect(b.body.error).toMatch(/^Content blocked by provider safety filters: Your request was rejected by the safety system/);
+    expect(world.stored.filter((s) => s.tenantId === t)).toHaveLength(0);
+    const rows = await gen.deps.sql`SELECT status, error FROM executions WHERE tenant_id = ${t}`;
+    expect(rows.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
+    expect(rows[0].error).toMatch(/Content blocked/);
+  });
+
+  it('402 when the quota is used up: nothing stored', async () => {
+    const t = newTenant();
+    world.quotaAllowed = false;
+    const err = await fails(gen.pipeline.generate({ prompt: 'over quota' }, principal(t)));
+    expect(err.status).toBe(402);
+    expect(err.body).toEqual({ error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
+    expect(world.stored.filter((s) => s.tenantId === t)).toHaveLength(0);
+  });
+
+  it('times out with 504 and opens the breaker after repeated upstream failures, then recovers', async () => {
+    const t = newTenant();
+    const timeout = await fails(gen.pipeline.generate({ prompt: 'slow [[delay:3000]]' }, principal(t)));
+    expect(timeout.status).toBe(504);
+    expect(timeout.body.error).toBe('Image generation timed out: provider provA did not answer within 2 s');
+    expect(gen.breakers.provA.current).toBe('closed'); // 1 failure < threshold 2
+    await setMode({ provider: 'provA', failNext: 5, status: 500 });
+    const e1 = await fails(gen.pipeline.generate({ prompt: 'breaker 1' }, principal(t)));
+    expect(e1.status).toBe(502);
+    expect(gen.breakers.provA.current).toBe('open');
+    const before = (await sandboxRequests('?provider=provA')).length;
+    const fast = await fails(gen.pipeline.generate({ prompt: 'breaker 2' }, principal(t)));
+    expect(fast.status).toBe(503);
+    expect(fast.body.error).toMatch(/circuit breaker open/);
+    expect((await sandboxRequests('?provider=provA')).length).toBe(before); // the upstream was not called
+    // provB has its own breaker
+    expect((await gen.pipeline.generate({ prompt: 'b still fine', modelId: 'provB-image-2' }, principal(t))).generated).toBe(1);
+    await setMode({ provider: 'provA', reset: true });
+    await new Promise((r) => setTimeout(r, 450));
+    const ok = await gen.pipeline.generate({ prompt: 'breaker recovered' }, principal(t));
+    expect(ok.generated).toBe(1);
+    expect(gen.breakers.provA.current).toBe('closed');
+  });
+
+  it('returns the images that succeeded when some provA calls fail', async () => {
+    const t = newTenant();
+    await setMode({ provider: 'provA', failNext: 1, status: 503 });
+    const res = await gen.pipeline.generate({ prompt: 'partial', n: 3 }, principal(t));
+    expect(res).toMatchObject({ requested: 3, generated: 2 });
+  });
+});

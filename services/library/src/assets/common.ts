@@ -1,0 +1,113 @@
+import { type AppError, type CallContext, type ObjectStorage, unauthorized } from '@imagegen/platform';
+
+/** SPEC 8 "Text and collection limits" and the per-resource limits of SPEC 2. */
+export const LIMITS = {
+  characterName: 100,
+  characterDescription: 500,
+  basePromptMin: 10,
+  basePromptMax: 2000,
+  characterNegativePrompt: 1000,
+  characterSystemInstruction: 1000,
+  characterReferenceImages: 10,
+  tags: 20,
+  tagLength: 50,
+  productName: 100,
+  productDescription: 500,
+  stylePresetName: 128,
+  stylePresetPrompt: 2048,
+  stylePresetNegativePrompt: 1024,
+  stylePresetSystemInstruction: 512,
+  sceneName: 100,
+  sceneDescription: 500,
+  scenePrompt: 4000,
+  sceneReferences: 20,
+  searchPresetName: 50,
+  searchQuery: 200,
+  sessionId: 200,
+  /** Server-side URL fetches: one image, and the aggregate of one scene request (20 MiB). */
+  fetchBytes: 20 * 1024 * 1024,
+  fetchTimeoutMs: 30_000,
+  listDefault: 50,
+  listMax: 100,
+  productPageSizeDefault: 20,
+} as const;
+
+/** Aspect ratios accepted anywhere a saved asset carries one (the generate request's set, SPEC 4.1). */
+export const ASPECT_RATIOS = ['square', 'portrait', 'landscape', '1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
+export const REFERENCE_MODES = ['style', 'add'];
+export const LIST_SORTS = ['name', 'created', 'used', 'recent'];
+
+export function tenantOf(call: CallContext): string {
+  const t = call.principal.tenantId;
+  if (!t) throw unauthorized();
+  return t;
+}
+
+export const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+export const iso = (d: unknown): string => (d instanceof Date ? d : new Date(String(d))).toISOString();
+export const isoOrUndef = (d: unknown): string | undefined => (d === null || d === undefined ? undefined : iso(d));
+export const strOrUndef = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+export const numArray = (v: unknown): number[] => (Array.isArray(v) ? v.map(num) : []);
+
+/** A numeric identifier addresses the id; anything else is an exact name. */
+export function parseIdentifier(identifier: string): { id?: number; name: string } {
+  const s = String(identifier ?? '');
+  if (/^\d{1,15}$/.test(s)) return { id: Number(s), name: s };
+  return { name: s };
+}
+
+/** Postgres bigint[] literal for a list of integer ids. */
+export const idArray = (ids: number[]): string => `{${ids.map((i) => Math.trunc(i)).join(',')}}`;
+
+/** Characters with a special meaning in LIKE patterns are matched literally. */
+export const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string } | null;
+  return e?.code === '23505' && (!constraint || e.constraint_name === constraint);
+}
+
+/** Collects validation problems ("description must be at most 500 characters") for one error. */
+export class Problems {
+  readonly list: string[] = [];
+  add(msg: string): void {
+    if (!this.list.includes(msg)) this.list.push(msg);
+  }
+  maxLength(field: string, v: string | null | undefined, max: number): void {
+    if (typeof v === 'string' && v.length > max) this.add(`${field} must be at most ${max} characters`);
+  }
+  oneOf(field: string, v: string | null | undefined, allowed: readonly string[]): void {
+    if (typeof v === 'string' && !allowed.includes(v)) this.add(`${field} must be one of: ${allowed.join(', ')}`);
+  }
+  tags(field: string, tags: string[] | undefined): void {
+    if (!tags) return;
+    if (tags.length > LIMITS.tags) this.add(`${field} must have at most ${LIMITS.tags} items`);
+    tags.forEach((t, i) => {
+      if (t.trim().length === 0) this.add(`${field}[${i}] cannot be empty`);
+      if (t.length > LIMITS.tagLength) this.add(`${field}[${i}] must be at most ${LIMITS.tagLength} characters`);
+    });
+  }
+  throwIf(make: (details: string[]) => AppError): void {
+    if (this.list.length) throw make(this.list);
+  }
+}
+
+/** Normalizes a list of tags: trimmed, empty ones dropped, duplicates removed (first kept). */
+export function cleanTags(tags: string[]): string[] {
+  const out: string[] = [];
+  for (const t of tags) {
+    const v = t.trim();
+    if (v && !out.includes(v)) out.push(v);
+  }
+  return out;
+}
+
+/** Clears a field when it is listed as present without a value (PATCH null). */
+export function patchValue<T>(present: Set<string>, field: string, value: T | undefined): { set: boolean; value: T | null } {
+  if (!present.has(field)) return { set: false, value: null };
+  return { set: true, value: value === undefined ? null : value };
+}
+
+export interface AssetsDeps {
+  storage: ObjectStorage;
+}

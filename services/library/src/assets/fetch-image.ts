@@ -1,0 +1,67 @@
+import { type AppError, badRequest, type Logger, SafeFetchError, safeFetch } from '@imagegen/platform';
+import { LIMITS } from './common.js';
+
+export interface FetchedImage {
+  url: string;
+  data: Buffer;
+  contentType: string;
+}
+
+/** True for an absolute http(s) URL with a host. */
+export function isHttpUrl(raw: unknown): boolean {
+  if (typeof raw !== 'string' || raw.trim() === '') return false;
+  try {
+    const u = new URL(raw.trim());
+    return (u.protocol === 'http:' || u.protocol === 'https:') && Boolean(u.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fetches an image server-side through the SSRF guard (public addresses only, pinned connection,
+ * redirects re-checked), at most `maxBytes` (20 MiB) within the timeout. Errors use the texts of SPEC 7:
+ * 'Failed to fetch image from URL: <status>' and 'URL does not point to an image. Content-Type: <type>'.
+ */
+export async function fetchImage(
+  url: string,
+  opts: { maxBytes?: number; timeoutMs?: number; allowLoopback: boolean; invalidUrl: () => AppError; logger?: Logger },
+): Promise<FetchedImage> {
+  if (!isHttpUrl(url)) throw opts.invalidUrl();
+  let res: Awaited<ReturnType<typeof safeFetch>>;
+  try {
+    res = await safeFetch(url.trim(), {
+      maxBytes: opts.maxBytes ?? LIMITS.fetchBytes,
+      timeoutMs: opts.timeoutMs ?? LIMITS.fetchTimeoutMs,
+      allowLoopback: opts.allowLoopback,
+      headers: { accept: 'image/*', 'user-agent': 'imagegen-fetcher/1.0' },
+    });
+  } catch (err) {
+    if (err instanceof SafeFetchError) {
+      opts.logger?.debug({ err, url }, 'image fetch refused or failed');
+      switch (err.reason) {
+        case 'invalid_url':
+          throw opts.invalidUrl();
+        case 'too_large':
+          throw badRequest(`Failed to fetch image from URL: image exceeds ${LIMITS.fetchBytes} bytes`);
+        case 'timeout':
+          throw badRequest('Failed to fetch image from URL: timeout');
+        case 'blocked_address':
+          throw badRequest('Failed to fetch image from URL: address not allowed');
+        case 'dns_failure':
+          throw badRequest('Failed to fetch image from URL: host not found');
+        case 'too_many_redirects':
+          throw badRequest('Failed to fetch image from URL: too many redirects');
+        default:
+          throw badRequest('Failed to fetch image from URL: network error');
+      }
+    }
+    throw err;
+  }
+  if (res.status < 200 || res.status >= 300) throw badRequest(`Failed to fetch image from URL: ${res.status}`);
+  if (!res.contentType.startsWith('image/')) {
+    throw badRequest(`URL does not point to an image. Content-Type: ${res.headers['content-type'] || 'none'}`);
+  }
+  if (res.body.length === 0) throw badRequest('Failed to fetch image from URL: empty response');
+  return { url: res.finalUrl, data: res.body, contentType: res.contentType };
+}

@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  CreateProductRequest,
+  DeleteAssetResponse,
+  GetAssetRequest,
+  ListProductsRequest,
+  ListProductsResponse,
+  Product,
+  UpdateProductRequest,
+} from '@imagegen/contracts/library/v1/assets';
+import {
+  type AppError,
+  badRequest,
+  type CallContext,
+  conflict,
+  invalidPayload,
+  type Logger,
+  notFound,
+  type ObjectStorage,
+  type Sql,
+  type TransactionSql,
+  tenantKey,
+} from '@imagegen/platform';
+import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
+import { iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, parseIdentifier, strOrUndef, tenantOf } from './common.js';
+import { fetchImage } from './fetch-image.js';
+import type { QuotaGuard } from './quota.js';
+
+export interface ProductRow {
+  id: number;
+  productName: string;
+  productDescription: string | null;
+  productUrl: string;
+  tags: string;
+  objectKey: string;
+  objectThumbnailKey: string;
+  width: number;
+  height: number;
+  sizeBytes: number;
+  thumbnailSizeBytes: number;
+  format: string;
+  mimeType: string;
+  timesUsed: number;
+  lastUsedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export function productFromDb(r: Record<string, unknown>): ProductRow {
+  return {
+    id: num(r.id),
+    productName: r.product_name as string,
+    productDescription: (r.product_description as string | null) ?? null,
+    productUrl: r.product_url as string,
+    tags: (r.tags as string) ?? '',
+    objectKey: r.object_key as string,
+    objectThumbnailKey: r.object_thumbnail_key as string,
+    width: num(r.width),
+    height: num(r.height),
+    sizeBytes: num(r.size_bytes),
+    thumbnailSizeBytes: num(r.thumbnail_size_bytes),
+    format: r.format as string,
+    mimeType: r.mime_type as string,
+    timesUsed: num(r.times_used),
+    lastUsedAt: (r.last_used_at as Date | null) ?? null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}
+
+export function toProduct(row: ProductRow, storage: ObjectStorage): Product {
+  return {
+    id: row.id,
+    productName: row.productName,
+    productDescription: strOrUndef(row.productDescription),
+    productUrl: row.productUrl,
+    tags: row.tags,
+    timesUsed: row.timesUsed,
+    lastUsedAt: isoOrUndef(row.lastUsedAt),
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+    fullUrl: storage.publicUrl(row.objectKey),
+    thumbnailUrl: storage.publicUrl(row.objectThumbnailKey),
+    width: row.width,
+    height: row.height,
+    sizeBytes: row.sizeBytes,
+    thumbnailSizeBytes: row.thumbnailSizeBytes,
+    format: row.format,
+    mimeType: row.mimeType,
+    objectKey: row.objectKey,
+    objectThumbnailKey: row.objectThumbnailKey,
+  };
+}
+
+export const productNotFound = (): AppError => notFound('Product not found');
+const duplicateName = (name: string): AppError =>
+  conflict(`Product with name ${name} already exists. Use a different name or update the existing product.`);
+const invalidUrl = (): AppError => badRequest('Product URL must be a valid HTTP or HTTPS URL');
+
+export async function findProduct(sql: Sql | TransactionSql, tenantId: string, identifier: string, forUpdate = false): Promise<ProductRow> {
+  const { id, name } = parseIdentifier(identifier);
+  const lock = forUpdate ? sql`FOR UPDATE` : sql``;
+  if (id !== undefined) {
+    const [r] = await sql`SELECT * FROM products WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
+    if (r) return productFromDb(r);
+  }
+  const [r] = await sql`SELECT * FROM products WHERE tenant_id = ${tenantId} AND product_name = ${name} ${lock}`;
+  if (!r) throw productNotFound();
+  return productFromDb(r);
+}
+
+/** Tags are one comma-separated string; every tag is at most 50 characters. */
+function validateTags(p: Problems, tags: string | null | undefined): void {
+  if (typeof tags !== 'string') return;
+  tags.split(',').forEach((t, i) => {
+    if (t.trim().length > LIMITS.tagLength) p.add(`tags[${i}] must be at most ${LIMITS.tagLength} characters`);
+  });
+}
+
+function validateName(p: Problems, name: string | null | undefined): void {
+  const n = (name ?? '').trim();
+  if (n.length === 0) p.add('product_name cannot be empty');
+  p.maxLength('product_name', n, LIMITS.productName);
+}
+
+export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; quota: QuotaGuard; logger: Logger; allowLoopback: boolean }) {
+  const { sql, storage, quota } = deps;
+  return {
+    async listProducts(req: ListProductsRequest, call: CallContext): Promise<ListProductsResponse> {
+      const tenantId = tenantOf(call);
+      const page = req.page || 1;
+      const pageSize = req.pageSize || LIMITS.productPageSizeDefault;
+      const p = new Problems();
+      if (page < 1) p.add('page must be >= 1');
+      if (pageSize < 1 || pageSize > LIMITS.listMax) p.add(`page_size must be between 1 and ${LIMITS.listMax}`);
+      p.maxLength('search', req.search, LIMITS.searchQuery);
+      p.throwIf(invalidPayload);
+      const search = req.search?.trim() ? likePattern(req.search.trim()) : null;
+      const where = sql`tenant_id = ${tenantId} ${
+        search
+          ? sql`AND (product_name ILIKE ${search} OR coalesce(product_description, '') ILIKE ${search} OR tags ILIKE ${search})`
+          : sql``
+      }`;
+      const [{ total }] = await sql`SELECT count(*)::int AS total FROM products WHERE ${where}`;
+      const offset = (page - 1) * pageSize;
+      const rows = await sql`
+        SELECT * FROM products WHERE ${where}
+        ORDER BY created_at DESC, id DESC LIMIT ${pageSize} OFFSET ${offset}`;
+      return {
+        products: rows.map((r) => toProduct(productFromDb(r), storage)),
+        page,
+        pageSize,
+        total: num(total),
+        hasMore: offset + rows.length < num(total),
+      };
+    },
+
+    async getProduct(req: GetAssetRequest, call: CallContext): Promise<Product> {
+      return toProduct(await findProduct(sql, tenantOf(call), req.identifier), storage);
+    },
+
+    async createProduct(req: CreateProductRequest, call: CallContext): Promise<Product> {
+      const tenantId = tenantOf(call);
+      const p = new Problems();
+      validateName(p, req.productName);
+      p.maxLength('product_description', req.productDescription, LIMITS.productDescription);
+      validateTags(p, req.tags);
+      p.throwIf(invalidPayload);
+      const name = req.productName.trim();
+      const url = (req.productUrl ?? '').trim();
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(url);
+      } catch {}
+      if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw invalidUrl();
+      // Cheap duplicate check before fetching anything; the unique constraint is the authority.
+      const [dup] = await sql`SELECT 1 FROM products WHERE tenant_id = ${tenantId} AND product_name = ${name}`;
+      if (dup) throw duplicateName(name);
+
+      const fetched = await fetchImage(url, { invalidUrl, logger: call.logger, allowLoopback: deps.allowLoopback });
+      const img = await processImage(fetched.data);
+      await quota.check(tenantId, fetched.data.length + img.thumbnail.length, call);
+
+      const base = randomUUID();
+      const objectKey = tenantKey(tenantId, 'products', `${base}.${img.ext}`);
+      const thumbKey = tenantKey(tenantId, 'products', 'thumbnails', `${base}.webp`);
+      await Promise.all([
+        storage.put(objectKey, fetched.data, img.mimeType),
+        storage.put(thumbKey, img.thumbnail, THUMBNAIL_MIME_TYPE),
+      ]).catch(async (err) => {
+        await storage.deleteMany([objectKey, thumbKey]).catch(() => {});
+        throw err;
+      });
+      try {
+        const [r] = await sql`
+          INSERT INTO products (tenant_id, product_name, product_description, product_url, tags, object_key, object_thumbnail_key,
+            width, height, size_bytes, thumbnail_size_bytes, format, mime_type)
+          VALUES (${tenantId}, ${name}, ${req.productDescription ?? null}, ${url}, ${(req.tags ?? '').trim()}, ${objectKey}, ${thumbKey},
+            ${img.width}, ${img.height}, ${fetched.data.length}, ${img.thumbnail.length}, ${img.format}, ${img.mimeType})
+          RETURNING *`;
+        return toProduct(productFromDb(r), storage);
+      } catch (err) {
+        await storage.deleteMany([objectKey, thumbKey]).catch(() => {});
+        if (isUniqueViolation(err)) throw duplicateName(name);
+        throw err;
+      }
+    },
+
+    async updateProduct(req: UpdateProductRequest, call: CallContext): Promise<Product> {
+      const tenantId = tenantOf(call);
+      const present = new Set(req.presentFields);
+      const has = (f: string) => present.has(f);
+      const p = new Problems();
+      if (has('product_name')) validateName(p, req.productName);
+      p.maxLength('product_description', req.productDescription, LIMITS.productDescription);
+      validateTags(p, req.tags);
+      p.throwIf(invalidPayload);
+      const name = has('product_name') ? (req.productName ?? '').trim() : undefined;
+      try {
+        const row = await sql.begin(async (tx) => {
+          const cur = await findProduct(tx, tenantId, req.identifier, true);
+          const [r] = await tx`
+            UPDATE products SET
+              product_name = ${name ?? cur.productName},
+              product_description = ${has('product_description') ? (req.productDescription ?? null) : cur.productDescription},
+              tags = ${has('tags') ? (req.tags ?? '').trim() : cur.tags},
+              updated_at = now()
+            WHERE tenant_id = ${tenantId} AND id = ${cur.id}
+            RETURNING *`;
+          return productFromDb(r);
+        });
+        return toProduct(row, storage);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw duplicateName(name ?? '');
+        throw err;
+      }
+    },
+
+    async deleteProduct(req: GetAssetRequest, call: CallContext): Promise<DeleteAssetResponse> {
+      const tenantId = tenantOf(call);
+      const row = await findProduct(sql, tenantId, req.identifier);
+      await sql`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${row.id}`;
+      // The product's own image goes; generated images (library rows with product_reference_id) stay.
+      await storage
+        .deleteMany([row.objectKey, row.objectThumbnailKey])
+        .catch((err) => call.logger.warn({ err, productId: row.id }, 'could not remove product image files'));
+      return { deleted: true };
+    },
+  };
+}

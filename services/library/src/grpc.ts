@@ -1,0 +1,170 @@
+import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSummary } from '@imagegen/contracts/library/v1/library';
+import { badRequest, type Handlers, notFound, type Principal, type ServiceContext, type Sql, validateKey } from '@imagegen/platform';
+import { type ImageListFilters, listImages } from './images/list-query.js';
+import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages } from './images/store.js';
+import { storeImage } from './images/store-image.js';
+import { type ImageRow, toImageRecord } from './images/types.js';
+import { getSession, listSessions, type SessionSummaryRow, touchSession } from './sessions/store.js';
+
+export const MAX_RESOLVE_IDS = 1000;
+export const MAX_SESSION_IMAGES_LISTED = 1000;
+
+function tenantOf(p: Principal, explicit?: string): string {
+  const t = explicit || p.tenantId;
+  if (!t) throw badRequest('Tenant is required');
+  return t;
+}
+
+function historyEntry(row: ImageRow, ctx: ServiceContext): EditHistoryEntry {
+  return {
+    id: row.id,
+    operation: row.operation,
+    prompt: row.prompt,
+    parentImageId: row.parentImageId ?? undefined,
+    createdAt: row.createdAt.toISOString(),
+    fullUrl: ctx.storage.publicUrl(row.objectKey),
+    thumbnailUrl: ctx.storage.publicUrl(row.thumbnailKey),
+  };
+}
+
+function sessionSummary(s: SessionSummaryRow): SessionSummary {
+  return {
+    sessionId: s.sessionId,
+    tenantId: s.tenantId,
+    isActive: s.isActive,
+    createdAt: s.createdAt.toISOString(),
+    lastActivityAt: s.lastActivityAt.toISOString(),
+    totalImages: s.totalImages,
+    totalEdits: s.totalEdits,
+    totalBytes: s.totalBytes,
+    totalTokens: s.totalTokens,
+  };
+}
+
+export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handlers<typeof LibraryServiceService> {
+  const { sql, ctx } = deps;
+  const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
+
+  return {
+    async storeImage(req, { principal, logger }) {
+      const tenantId = tenantOf(principal, req.tenantId);
+      const row = await storeImage(
+        { sql, storage: ctx.storage, config: ctx.config, logger },
+        {
+          tenantId,
+          sessionId: req.sessionId,
+          data: req.data,
+          mimeType: req.mimeType,
+          prompt: req.prompt,
+          negativePrompt: req.negativePrompt ?? null,
+          operation: req.operation,
+          aspectRatio: req.aspectRatio,
+          modelId: req.modelId,
+          resolutionTier: req.resolutionTier,
+          parentImageId: req.parentImageId ?? null,
+          stylePresetId: req.stylePresetId ?? null,
+          productReferenceId: req.productReferenceId ?? null,
+          characterId: req.characterId ?? null,
+          referenceGroupIds: req.referenceGroupIds.length > 0 ? req.referenceGroupIds : null,
+          isReference: req.isReference,
+          executionId: req.executionId || null,
+          hasSynthid: req.hasSynthid,
+          keyType: req.keyType || principal.keyType || 'live',
+          tokens: req.tokens,
+        },
+      );
+      return record(row);
+    },
+
+    async getImageData(req, { principal }) {
+      const row = await getImage(sql, tenantOf(principal), req.imageId);
+      const data = await ctx.storage.get(row.objectKey).catch((err) => {
+        if ((err as { status?: number }).status === 404) throw notFound('Image not found');
+        throw err;
+      });
+      return { image: record(row), data, mimeType: row.mimeType };
+    },
+
+    async getObjectData(req, { principal }) {
+      const tenantId = tenantOf(principal);
+      const key = req.objectKey;
+      let valid = false;
+      try {
+        validateKey(key);
+        valid = key.startsWith(`tenants/${tenantId}/`);
+      } catch {}
+      if (!valid) throw notFound('Object not found');
+      const [data, st] = await Promise.all([ctx.storage.get(key), ctx.storage.stat(key)]);
+      return { data, mimeType: st?.contentType ?? 'application/octet-stream' };
+    },
+
+    async listImages(req, { principal }) {
+      const filters: ImageListFilters = {
+        search: req.search,
+        searchMode: req.searchMode as ImageListFilters['searchMode'],
+        dateFrom: req.dateFrom,
+        dateTo: req.dateTo,
+        aspectRatio: req.aspectRatio,
+        operationType: req.operationType,
+        minSize: req.minSize,
+        maxSize: req.maxSize,
+        sessionId: req.sessionId,
+        hasNegativePrompt: req.hasNegativePrompt,
+        modelId: req.modelId,
+        resolutionTier: req.resolutionTiers.length > 0 ? req.resolutionTiers : undefined,
+        stylePresetId: req.stylePresetId,
+        productReferenceId: req.productReferenceId,
+        isReference: req.isReference,
+        sortBy: req.sortBy as ImageListFilters['sortBy'],
+      };
+      const r = await listImages(sql, tenantOf(principal), filters, { limit: req.limit, offset: req.offset });
+      return { images: r.rows.map(record), total: r.total, limit: r.limit, offset: r.offset };
+    },
+
+    async getImage(req, { principal }) {
+      const row = await getImage(sql, tenantOf(principal), req.imageId);
+      const h = await editHistory(sql, row);
+      return {
+        image: record(row),
+        ancestors: h.ancestors.map((r) => historyEntry(r, ctx)),
+        edits: h.edits.map((r) => historyEntry(r, ctx)),
+      };
+    },
+
+    async resolveImages(req, { principal }) {
+      if (req.imageIds.length > MAX_RESOLVE_IDS) throw badRequest('Too many image ids', [`at most ${MAX_RESOLVE_IDS} ids`]);
+      const r = await resolveImages(sql, tenantOf(principal), req.imageIds);
+      return { images: r.rows.map(record), missingIds: r.missing };
+    },
+
+    async deleteImage(req, { principal, logger }) {
+      const row = await deleteImage({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantOf(principal), req.imageId);
+      return { id: row.id };
+    },
+
+    async deleteImages(req, { principal, logger }) {
+      if (req.imageIds.length > 100) throw badRequest('Too many image ids', ['at most 100 ids']);
+      return deleteImages({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantOf(principal), req.imageIds);
+    },
+
+    async touchSession(req, { principal }) {
+      const s = await touchSession(sql, tenantOf(principal, req.tenantId), req.sessionId);
+      return { sessionId: s.sessionId, imageCount: s.imageCount, remaining: s.remaining, created: s.created };
+    },
+
+    async listSessions(req, { principal }) {
+      const limit = !req.limit || req.limit < 1 ? 20 : Math.min(req.limit, 100);
+      const offset = Math.max(req.offset || 0, 0);
+      const r = await listSessions(sql, tenantOf(principal), limit, offset);
+      return { sessions: r.sessions.map(sessionSummary), total: r.total, limit, offset };
+    },
+
+    async getSession(req, { principal }) {
+      const tenantId = tenantOf(principal);
+      if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
+      const s = await getSession(sql, tenantId, req.sessionId);
+      const rows = await sessionImages(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED);
+      return { session: sessionSummary(s), images: rows.map(record) };
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { ImageDeleted } from '@imagegen/contracts/events/v1/events';
+import { type Config, type Logger, notFound, type ObjectStorage, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
+import { adjustSessionCount } from '../sessions/store.js';
+import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
+
+export const imageNotFound = () => notFound('Image not found');
+
+/** How far the edit chain of an image is followed upwards. */
+export const MAX_HISTORY_DEPTH = 50;
+export const MAX_EDITS_LISTED = 100;
+
+export async function findImage(sql: Sql, tenantId: string, id: number): Promise<ImageRow | undefined> {
+  if (!Number.isSafeInteger(id) || id < 1) return undefined;
+  const [r] = await sql`SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM images WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return r ? rowFromDb(r as Record<string, unknown>) : undefined;
+}
+
+export async function getImage(sql: Sql, tenantId: string, id: number): Promise<ImageRow> {
+  const row = await findImage(sql, tenantId, id);
+  if (!row) throw imageNotFound();
+  return row;
+}
+
+/** The image's existing ancestors (oldest first, stopping at a deleted one) and its direct edits (oldest first). */
+export async function editHistory(sql: Sql, row: ImageRow): Promise<{ ancestors: ImageRow[]; edits: ImageRow[] }> {
+  const [ancestors, edits] = await Promise.all([
+    row.parentImageId === null
+      ? Promise.resolve([])
+      : sql`
+        WITH RECURSIVE chain AS (
+          SELECT ${sql.unsafe(IMAGE_COLUMNS)}, 1 AS depth FROM images WHERE tenant_id = ${row.tenantId} AND id = ${row.parentImageId}
+          UNION ALL
+          SELECT ${sql.unsafe(IMAGE_COLUMNS.replace(/(^|,)\s*/g, '$1 i.'))}, c.depth + 1 FROM images i
+          JOIN chain c ON i.id = c.parent_image_id AND i.tenant_id = c.tenant_id
+          WHERE c.depth < ${MAX_HISTORY_DEPTH}
+        )
+        SELECT * FROM chain ORDER BY depth DESC`,
+    sql`SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM images
+        WHERE tenant_id = ${row.tenantId} AND parent_image_id = ${row.id}
+        ORDER BY created_at, id LIMIT ${MAX_EDITS_LISTED}`,
+  ]);
+  return {
+    ancestors: ancestors.map((r) => rowFromDb(r as Record<string, unknown>)),
+    edits: edits.map((r) => rowFromDb(r as Record<string, unknown>)),
+  };
+}
+
+/** Rows of the given ids owned by the tenant, in request order (duplicates collapsed); the others as missing. */
+export async function resolveImages(sql: Sql, tenantId: string, ids: number[]): Promise<{ rows: ImageRow[]; missing: number[] }> {
+  const unique = [...new Set(ids)];
+  const valid = unique.filter((id) => Number.isSafeInteger(id) && id > 0);
+  const found = valid.length
+    ? await sql`SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM images WHERE tenant_id = ${tenantId} AND id = ANY(${valid}::bigint[])`
+    : [];
+  const byId = new Map(
+    found.map((r) => {
+      const row = rowFromDb(r as Record<string, unknown>);
+      return [row.id, row] as const;
+    }),
+  );
+  return {
+    rows: unique.filter((id) => byId.has(id)).map((id) => byId.get(id) as ImageRow),
+    missing: unique.filter((id) => !byId.has(id)),
+  };
+}
+
+export interface DeleteDeps {
+  sql: Sql;
+  storage: ObjectStorage;
+  config: Config;
+  logger?: Logger;
+}
+
+/**
+ * Deletes one image of the tenant: the row, the session count and the ImageDeleted event in one transaction,
+ * then the files. Edit children are untouched and keep their parent_image_id. 404 'Image not found'.
+ */
+export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number): Promise<ImageRow> {
+  if (!Number.isSafeInteger(id) || id < 1) throw imageNotFound();
+  const row = await deps.sql.begin(async (tx) => {
+    const [r] = await tx`DELETE FROM images WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
+    if (!r) throw imageNotFound();
+    const deleted = rowFromDb(r as Record<string, unknown>);
+    await adjustSessionCount(tx, tenantId, deleted.sessionId, -1);
+    await writeOutbox(tx, {
+      subject: subjectFor(deps.config.eventsPrefix, 'library.image_deleted'),
+      data: ImageDeleted.encode({
+        tenantId,
+        imageId: deleted.id,
+        sizeBytes: deleted.sizeBytes,
+        thumbnailSizeBytes: deleted.thumbnailSizeBytes,
+        occurredAt: new Date().toISOString(),
+        storedAt: deleted.createdAt.toISOString(),
+      }).finish(),
+    });
+    return deleted;
+  });
+  try {
+    await deps.storage.deleteMany([row.objectKey, row.thumbnailKey]);
+  } catch (err) {
+    // The row is gone (and the event recorded); an orphaned file is harmless and logged for cleanup.
+    deps.logger?.warn({ err, objectKey: row.objectKey, thumbnailKey: row.thumbnailKey }, 'could not remove files of a deleted image');
+  }
+  return row;
+}
+
+/** Deletes each id on its own (own/foreign/missing mixed); foreign and missing ids fail with 'Image not found'. */
+export async function deleteImages(
+  deps: DeleteDeps,
+  tenantId: string,
+  ids: number[],
+): Promise<{ deleted: number[]; failed: { id: number; error: string }[] }> {
+  const deleted: number[] = [];
+  const failed: { id: number; error: string }[] = [];
+  for (const id of [...new Set(ids)]) {
+    try {
+      await deleteImage(deps, tenantId, id);
+      deleted.push(id);
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (status === undefined || status >= 500) deps.logger?.error({ err, id }, 'bulk delete failed for an image');
+      failed.push({
+        id,
+        error: status === 404 ? 'Image not found' : status && status < 500 ? (err as Error).message : 'Internal server error',
+      });
+    }
+  }
+  return { deleted, failed };
+}
+
+/** Images of one session, oldest first (a session holds at most 1,000). */
+export async function sessionImages(sql: Sql, tenantId: string, sessionId: string, limit = 1000): Promise<ImageRow[]> {
+  const rows = await sql`SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM images
+    WHERE tenant_id = ${tenantId} AND session_id = ${sessionId}
+    ORDER BY created_at, id LIMIT ${limit}`;
+  return rows.map((r) => rowFromDb(r as Record<string, unknown>));
+}

@@ -1,0 +1,115 @@
+import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
+import type { ObjectStorage } from '@imagegen/platform';
+
+/** One row of `library.images` (see migrations/001_images_sessions.sql for the column meanings). */
+export interface ImageRow {
+  id: number;
+  tenantId: string;
+  sessionId: string;
+  objectKey: string;
+  thumbnailKey: string;
+  mimeType: string;
+  format: string;
+  thumbnailMimeType: string;
+  width: number;
+  height: number;
+  sizeBytes: number;
+  thumbnailSizeBytes: number;
+  prompt: string;
+  negativePrompt: string | null;
+  operation: string;
+  aspectRatio: string;
+  modelId: string;
+  resolutionTier: string;
+  parentImageId: number | null;
+  stylePresetId: number | null;
+  productReferenceId: number | null;
+  characterId: number | null;
+  referenceGroupIds: number[] | null;
+  isReference: boolean;
+  executionId: string | null;
+  hasSynthid: boolean;
+  keyType: string;
+  tokens: number;
+  createdAt: Date;
+}
+
+/** Column list for SELECTs that feed rowFromDb (kept narrow and identical everywhere). */
+export const IMAGE_COLUMNS = `id, tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
+  width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
+  resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
+  is_reference, execution_id, has_synthid, key_type, tokens, created_at`;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export function rowFromDb(r: Record<string, unknown>): ImageRow {
+  return {
+    id: num(r.id),
+    tenantId: r.tenant_id as string,
+    sessionId: r.session_id as string,
+    objectKey: r.object_key as string,
+    thumbnailKey: r.thumbnail_key as string,
+    mimeType: r.mime_type as string,
+    format: r.format as string,
+    thumbnailMimeType: r.thumbnail_mime_type as string,
+    width: num(r.width),
+    height: num(r.height),
+    sizeBytes: num(r.size_bytes),
+    thumbnailSizeBytes: num(r.thumbnail_size_bytes),
+    prompt: r.prompt as string,
+    negativePrompt: (r.negative_prompt as string | null) ?? null,
+    operation: r.operation as string,
+    aspectRatio: r.aspect_ratio as string,
+    modelId: r.model_id as string,
+    resolutionTier: r.resolution_tier as string,
+    parentImageId: numOrNull(r.parent_image_id),
+    stylePresetId: numOrNull(r.style_preset_id),
+    productReferenceId: numOrNull(r.product_reference_id),
+    characterId: numOrNull(r.character_id),
+    referenceGroupIds: Array.isArray(r.reference_group_ids) ? (r.reference_group_ids as unknown[]).map(num) : null,
+    isReference: Boolean(r.is_reference),
+    executionId: (r.execution_id as string | null) ?? null,
+    hasSynthid: Boolean(r.has_synthid),
+    keyType: r.key_type as string,
+    tokens: num(r.tokens ?? 0),
+    createdAt: r.created_at as Date,
+  };
+}
+
+/** The wire form of a row; URLs come from the storage's public base. */
+export function toImageRecord(row: ImageRow, storage: ObjectStorage): ImageRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    sessionId: row.sessionId,
+    objectKey: row.objectKey,
+    thumbnailKey: row.thumbnailKey,
+    fullUrl: storage.publicUrl(row.objectKey),
+    thumbnailUrl: storage.publicUrl(row.thumbnailKey),
+    width: row.width,
+    height: row.height,
+    sizeBytes: row.sizeBytes,
+    thumbnailSizeBytes: row.thumbnailSizeBytes,
+    format: row.format,
+    mimeType: row.mimeType,
+    prompt: row.prompt,
+    negativePrompt: row.negativePrompt ?? undefined,
+    operation: row.operation,
+    aspectRatio: row.aspectRatio,
+    modelId: row.modelId,
+    resolutionTier: row.resolutionTier,
+    parentImageId: row.parentImageId ?? undefined,
+    stylePresetId: row.stylePresetId ?? undefined,
+    productReferenceId: row.productReferenceId ?? undefined,
+    characterId: row.characterId ?? undefined,
+    referenceGroupIds: row.referenceGroupIds ?? [],
+    hasReferenceGroupIds: row.referenceGroupIds !== null,
+    isReference: row.isReference,
+    executionId: row.executionId ?? '',
+    hasSynthid: row.hasSynthid,
+    keyType: row.keyType,
+    createdAt: row.createdAt.toISOString(),
+    thumbnailMimeType: row.thumbnailMimeType,
+  };
+}

@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { badRequest, invalidPayload, notFound, type Sql, type TransactionSql } from '@imagegen/platform';
+
+/** SPEC 8: at most 1,000 images per session; session ids are 1-200 characters. */
+export const MAX_IMAGES_PER_SESSION = 1000;
+export const MAX_SESSION_ID_LENGTH = 200;
+
+export function newSessionId(): string {
+  return `session_${randomUUID()}`;
+}
+
+export function validateSessionId(sessionId: string, field = 'session_id'): string {
+  if (typeof sessionId !== 'string' || sessionId.length < 1 || sessionId.length > MAX_SESSION_ID_LENGTH) {
+    throw invalidPayload([`${field} must be between 1 and ${MAX_SESSION_ID_LENGTH} characters`]);
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters on purpose
+  if (/[\u0000-\u001f\u007f]/.test(sessionId)) throw invalidPayload([`${field} must not contain control characters`]);
+  return sessionId;
+}
+
+export const sessionFullError = (sessionId: string, imageCount: number) =>
+  badRequest('Session image limit reached', {
+    sessionId,
+    limit: MAX_IMAGES_PER_SESSION,
+    imageCount,
+    message: `A session holds at most ${MAX_IMAGES_PER_SESSION} images; use a new session id`,
+  });
+
+export interface SessionRow {
+  tenantId: string;
+  sessionId: string;
+  isActive: boolean;
+  imageCount: number;
+  createdAt: Date;
+  lastActivityAt: Date;
+}
+
+export interface SessionSummaryRow extends SessionRow {
+  totalImages: number;
+  totalEdits: number;
+  totalBytes: number;
+  totalTokens: number;
+}
+
+function sessionFromDb(r: Record<string, unknown>): SessionRow {
+  return {
+    tenantId: r.tenant_id as string,
+    sessionId: r.session_id as string,
+    isActive: Boolean(r.is_active),
+    imageCount: Number(r.image_count),
+    createdAt: r.created_at as Date,
+    lastActivityAt: r.last_activity_at as Date,
+  };
+}
+
+/**
+ * Creates the session when absent, marks activity and returns it, holding its row lock until the
+ * transaction ends (so concurrent stores into one session count correctly).
+ */
+export async function lockSession(tx: TransactionSql, tenantId: string, sessionId: string): Promise<SessionRow & { created: boolean }> {
+  const [r] = await tx`
+    INSERT INTO sessions (tenant_id, session_id) VALUES (${tenantId}, ${sessionId})
+    ON CONFLICT (tenant_id, session_id) DO UPDATE SET last_activity_at = now()
+    RETURNING tenant_id, session_id, is_active, image_count, created_at, last_activity_at, (xmax = 0) AS created`;
+  return { ...sessionFromDb(r as Record<string, unknown>), created: Boolean((r as Record<string, unknown>).created) };
+}
+
+/** Adjusts the image count after an image was added (+1) or removed (-1); is_active follows the capacity. */
+export async function adjustSessionCount(tx: TransactionSql, tenantId: string, sessionId: string, delta: number): Promise<void> {
+  await tx`
+    UPDATE sessions SET image_count = GREATEST(image_count + ${delta}, 0),
+      is_active = GREATEST(image_count + ${delta}, 0) < ${MAX_IMAGES_PER_SESSION},
+      last_activity_at = CASE WHEN ${delta} > 0 THEN now() ELSE last_activity_at END
+    WHERE tenant_id = ${tenantId} AND session_id = ${sessionId}`;
+}
+
+export async function touchSession(sql: Sql, tenantId: string, sessionId: string) {
+  validateSessionId(sessionId);
+  const s = await sql.begin((tx) => lockSession(tx, tenantId, sessionId));
+  return { ...s, remaining: Math.max(MAX_IMAGES_PER_SESSION - s.imageCount, 0) };
+}
+
+/** Image count of a session without locking (a cheap pre-check before expensive work). */
+export async function sessionImageCount(sql: Sql, tenantId: string, sessionId: string): Promise<number> {
+  const [r] = await sql`SELECT image_count FROM sessions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId}`;
+  return r ? Number(r.image_count) : 0;
+}
+
+const SUMMARY_SELECT = (sql: Sql) => sql`
+  s.tenant_id, s.session_id, s.is_active, s.image_count, s.created_at, s.last_activity_at,
+  t.total_images, t.total_edits, t.total_bytes, t.total_tokens`;
+
+const TOTALS = (sql: Sql) => sql`
+  LEFT JOIN LATERAL (
+    SELECT count(*)::int AS total_images,
+      count(*) FILTER (WHERE i.operation = 'edit')::int AS total_edits,
+      COALESCE(sum(i.size_bytes), 0)::bigint AS total_bytes,
+      COALESCE(sum(i.tokens), 0)::bigint AS total_tokens
+    FROM images i WHERE i.tenant_id = s.tenant_id AND i.session_id = s.session_id
+  ) t ON true`;
+
+function summaryFromDb(r: Record<string, unknown>): SessionSummaryRow {
+  return {
+    ...sessionFromDb(r),
+    totalImages: Number(r.total_images ?? 0),
+    totalEdits: Number(r.total_edits ?? 0),
+    totalBytes: Number(r.total_bytes ?? 0),
+    totalTokens: Number(r.total_tokens ?? 0),
+  };
+}
+
+/** Sessions of a tenant, most recently active first. */
+export async function listSessions(sql: Sql, tenantId: string, limit: number, offset: number) {
+  const [rows, [count]] = await Promise.all([
+    sql`SELECT ${SUMMARY_SELECT(sql)} FROM (
+          SELECT * FROM sessions WHERE tenant_id = ${tenantId}
+          ORDER BY last_activity_at DESC, session_id LIMIT ${limit} OFFSET ${offset}
+        ) s ${TOTALS(sql)}
+        ORDER BY s.last_activity_at DESC, s.session_id`,
+    sql`SELECT count(*)::int AS n FROM sessions WHERE tenant_id = ${tenantId}`,
+  ]);
+  return { sessions: rows.map((r) => summaryFromDb(r as Record<string, unknown>)), total: Number(count?.n ?? 0) };
+}
+
+export async function getSession(sql: Sql, tenantId: string, sessionId: string): Promise<SessionSummaryRow> {
+  const [r] = await sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s ${TOTALS(sql)}
+    WHERE s.tenant_id = ${tenantId} AND s.session_id = ${sessionId}`;
+  if (!r) throw notFound('Session not found');
+  return summaryFromDb(r as Record<string, unknown>);
+}

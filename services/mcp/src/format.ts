@@ -1,0 +1,250 @@
+import type { Execution, GeneratedImage } from '@imagegen/contracts/generation/v1/generation';
+import type { Character, Product, Scene, SearchPreset, StylePreset } from '@imagegen/contracts/library/v1/assets';
+import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from '@imagegen/contracts/library/v1/library';
+import type { Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
+
+/**
+ * The JSON forms the tools return: the same field names and case as the REST API (SPEC 2), so an
+ * MCP client sees the resources exactly as documented.
+ */
+
+export function imageJson(r: ImageRecord) {
+  return {
+    id: r.id,
+    sessionId: r.sessionId,
+    fullUrl: r.fullUrl,
+    thumbnailUrl: r.thumbnailUrl,
+    width: r.width,
+    height: r.height,
+    sizeBytes: r.sizeBytes,
+    prompt: r.prompt,
+    negativePrompt: r.negativePrompt ?? null,
+    operation: r.operation,
+    aspectRatio: r.aspectRatio,
+    createdAt: r.createdAt,
+  };
+}
+
+function detailFields(r: ImageRecord) {
+  return {
+    modelId: r.modelId,
+    stylePresetId: r.stylePresetId ?? null,
+    productReferenceId: r.productReferenceId ?? null,
+    referenceGroupIds: r.hasReferenceGroupIds ? r.referenceGroupIds : null,
+    parent_image_id: r.parentImageId ?? null,
+    resolutionTier: r.resolutionTier || null,
+    format: r.format,
+    mimeType: r.mimeType,
+    isReference: r.isReference,
+  };
+}
+
+function historyJson(e: EditHistoryEntry) {
+  return {
+    id: e.id,
+    operation: e.operation,
+    prompt: e.prompt,
+    parent_image_id: e.parentImageId ?? null,
+    createdAt: e.createdAt,
+    fullUrl: e.fullUrl,
+    thumbnailUrl: e.thumbnailUrl,
+  };
+}
+
+export function imageDetailJson(d: ImageDetail) {
+  const r = d.image as ImageRecord;
+  return { ...imageJson(r), ...detailFields(r), editHistory: { ancestors: d.ancestors.map(historyJson), edits: d.edits.map(historyJson) } };
+}
+
+export function sessionImageJson(r: ImageRecord) {
+  return { ...imageJson(r), ...detailFields(r), thumbnailSizeBytes: r.thumbnailSizeBytes, objectKey: r.objectKey, objectThumbnailKey: r.thumbnailKey };
+}
+
+/** SPEC 2 "Generated image" (snake_case). */
+export function generatedImageJson(g: GeneratedImage) {
+  return {
+    record_id: g.recordId,
+    full_url: g.fullUrl,
+    thumbnail_url: g.thumbnailUrl,
+    width: g.width,
+    height: g.height,
+    size_bytes: g.sizeBytes,
+    format: g.format,
+    prompt: g.prompt,
+    negative_prompt: g.negativePrompt ?? null,
+    has_synthid: g.hasSynthid,
+    created_at: g.createdAt,
+  };
+}
+
+export function characterListForm(c: Character) {
+  return {
+    id: c.id,
+    character_name: c.characterName,
+    description: c.description ?? null,
+    base_prompt: c.basePrompt,
+    negative_prompt: c.negativePrompt ?? null,
+    system_instruction: c.systemInstruction ?? null,
+    preferred_aspect_ratio: c.preferredAspectRatio ?? null,
+    tags: c.tags,
+    reference_image_count: c.referenceImageCount,
+    thumbnail_url: c.thumbnailUrl ?? null,
+    times_used: c.timesUsed,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    last_used_at: c.lastUsedAt ?? null,
+  };
+}
+
+export function characterDetail(c: Character) {
+  return {
+    id: c.id,
+    character_name: c.characterName,
+    description: c.description ?? null,
+    base_prompt: c.basePrompt,
+    negative_prompt: c.negativePrompt ?? null,
+    system_instruction: c.systemInstruction ?? null,
+    reference_images: c.referenceImages.map((r) => ({ id: r.id, url: r.url, thumbnail_url: r.thumbnailUrl })),
+    preferred_aspect_ratio: c.preferredAspectRatio ?? null,
+    tags: c.tags,
+    times_used: c.timesUsed,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    last_used_at: c.lastUsedAt ?? null,
+  };
+}
+
+export function productListForm(p: Product) {
+  return {
+    id: p.id,
+    productName: p.productName,
+    productDescription: p.productDescription ?? null,
+    productUrl: p.productUrl,
+    tags: p.tags,
+    timesUsed: p.timesUsed,
+    lastUsedAt: p.lastUsedAt ?? null,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+    fullUrl: p.fullUrl,
+    thumbnailUrl: p.thumbnailUrl,
+  };
+}
+
+export function productDetail(p: Product) {
+  return {
+    ...productListForm(p),
+    width: p.width,
+    height: p.height,
+    sizeBytes: p.sizeBytes,
+    format: p.format,
+    mimeType: p.mimeType,
+    objectKey: p.objectKey,
+    objectThumbnailKey: p.objectThumbnailKey,
+  };
+}
+
+export function sceneDetail(s: Scene) {
+  return {
+    id: s.id,
+    sceneName: s.sceneName,
+    description: s.description ?? null,
+    scenePrompt: s.scenePrompt ?? null,
+    referenceImages: s.referenceImages.map((r) => ({ id: r.id, objectKey: r.objectKey, url: r.url, thumbnailUrl: r.thumbnailUrl })),
+    defaultReferenceMode: s.defaultReferenceMode ?? null,
+    preferredAspectRatio: s.preferredAspectRatio ?? null,
+    tags: s.tags,
+    timesUsed: s.timesUsed,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    lastUsedAt: s.lastUsedAt ?? null,
+  };
+}
+
+export function sceneListForm(s: Scene) {
+  const { referenceImages: _r, ...rest } = sceneDetail(s);
+  return { ...rest, imageCount: s.imageCount, thumbnailUrl: s.thumbnailUrl ?? null };
+}
+
+export function stylePresetForm(p: StylePreset) {
+  return {
+    id: p.id,
+    name: p.name,
+    prompt: p.prompt ?? null,
+    negative_prompt: p.negativePrompt ?? null,
+    system_instruction: p.systemInstruction ?? null,
+    aspect_ratio: p.aspectRatio ?? null,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+  };
+}
+
+export function searchPresetForm(p: SearchPreset) {
+  let filters: Record<string, unknown> = {};
+  try {
+    filters = JSON.parse(p.filtersJson || '{}');
+  } catch {}
+  return { id: p.id, tenantId: p.tenantId, presetName: p.presetName, filters, createdAt: p.createdAt, updatedAt: p.updatedAt };
+}
+
+const MB = 1024 * 1024;
+
+export function sessionJson(s: SessionSummary) {
+  return {
+    sessionId: s.sessionId,
+    isActive: s.isActive,
+    createdAt: s.createdAt,
+    lastActivityAt: s.lastActivityAt,
+    totalImages: s.totalImages,
+    totalEdits: s.totalEdits,
+    totalBytes: s.totalBytes,
+    totalMegabytes: Math.round((s.totalBytes / MB) * 100) / 100,
+    totalTokens: s.totalTokens,
+  };
+}
+
+export function sessionRecordJson(s: SessionSummary) {
+  return {
+    session_id: s.sessionId,
+    tenant_id: s.tenantId,
+    is_active: s.isActive ? 1 : 0,
+    created_at: s.createdAt,
+    last_activity_at: s.lastActivityAt,
+  };
+}
+
+/** SPEC 2 "Execution"; logEntries only when the execution was read with its logs. */
+export function executionJson(e: Execution, withLogs = false) {
+  return {
+    executionId: e.executionId,
+    sessionId: e.sessionId,
+    toolName: e.toolName,
+    toolSource: e.toolSource,
+    status: e.status,
+    progressPercent: e.progressPercent,
+    currentStep: e.currentStep,
+    startedAt: e.startedAt,
+    completedAt: e.completedAt ?? null,
+    durationMs: e.durationMs ?? null,
+    resultSummary: e.resultSummary ?? null,
+    ...(e.error ? { error: e.error } : {}),
+    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message })) } : {}),
+  };
+}
+
+export function webhookJson(w: Webhook) {
+  return {
+    id: w.id,
+    url: w.url,
+    description: w.description ?? null,
+    events: w.events,
+    enabled: w.enabled,
+    disabledReason: w.disabledReason ?? null,
+    consecutiveFailures: w.consecutiveFailures,
+    lastDeliveryStatus: w.lastDeliveryStatus ?? null,
+    lastResponseStatus: w.lastResponseStatus ?? null,
+    lastDeliveryAt: w.lastDeliveryAt ?? null,
+    secretHint: w.secretHint,
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+  };
+}

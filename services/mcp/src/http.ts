@@ -1,0 +1,209 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '@imagegen/platform';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import { AuthFailure, type Authenticator, type McpAuth } from './auth.js';
+import { ALL_SCOPES } from './scopes.js';
+import { type Extra, registerTools, type ToolDeps } from './tools/framework.js';
+import { ALL_TOOLS } from './tools/index.js';
+
+export const SERVER_INFO = { name: 'imagegen', version: '1.0.0' };
+const INSTRUCTIONS =
+  'Image generation and management for one imagegen tenant. Pass the same session_id to group related operations; ' +
+  'use generate_image with async=true and wait_for_execution for slow models.';
+
+const CORS_HEADERS: Record<string, string> = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+  'access-control-allow-headers': 'authorization, content-type, x-api-key, mcp-session-id, mcp-protocol-version, last-event-id',
+  'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version, www-authenticate',
+  'access-control-max-age': '86400',
+};
+
+type RawWithAuth = IncomingMessage & { auth?: AuthInfo };
+
+function authInfoOf(auth: McpAuth, token: string): AuthInfo {
+  return { token, clientId: auth.clientId ?? auth.kind, scopes: auth.scopes ?? [...ALL_SCOPES], extra: { mcpAuth: auth } };
+}
+
+const authOfExtra = (extra: Extra): McpAuth => {
+  const a = extra.authInfo?.extra?.mcpAuth as McpAuth | undefined;
+  if (!a) throw new Error('request without authentication');
+  return a;
+};
+
+/** One McpServer with the 47 tools; stateless /mcp builds one per request, /sse one per connection. */
+export function createMcpServer(deps: ToolDeps): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS });
+  registerTools(server, ALL_TOOLS, deps, authOfExtra);
+  return server;
+}
+
+export interface McpAppDeps {
+  tools: ToolDeps;
+  authenticator: Authenticator;
+  logger: Logger;
+}
+
+/**
+ * The mcp service's HTTP server (behind the gateway):
+ *   POST /mcp            streamable HTTP, stateless (no Mcp-Session-Id; each request is self-contained,
+ *                        initialize is answered for clients that send it); responses stream as SSE so
+ *                        progress notifications reach the client.
+ *   GET/DELETE /mcp      405 (no server-initiated stream in stateless mode)
+ *   GET /sse             legacy HTTP+SSE transport; the endpoint event names POST /messages?sessionId=...
+ *   POST /messages       legacy transport messages (same credentials as the stream's tenant)
+ */
+export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInstance; closeSessions(): Promise<void> }> {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'mcp-http' }),
+    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
+    trustProxy: false,
+  });
+  // The SDK transports read the request bodies themselves.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+
+  const sseSessions = new Map<string, { transport: SSEServerTransport; server: McpServer; tenantId: string; ping: NodeJS.Timeout }>();
+
+  const credentialOf = (req: FastifyRequest) => {
+    const k = req.headers['x-api-key'];
+    if (typeof k === 'string' && k.trim()) return k.trim();
+    return /^bearer\s+(.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1]?.trim() ?? '';
+  };
+
+  /** Authenticates or answers 401/403 (with WWW-Authenticate) itself; returns undefined when it answered. */
+  const authenticate = async (req: FastifyRequest, reply: FastifyReply): Promise<McpAuth | undefined> => {
+    try {
+      return await deps.authenticator.authenticate(req.headers);
+    } catch (err) {
+      if (err instanceof AuthFailure) {
+        reply.headers({ ...CORS_HEADERS, ...err.headers }).status(err.status).send(err.body);
+        return undefined;
+      }
+      const status = (err as { status?: number }).status;
+      deps.logger.error({ err }, 'mcp: authentication failed');
+      reply.headers(CORS_HEADERS).status(status === 503 ? 503 : 500).send({ error: status === 503 ? 'Service temporarily unavailable' : 'Internal server error' });
+      return undefined;
+    }
+  };
+
+  const methodNotAllowed = (reply: FastifyReply) =>
+    reply
+      .headers({ ...CORS_HEADERS, allow: 'POST, OPTIONS' })
+      .status(405)
+      .send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless, use POST /mcp' }, id: null });
+
+  app.get('/health', async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
+  app.options('/mcp', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
+  app.options('/sse', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
+  app.options('/messages', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
+
+  app.post('/mcp', async (req, reply) => {
+    const auth = await authenticate(req, reply);
+    if (!auth) return reply;
+    const raw = req.raw as RawWithAuth;
+    raw.auth = authInfoOf(auth, credentialOf(req));
+    // Requests of a newer (stateless) protocol revision are served like any stateless request.
+    const version = raw.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version) && /^\d{4}-\d{2}-\d{2}$/.test(version) && version > LATEST_PROTOCOL_VERSION) {
+      raw.headers['mcp-protocol-version'] = LATEST_PROTOCOL_VERSION;
+    }
+    const server = createMcpServer(deps.tools);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    reply.hijack();
+    const res = reply.raw as ServerResponse;
+    for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(raw, res);
+    } catch (err) {
+      deps.logger.error({ err }, 'mcp: request failed');
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
+      }
+    }
+  });
+
+  app.get('/mcp', async (req, reply) => {
+    if (!(await authenticate(req, reply))) return reply;
+    return methodNotAllowed(reply);
+  });
+  app.delete('/mcp', async (req, reply) => {
+    if (!(await authenticate(req, reply))) return reply;
+    return methodNotAllowed(reply);
+  });
+
+  app.get('/sse', async (req, reply) => {
+    const auth = await authenticate(req, reply);
+    if (!auth) return reply;
+    reply.hijack();
+    const res = reply.raw as ServerResponse;
+    for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
+    res.setHeader('x-accel-buffering', 'no');
+    const transport = new SSEServerTransport('/messages', res);
+    const server = createMcpServer(deps.tools);
+    const ping = setInterval(() => {
+      if (!res.writableEnded) res.write(': ping\n\n');
+    }, 25_000);
+    ping.unref();
+    sseSessions.set(transport.sessionId, { transport, server, tenantId: auth.tenantId, ping });
+    let closed = false;
+    transport.onclose = () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(ping);
+      sseSessions.delete(transport.sessionId);
+      void server.close();
+    };
+    try {
+      await server.connect(transport);
+    } catch (err) {
+      deps.logger.error({ err }, 'mcp: SSE connection failed');
+      clearInterval(ping);
+      sseSessions.delete(transport.sessionId);
+      if (!res.headersSent) res.writeHead(500).end();
+    }
+  });
+
+  app.post('/messages', async (req, reply) => {
+    const auth = await authenticate(req, reply);
+    if (!auth) return reply;
+    const sessionId = (req.query as { sessionId?: string }).sessionId ?? '';
+    const session = sseSessions.get(sessionId);
+    if (!session || session.tenantId !== auth.tenantId) {
+      return reply.headers(CORS_HEADERS).status(404).send({ error: 'Session not found' });
+    }
+    const raw = req.raw as RawWithAuth;
+    raw.auth = authInfoOf(auth, credentialOf(req));
+    reply.hijack();
+    const res = reply.raw as ServerResponse;
+    for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
+    try {
+      await session.transport.handlePostMessage(raw, res);
+    } catch (err) {
+      deps.logger.warn({ err }, 'mcp: SSE message refused');
+      if (!res.headersSent) res.writeHead(400).end();
+    }
+  });
+
+  return {
+    app: app as unknown as FastifyInstance,
+    async closeSessions() {
+      for (const s of [...sseSessions.values()]) {
+        clearInterval(s.ping);
+        await s.transport.close().catch(() => {});
+      }
+      sseSessions.clear();
+    },
+  };
+}

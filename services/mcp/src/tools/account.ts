@@ -1,0 +1,263 @@
+import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
+import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
+import type { Quota } from '@imagegen/contracts/usage/v1/usage';
+import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
+import { AppError } from '@imagegen/platform';
+import { z } from 'zod';
+import { executionJson, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '../format.js';
+import { defineTool, s, type ToolImage } from './framework.js';
+import { thumbnailsOf } from './generation-run.js';
+import { MODEL_IDS } from './images.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const executionId = () => z.string().min(1).max(100).describe('Execution id (executionId of a generation result)');
+
+const quotaJson = (q: Quota | undefined) => ({
+  monthlyQuotaMb: q?.monthlyQuotaMb ?? 0,
+  monthlyUsedMb: q?.monthlyUsedMb ?? 0,
+  monthlyRemainingMb: q?.monthlyRemainingMb ?? 0,
+  rateLimitPerMinute: q?.rateLimitPerMinute ?? 0,
+});
+
+// ---- sessions and executions (SPEC 4.8) ----
+
+const listSessions = defineTool({
+  name: 'list_sessions',
+  description: 'List sessions, most recently active first, with image and byte totals.',
+  scopes: ['sessions:read'],
+  input: { limit: s.limit(20, 100), offset: s.offset() },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.library.listSessions(ListSessionsRequest.fromPartial({ limit: args.limit ?? 20, offset: args.offset ?? 0 }), ctx.principal);
+    return { data: { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
+  },
+});
+
+const getSession = defineTool({
+  name: 'get_session',
+  description: 'Get a session record and its images.',
+  scopes: ['sessions:read'],
+  input: { session_id: z.string().min(1).max(200).describe('Session id') },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id }, ctx.principal);
+    return { data: { data: { session: r.session ? sessionRecordJson(r.session) : null, images: r.images.map(sessionImageJson) } } };
+  },
+});
+
+const getSessionLogs = defineTool({
+  name: 'get_session_logs',
+  description: 'Execution logs of a session (newest first), each with its log entries.',
+  scopes: ['sessions:read'],
+  input: { session_id: z.string().min(1).max(200).describe('Session id'), limit: s.limit(50, 200) },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.generation.listSessionExecutions(
+      ListSessionExecutionsRequest.fromPartial({ sessionId: args.session_id, limit: args.limit ?? 50, includeLogs: true }),
+      ctx.principal,
+    );
+    return { data: { success: true, sessionId: args.session_id, executions: r.executions.map((e) => executionJson(e, true)), total: r.total } };
+  },
+});
+
+const listActiveExecutions = defineTool({
+  name: 'list_active_executions',
+  description: 'Executions still running for this tenant.',
+  scopes: ['sessions:read'],
+  input: {},
+  annotations: { readOnlyHint: true },
+  async run(_args, ctx) {
+    const r = await ctx.deps.clients.generation.listActiveExecutions(ListActiveExecutionsRequest.fromPartial({ limit: 100 }), ctx.principal);
+    return { data: { success: true, executions: r.executions.map((e) => executionJson(e)), total: r.total } };
+  },
+});
+
+const getExecution = defineTool({
+  name: 'get_execution',
+  description: 'One execution with its status, progress and log entries.',
+  scopes: ['sessions:read'],
+  input: { execution_id: executionId() },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const e = await ctx.deps.clients.generation.getExecution({ executionId: args.execution_id, includeLogs: true }, ctx.principal);
+    return { data: { success: true, execution: executionJson(e, true) } };
+  },
+});
+
+const waitForExecution = defineTool({
+  name: 'wait_for_execution',
+  description: 'Wait (up to timeout_seconds) for an execution, e.g. from generate_image async=true, and return its result.',
+  scopes: [],
+  anyScopes: ['sessions:read', 'images:generate', 'images:edit'],
+  input: {
+    execution_id: executionId(),
+    timeout_seconds: z.number().int().min(1).max(55).optional().describe('How long to wait (1-55, default 45); call again if not done'),
+  },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const { generation, library } = ctx.deps.clients;
+    const deadline = Date.now() + (args.timeout_seconds ?? 45) * 1000;
+    const local = ctx.deps.runs.get(args.execution_id, ctx.principal.tenantId ?? '');
+    let settled = false;
+    local?.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    let e = await generation.getExecution({ executionId: args.execution_id, includeLogs: false }, ctx.principal);
+    let last = -1;
+    while (e.status === 'running' && Date.now() < deadline) {
+      if (e.progressPercent !== last) {
+        last = e.progressPercent;
+        await ctx.progress(e.progressPercent, 100, e.currentStep);
+      }
+      await (local && !settled ? Promise.race([local.then(() => {}, () => {}), sleep(1000)]) : sleep(1000));
+      e = await generation.getExecution({ executionId: args.execution_id, includeLogs: false }, ctx.principal);
+    }
+    if (e.status === 'running') {
+      return { data: { done: false, execution: executionJson(e), message: 'Still running; call wait_for_execution again' } };
+    }
+    if (local) {
+      // Same process as the generate_image call: its full result (or its error) is at hand.
+      const out = await local;
+      return { data: { done: true, execution: executionJson(e), result: out.data }, images: out.images };
+    }
+    if (e.status !== 'completed') {
+      throw new AppError(502, { error: e.error || 'Execution failed', executionId: e.executionId, execution: executionJson(e) });
+    }
+    // Another replica ran it: the execution's images are in its session.
+    let images: ReturnType<typeof sessionImageJson>[] = [];
+    let thumbs: ToolImage[] = [];
+    try {
+      const sess = await library.getSession({ sessionId: e.sessionId }, ctx.principal);
+      const mine = sess.images.filter((i) => i.executionId === e.executionId);
+      images = mine.map(sessionImageJson);
+      thumbs = await thumbnailsOf(ctx, mine.map((i) => i.thumbnailKey));
+    } catch {}
+    return { data: { done: true, execution: executionJson(e), result: { images } }, images: thumbs };
+  },
+});
+
+// ---- usage and profile (SPEC 4.7) ----
+
+const getUsage = defineTool({
+  name: 'get_usage',
+  description: 'Monthly usage (newest first), the rolling 30 days and the quota.',
+  scopes: ['analytics:read'],
+  input: { limit: z.number().int().min(1).max(24).optional().describe('Months (default 12, max 24)') },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.usage.getUsage({ tenantId: ctx.principal.tenantId ?? '', limit: args.limit ?? 12 }, ctx.principal);
+    return {
+      data: {
+        data: {
+          months: r.months.map((m) => ({
+            month: m.month,
+            total_operations: m.totalOperations,
+            total_images: m.totalImages,
+            total_bytes: m.totalBytes,
+            total_mb: m.totalMb,
+            avg_duration_ms: m.avgDurationMs,
+          })),
+          recent: { bytes: r.recent?.bytes ?? 0, images: r.recent?.images ?? 0 },
+          quota: quotaJson(r.quota),
+        },
+      },
+    };
+  },
+});
+
+const getProfile = defineTool({
+  name: 'get_profile',
+  description: 'The tenant (id, name) and its quota.',
+  scopes: ['analytics:read'],
+  input: {},
+  annotations: { readOnlyHint: true },
+  async run(_args, ctx) {
+    const tenantId = ctx.principal.tenantId ?? '';
+    const [t, q] = await Promise.all([
+      ctx.deps.clients.tenancy.getTenant({ tenantId }, ctx.principal),
+      ctx.deps.clients.usage.getQuota({ tenantId }, ctx.principal),
+    ]);
+    return { data: { tenant: { tenantId: t.tenantId, tenantName: t.tenantName, quotas: quotaJson(q) } } };
+  },
+});
+
+// ---- webhooks (SPEC 4.11) ----
+
+const listWebhooks = defineTool({
+  name: 'list_webhooks',
+  description: 'List the quota webhooks of the tenant.',
+  scopes: ['analytics:read'],
+  input: {},
+  annotations: { readOnlyHint: true },
+  async run(_args, ctx) {
+    const r = await ctx.deps.clients.webhooks.listWebhooks({}, ctx.principal);
+    return { data: { data: r.webhooks.map(webhookJson) } };
+  },
+});
+
+const createWebhook = defineTool({
+  name: 'create_webhook',
+  description: 'Register an HTTPS webhook for quota.warning / quota.exceeded (the signing secret is shown once).',
+  scopes: ['analytics:read'],
+  input: {
+    url: z.string().min(1).max(2048).describe('HTTPS URL resolving to a public address'),
+    events: z.array(z.enum(['quota.warning', 'quota.exceeded'])).optional().describe('Default: both quota events'),
+    description: z.string().max(500).optional().describe('Free text'),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.webhooks.createWebhook(
+      CreateWebhookRequest.fromPartial({ url: args.url, events: args.events ?? [], description: args.description }),
+      ctx.principal,
+    );
+    return { data: { data: { webhook: r.webhook ? webhookJson(r.webhook) : null, secret: r.secret } } };
+  },
+});
+
+const deleteWebhook = defineTool({
+  name: 'delete_webhook',
+  description: 'Delete a webhook.',
+  scopes: ['analytics:read'],
+  input: { id: s.id('Webhook id') },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.webhooks.deleteWebhook({ id: args.id }, ctx.principal);
+    return { data: { data: { deleted: r.deleted } } };
+  },
+});
+
+// ---- models ----
+
+const MODEL_NOTES: Record<(typeof MODEL_IDS)[number], string> = {
+  'provA-flash-lite-image': 'Default. Fastest, lowest cost, fixed at 1K output.',
+  'provA-flash-image': '2K/4K tiers, broader ratios, stronger multi-reference.',
+  'provA-pro-image': 'Higher quality, 4K tiers, web search grounding.',
+  'provB-image-2': 'Best text rendering; quality low/medium/high/auto; png/jpeg/webp output.',
+  'provB-image-2.5-flare': 'As provB-image-2 plus quality xhigh/max and transparent backgrounds.',
+  'provB-image-2.5-sunburst': 'Same controls as flare; precise generation and editing.',
+};
+
+const listModels = defineTool({
+  name: 'list_models',
+  description: "The image models, which ones this tenant may use, and the tenant's default.",
+  scopes: [],
+  anyScopes: ['images:generate', 'images:edit', 'images:read'],
+  input: {},
+  annotations: { readOnlyHint: true },
+  async run(_args, ctx) {
+    const t = await ctx.deps.clients.tenancy.getTenant({ tenantId: ctx.principal.tenantId ?? '' }, ctx.principal);
+    const allowed = new Set(t.allowedModels.length ? t.allowedModels : MODEL_IDS);
+    return {
+      data: {
+        defaultModel: t.modelId,
+        models: MODEL_IDS.map((id) => ({ model_id: id, provider: id.startsWith('provA') ? 'provA' : 'provB', notes: MODEL_NOTES[id], allowed: allowed.has(id), default: id === t.modelId })),
+      },
+    };
+  },
+});
+
+export const sessionTools = [listSessions, getSession, getSessionLogs, listActiveExecutions, getExecution, waitForExecution];
+export const accountTools = [getUsage, getProfile];
+export const webhookTools = [listWebhooks, createWebhook, deleteWebhook];
+export const modelTools = [listModels];

@@ -1,0 +1,268 @@
+import { Int64List } from '@imagegen/contracts/generation/v1/generation';
+import { CreateCharacterRequest, ListCharactersRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
+import { invalidPayload } from '@imagegen/platform';
+import { z } from 'zod';
+import { characterDetail, characterListForm } from '../format.js';
+import { defineTool, idString, s } from './framework.js';
+import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
+import { ASPECT_RATIOS } from './images.js';
+
+const sortBy = z.enum(['name', 'created', 'used', 'recent']).optional().describe('name (default), created, used, recent');
+const nullableStr = (max: number, what: string) => z.string().max(max).nullable().optional().describe(`${what} (null clears)`);
+
+/** "scene prompt" + "Additional details: ..." as the REST generate endpoints compose it. */
+export function scenePromptWithDetails(scenePrompt: string, details?: string | null): string {
+  const d = typeof details === 'string' ? details.trim() : '';
+  return d ? `${scenePrompt.trim()}\n\nAdditional details: ${d}` : scenePrompt.trim();
+}
+
+const presentOf = (args: Record<string, unknown>, fields: string[]) => fields.filter((f) => args[f] !== undefined);
+const orUndef = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
+
+const listCharacters = defineTool({
+  name: 'list_characters',
+  description: 'List saved characters (search by name, sort by name, created, used or recent).',
+  scopes: ['characters:read'],
+  input: { limit: s.limit(50, 100), offset: s.offset(), search: z.string().min(1).max(200).optional().describe('Name search'), sort_by: sortBy },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.assets.listCharacters(
+      ListCharactersRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0, search: args.search, sortBy: args.sort_by ?? 'name' }),
+      ctx.principal,
+    );
+    return {
+      data: { data: r.characters.map(characterListForm), pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore } },
+    };
+  },
+});
+
+const getCharacter = defineTool({
+  name: 'get_character',
+  description: 'Get a saved character by id or name, with its reference images.',
+  scopes: ['characters:read'],
+  input: { identifier: s.identifier('Character') },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    return { data: { data: characterDetail(await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal)) } };
+  },
+});
+
+const characterFields = {
+  description: z.string().max(500).optional().describe('Description (max 500)'),
+  negative_prompt: z.string().max(1000).optional().describe('Negative prompt (max 1000)'),
+  system_instruction: z.string().max(1000).optional().describe('System instruction (max 1000)'),
+  preferred_aspect_ratio: z.string().optional().describe('Default aspect ratio when generating this character'),
+  reference_image_ids: z.array(z.number().int().min(1)).max(10).optional().describe('Up to 10 library image ids'),
+  tags: z.array(z.string().max(50)).max(20).optional().describe('Up to 20 tags'),
+};
+
+const createCharacter = defineTool({
+  name: 'create_character',
+  description: 'Create a saved character (unique name, base prompt 10-2000 characters, optional reference images).',
+  scopes: ['characters:manage'],
+  input: {
+    character_name: z.string().min(1).max(100).describe('Unique name (max 100)'),
+    base_prompt: z.string().describe('How the character looks (10-2000 characters)'),
+    ...characterFields,
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false },
+  async run(args, ctx) {
+    const c = await ctx.deps.clients.assets.createCharacter(
+      CreateCharacterRequest.fromPartial({
+        characterName: args.character_name,
+        basePrompt: args.base_prompt,
+        description: args.description,
+        negativePrompt: args.negative_prompt,
+        systemInstruction: args.system_instruction,
+        preferredAspectRatio: args.preferred_aspect_ratio,
+        referenceImageIds: args.reference_image_ids ?? [],
+        tags: args.tags ?? [],
+      }),
+      ctx.principal,
+    );
+    return { data: { data: characterDetail(c) } };
+  },
+});
+
+const updateCharacter = defineTool({
+  name: 'update_character',
+  description: 'Change a character; only given fields change (reference_image_ids and tags replace, null clears).',
+  scopes: ['characters:manage'],
+  input: {
+    identifier: s.identifier('Character'),
+    character_name: z.string().min(1).max(100).optional().describe('New name'),
+    base_prompt: z.string().optional().describe('New base prompt (10-2000 characters)'),
+    description: nullableStr(500, 'Description'),
+    negative_prompt: nullableStr(1000, 'Negative prompt'),
+    system_instruction: nullableStr(1000, 'System instruction'),
+    preferred_aspect_ratio: z.string().nullable().optional().describe('Default aspect ratio (null clears)'),
+    reference_image_ids: z.array(z.number().int().min(1)).max(10).optional().describe('Replaces the reference images'),
+    tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Replaces the tags (null clears)'),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+  async run(args, ctx) {
+    const present = presentOf(args, [
+      'character_name',
+      'base_prompt',
+      'description',
+      'negative_prompt',
+      'system_instruction',
+      'preferred_aspect_ratio',
+      'reference_image_ids',
+      'tags',
+    ]);
+    const c = await ctx.deps.clients.assets.updateCharacter(
+      UpdateCharacterRequest.fromPartial({
+        identifier: idString(args.identifier),
+        presentFields: present,
+        characterName: args.character_name,
+        basePrompt: args.base_prompt,
+        description: orUndef(args.description),
+        negativePrompt: orUndef(args.negative_prompt),
+        systemInstruction: orUndef(args.system_instruction),
+        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
+        referenceImageIds: args.reference_image_ids ?? [],
+        tags: args.tags ?? [],
+      }),
+      ctx.principal,
+    );
+    return { data: { data: characterDetail(c) } };
+  },
+});
+
+const deleteCharacter = defineTool({
+  name: 'delete_character',
+  description: 'Delete a saved character (generated images keep their character_id).',
+  scopes: ['characters:manage'],
+  input: { identifier: s.identifier('Character') },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+  async run(args, ctx) {
+    await ctx.deps.clients.assets.deleteCharacter({ identifier: idString(args.identifier) }, ctx.principal);
+    return { data: { data: { deleted: true } } };
+  },
+});
+
+const generateCharacterImage = defineTool({
+  name: 'generate_character_image',
+  description: 'Generate an image of a saved character in a scene.',
+  scopes: ['images:generate', 'characters:read'],
+  input: {
+    identifier: s.identifier('Character'),
+    scene_prompt: z.string().min(5).max(1500).describe('The scene (5-1500 characters)'),
+    additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
+    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe("Overrides the character's preferred ratio"),
+    override_negative_prompt: z.string().max(1024).optional().describe("Replaces the character's negative prompt"),
+    session_id: s.sessionId(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const character = await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal);
+    const sessionId = args.session_id ?? newSessionId();
+    return runGeneration(ctx, {
+      toolName: 'generate_character_image',
+      sessionId,
+      call: async (principal) => {
+        const res = await ctx.deps.clients.generation.generateImages(
+          {
+            prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
+            characterId: character.id,
+            aspectRatio: args.aspect_ratio,
+            negativePrompt: args.override_negative_prompt,
+            n: 1,
+            sessionId,
+            toolName: 'generate_character_image',
+          },
+          principal,
+          { timeoutMs: GENERATION_TIMEOUT_MS },
+        );
+        const img = res.images[0];
+        return {
+          executionId: res.executionId,
+          data: {
+            data: {
+              imageId: img.recordId,
+              sessionId: res.sessionId,
+              fullUrl: img.fullUrl,
+              thumbnailUrl: img.thumbnailUrl,
+              objectKey: img.objectKey,
+              width: img.width,
+              height: img.height,
+              format: img.format,
+              sizeBytes: img.sizeBytes,
+              prompt: img.prompt,
+              message: `Generated an image of ${character.characterName}`,
+            },
+            executionId: res.executionId,
+          },
+          images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
+        };
+      },
+    });
+  },
+});
+
+const generateMultiCharacterImage = defineTool({
+  name: 'generate_multi_character_image',
+  description: 'Generate one image showing 2-5 saved characters together.',
+  scopes: ['images:generate', 'characters:read'],
+  input: {
+    character_ids: z.array(z.number().int().min(1)).min(2).max(5).describe('2-5 character ids'),
+    scene_prompt: z.string().min(10).max(1500).describe('The scene (10-1500 characters)'),
+    additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
+    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default landscape'),
+    session_id: s.sessionId(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const characterIds = [...new Set(args.character_ids)];
+    if (characterIds.length < 2) throw invalidPayload(['character_ids must have at least 2 distinct items']);
+    const sessionId = args.session_id ?? newSessionId();
+    return runGeneration(ctx, {
+      toolName: 'generate_multi_character_image',
+      sessionId,
+      call: async (principal) => {
+        const res = await ctx.deps.clients.generation.generateImages(
+          {
+            prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
+            characterIds: Int64List.fromPartial({ values: characterIds }),
+            aspectRatio: args.aspect_ratio ?? 'landscape',
+            n: 1,
+            sessionId,
+            toolName: 'generate_multi_character_image',
+          },
+          principal,
+          { timeoutMs: GENERATION_TIMEOUT_MS },
+        );
+        const img = res.images[0];
+        return {
+          executionId: res.executionId,
+          data: {
+            data: {
+              imageId: img.recordId,
+              sessionId: res.sessionId,
+              fullUrl: img.fullUrl,
+              thumbnailUrl: img.thumbnailUrl,
+              width: img.width,
+              height: img.height,
+              prompt: img.prompt,
+              characterCount: characterIds.length,
+              message: `Generated an image with ${characterIds.length} characters`,
+            },
+            executionId: res.executionId,
+          },
+          images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
+        };
+      },
+    });
+  },
+});
+
+export const characterTools = [
+  listCharacters,
+  getCharacter,
+  createCharacter,
+  updateCharacter,
+  deleteCharacter,
+  generateCharacterImage,
+  generateMultiCharacterImage,
+];

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, type Logger, type Principal } from '@imagegen/platform';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { type ZodRawShape, z } from 'zod';
+import type { McpAuth } from '../auth.js';
+import type { Clients } from '../clients.js';
+import type { Scope } from '../scopes.js';
+
+export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** An image returned as MCP image content (thumbnail or original bytes). */
+export interface ToolImage {
+  data: Buffer;
+  mimeType: string;
+}
+
+export interface ToolOutput {
+  /** The JSON result (REST field names); sent as text and as structuredContent. */
+  data: Record<string, unknown>;
+  images?: ToolImage[];
+}
+
+export interface ToolDeps {
+  clients: Clients;
+  logger: Logger;
+  publicBaseUrl: string;
+  /** In-process registry of async generate_image runs (wait_for_execution returns their full result). */
+  runs: AsyncRuns;
+}
+
+export interface ToolContext {
+  /** The principal forwarded to gRPC: tenant, key type, scopes, session_id argument, source 'mcp'. */
+  principal: Principal;
+  auth: McpAuth;
+  deps: ToolDeps;
+  extra: Extra;
+  /** Sends notifications/progress when the client gave a progressToken (no-op otherwise). */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+}
+
+export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
+  name: string;
+  /** One line. */
+  description: string;
+  /** Scopes an OAuth token needs (all of them). API keys have every scope. */
+  scopes: Scope[];
+  /** Alternatively: any one of these is enough. */
+  anyScopes?: Scope[];
+  input: S;
+  annotations?: ToolAnnotations;
+  run(args: z.infer<z.ZodObject<S>>, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+export function defineTool<S extends ZodRawShape>(def: ToolDef<S>): ToolDef<S> {
+  return def;
+}
+
+export class AsyncRuns {
+  private readonly runs = new Map<string, { tenantId: string; at: number; result: Promise<ToolOutput> }>();
+  add(executionId: string, tenantId: string, result: Promise<ToolOutput>) {
+    result.catch(() => {});
+    const now = Date.now();
+    for (const [k, v] of this.runs) if (now - v.at > 3600_000) this.runs.delete(k);
+    this.runs.set(executionId, { tenantId, at: now, result });
+  }
+  get(executionId: string, tenantId: string): Promise<ToolOutput> | undefined {
+    const r = this.runs.get(executionId);
+    return r && r.tenantId === tenantId ? r.result : undefined;
+  }
+}
+
+// ---- results ----
+
+export function toolResult(out: ToolOutput): CallToolResult {
+  const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(out.data, null, 2) }];
+  for (const img of out.images ?? []) content.push({ type: 'image', data: img.data.toString('base64'), mimeType: img.mimeType });
+  return { content, structuredContent: out.data };
+}
+
+/** An MCP tool error carrying the spec's error text (and details) of the failed call. */
+export function toolError(status: number, body: { error: string; details?: unknown; [k: string]: unknown }): CallToolResult {
+  let text = body.error;
+  if (Array.isArray(body.details) && body.details.length) text += `\n${body.details.map((d) => `- ${typeof d === 'string' ? d : JSON.stringify(d)}`).join('\n')}`;
+  else if (body.details !== undefined) text += `\n${JSON.stringify(body.details)}`;
+  return { content: [{ type: 'text', text }], structuredContent: { status, ...body }, isError: true };
+}
+
+export function errorResult(err: unknown, logger: Logger, tool: string): CallToolResult {
+  if (err instanceof AppError) return toolError(err.status, err.body);
+  const requestId = randomUUID();
+  logger.error({ err, tool, requestId }, 'mcp tool failed');
+  return toolError(500, { error: 'Internal server error', requestId });
+}
+
+// ---- input validation with the spec's wording ("prompt is required") ----
+
+function pathOf(path: (string | number)[]): string {
+  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+export function formatIssue(i: z.ZodIssue): string {
+  const field = pathOf(i.path) || 'arguments';
+  switch (i.code) {
+    case 'invalid_type':
+      if (i.received === 'undefined') return `${field} is required`;
+      return `${field} must be ${i.expected === 'integer' ? 'an integer' : `a${/^[aeiou]/.test(i.expected) ? 'n' : ''} ${i.expected}`}`;
+    case 'too_small':
+      if (i.type === 'string') return `${field} must be at least ${i.minimum} character${i.minimum === 1 ? '' : 's'}`;
+      if (i.type === 'array') return `${field} must have at least ${i.minimum} item${i.minimum === 1 ? '' : 's'}`;
+      return `${field} must be >= ${i.minimum}`;
+    case 'too_big':
+      if (i.type === 'string') return `${field} must be at most ${i.maximum} characters`;
+      if (i.type === 'array') return `${field} must have at most ${i.maximum} items`;
+      return `${field} must be <= ${i.maximum}`;
+    case 'invalid_enum_value':
+      return `${field} must be one of: ${i.options.join(', ')}`;
+    case 'unrecognized_keys':
+      return `${i.keys.join(', ')} ${i.keys.length === 1 ? 'is not an allowed argument' : 'are not allowed arguments'}`;
+    default:
+      return `${field}: ${i.message}`;
+  }
+}
+
+/** Registers the tools on an McpServer. */
+export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDeps, authOf: (extra: Extra) => McpAuth) {
+  // The SDK validates arguments before calling a tool, with a generic message; here the tool itself
+  // checks its scope first and then validates with its zod schema (the schema the SDK publishes in
+  // tools/list), reporting problems as the REST API does: 'Invalid request payload' + details.
+  Object.assign(server, { validateToolInput: async (_tool: unknown, args: unknown) => args });
+  const schemas = new Map(tools.map((t) => [t.name, z.object(t.input)]));
+
+  for (const tool of tools) {
+    server.registerTool(
+      tool.name,
+      { description: tool.description, inputSchema: tool.input, annotations: tool.annotations },
+      (async (args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> => {
+        const auth = authOf(extra);
+        const scopes = auth.scopes;
+        if (scopes) {
+          const missing = tool.scopes.filter((s) => !scopes.includes(s));
+          const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));
+          if (missing.length || !anyOk) {
+            const needed = missing.length ? missing.join(' ') : `one of ${tool.anyScopes!.join(', ')}`;
+            return toolError(403, {
+              error: `Insufficient scope: ${tool.name} requires ${needed}`,
+              required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
+            });
+          }
+        }
+        const parsed = await (schemas.get(tool.name) as z.ZodTypeAny).safeParseAsync(args ?? {});
+        if (!parsed.success) return toolError(400, { error: 'Invalid request payload', details: parsed.error.issues.map(formatIssue) });
+        args = parsed.data;
+        const principal: Principal = {
+          requestId: auth.requestId ? `${auth.requestId}:${randomUUID().slice(0, 8)}` : randomUUID(),
+          tenantId: auth.tenantId,
+          keyType: auth.keyType,
+          scopes: auth.scopes,
+          sessionId: typeof args.session_id === 'string' ? args.session_id : undefined,
+          source: 'mcp',
+        };
+        const progressToken = extra._meta?.progressToken;
+        const ctx: ToolContext = {
+          principal,
+          auth,
+          deps,
+          extra,
+          progress: async (progress, total, message) => {
+            if (progressToken === undefined) return;
+            await extra
+              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total, message } })
+              .catch(() => {});
+          },
+        };
+        try {
+          return toolResult(await tool.run(args as never, ctx));
+        } catch (err) {
+          return errorResult(err, deps.logger, tool.name);
+        }
+      }) as never,
+    );
+  }
+}
+
+// ---- schema helpers ----
+
+export const s = {
+  id: (what: string) => z.number().int().min(1).describe(what),
+  identifier: (what: string) => z.union([z.number().int().min(1), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
+  sessionId: () => z.string().min(1).max(200).optional().describe('Application session id: pass the same value to group operations (returned by generation tools)'),
+  limit: (def: number, max: number) => z.number().int().min(1).max(max).optional().describe(`Page size (default ${def}, max ${max})`),
+  offset: () => z.number().int().min(0).optional().describe('Items to skip (default 0)'),
+};
+
+export const idString = (v: string | number) => String(v);

@@ -1,0 +1,377 @@
+import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
+import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
+import { AppError, badRequest, notFound } from '@imagegen/platform';
+import { z } from 'zod';
+import { generatedImageJson, imageDetailJson, imageJson } from '../format.js';
+import { defineTool, s, type ToolContext } from './framework.js';
+import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
+
+export const MODEL_IDS = [
+  'provA-flash-lite-image',
+  'provA-flash-image',
+  'provA-pro-image',
+  'provB-image-2',
+  'provB-image-2.5-flare',
+  'provB-image-2.5-sunburst',
+] as const;
+
+export const ASPECT_RATIOS = ['square', 'portrait', 'landscape', '1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'] as const;
+
+const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
+
+const generateInput = {
+  prompt: z.string().min(1).max(32000).describe('What to draw (max 16384 characters for provA models, 32000 for provB)'),
+  negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
+  aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default: the scene, style preset or character default, else 1:1'),
+  n: z.number().int().min(1).max(4).optional().describe('Number of images (1-4, default 1)'),
+  model_id: z.enum(MODEL_IDS).optional().describe("Model (default: the tenant's model); must be in the tenant allowlist"),
+  resolution_tier: z.string().optional().describe('provA only: 0.5k, 1k, 2k or 4k (flash/pro for higher tiers)'),
+  use_provA_search: z.boolean().optional().describe('Web search grounding (provA flash or pro)'),
+  enable_thinking: z.boolean().optional().describe('provA lite, flash or pro'),
+  size: z.string().optional().describe('provB only: auto or WIDTHxHEIGHT'),
+  output_format: z.enum(['png', 'jpeg', 'webp']).optional().describe('provB only (default png)'),
+  quality: z.enum(['low', 'medium', 'high', 'auto', 'xhigh', 'max']).optional().describe('provB only; xhigh and max need the 2.5 models'),
+  output_compression: z.number().int().min(0).max(100).optional().describe('provB only, jpeg/webp: 0-100'),
+  background: z.enum(['auto', 'opaque', 'transparent']).optional().describe('provB only; transparent needs a 2.5 model and png or webp'),
+  moderation: z.enum(['auto', 'low']).optional().describe('provB only'),
+  system_instruction: z.string().optional().describe('Style guidance for the model'),
+  style_preset_id: z.number().int().min(1).optional().describe('Apply a saved style preset'),
+  style_preset_name: z.string().min(1).optional().describe('Apply a saved style preset by name'),
+  scene_id: z.number().int().min(1).optional().describe('Use a saved scene (its prompt, references and aspect ratio)'),
+  scene_name: z.string().min(1).optional().describe('Use a saved scene by name'),
+  reference_images: z.array(z.string().min(1)).optional().describe('Extra reference image storage keys'),
+  reference_group_id: z.number().int().min(1).optional().describe('A saved reference group (scene id)'),
+  reference_group_ids: z.array(z.number().int().min(1)).min(1).max(5).optional().describe('1-5 reference groups'),
+  reference_group_name: z.string().min(1).optional().describe('A reference group by name'),
+  reference_mode: z.enum(['style', 'add']).optional().describe('How references are used'),
+  character_id: z.number().int().min(1).optional().describe('One saved character'),
+  character_ids: z.array(z.number().int().min(1)).min(1).max(5).optional().describe('1-5 saved characters'),
+  product_id: z.number().int().min(1).optional().describe('One saved product'),
+  product_ids: z.array(z.number().int().min(1)).min(1).max(6).optional().describe('1-6 saved products'),
+  image_to_edit_id: z.number().int().min(1).optional().describe('Edit this image instead of generating'),
+  session_id: s.sessionId(),
+  async: z.boolean().optional().describe('Return an executionId at once; get the result with wait_for_execution'),
+};
+
+type GenerateArgs = z.infer<z.ZodObject<typeof generateInput>>;
+
+/** scene_name -> scene id (AssetsService.GetScene); a scene is a reference group for generation. */
+async function sceneGroups(args: GenerateArgs, ctx: ToolContext): Promise<Pick<GenerateImagesRequest, 'referenceGroupId' | 'referenceGroupIds'>> {
+  if (args.scene_id === undefined && args.scene_name === undefined) {
+    return {
+      referenceGroupId: args.reference_group_id,
+      referenceGroupIds: args.reference_group_ids ? Int64List.fromPartial({ values: args.reference_group_ids }) : undefined,
+    };
+  }
+  if (args.scene_id !== undefined && args.scene_name !== undefined) throw badRequest('Invalid request payload', ['use scene_id or scene_name, not both']);
+  let sceneId = args.scene_id;
+  if (sceneId === undefined) {
+    const scene = await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string }, ctx.principal);
+    sceneId = scene.id;
+  }
+  const ids = [sceneId, ...(args.reference_group_id !== undefined ? [args.reference_group_id] : []), ...(args.reference_group_ids ?? [])];
+  const unique = [...new Set(ids)];
+  if (unique.length > 5) throw badRequest('Invalid request payload', ['scene and reference groups: at most 5 in total']);
+  return unique.length === 1 ? { referenceGroupId: unique[0] } : { referenceGroupIds: Int64List.fromPartial({ values: unique }) };
+}
+
+const generateImage = defineTool({
+  name: 'generate_image',
+  description: 'Generate images from a prompt, optionally with saved characters, products, scenes, style presets and references.',
+  scopes: ['images:generate'],
+  input: generateInput,
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const groups = await sceneGroups(args, ctx);
+    const sessionId = args.session_id ?? newSessionId();
+    const req: GenerateImagesRequest = {
+      prompt: args.prompt,
+      negativePrompt: args.negative_prompt,
+      aspectRatio: args.aspect_ratio,
+      n: args.n,
+      modelId: args.model_id,
+      resolutionTier: args.resolution_tier,
+      useProvaSearch: args.use_provA_search,
+      enableThinking: args.enable_thinking,
+      size: args.size,
+      outputFormat: args.output_format,
+      quality: args.quality,
+      outputCompression: args.output_compression,
+      background: args.background,
+      moderation: args.moderation,
+      systemInstruction: args.system_instruction,
+      stylePresetId: args.style_preset_id,
+      stylePresetName: args.style_preset_name,
+      referenceImages: args.reference_images ? StringList.fromPartial({ values: args.reference_images }) : undefined,
+      ...groups,
+      referenceGroupName: args.reference_group_name,
+      referenceMode: args.reference_mode,
+      sessionId,
+      characterId: args.character_id,
+      characterIds: args.character_ids ? Int64List.fromPartial({ values: args.character_ids }) : undefined,
+      productId: args.product_id,
+      productIds: args.product_ids ? Int64List.fromPartial({ values: args.product_ids }) : undefined,
+      imageToEditId: args.image_to_edit_id,
+      toolName: 'generate_image',
+    };
+    return runGeneration(ctx, {
+      toolName: 'generate_image',
+      sessionId,
+      async: args.async,
+      call: async (principal) => {
+        const res = await ctx.deps.clients.generation.generateImages(req, principal, { timeoutMs: GENERATION_TIMEOUT_MS });
+        return {
+          executionId: res.executionId,
+          data: {
+            images: res.images.map(generatedImageJson),
+            metadata: { requested: res.requested, generated: res.generated, session_id: res.sessionId },
+            executionId: res.executionId,
+          },
+          images: await thumbnailsOfGenerated({ ...ctx, principal }, res.images),
+        };
+      },
+    });
+  },
+});
+
+const editImage = defineTool({
+  name: 'edit_image',
+  description: 'Edit a stored image with a prompt; the result is a new image whose parent is the source.',
+  scopes: ['images:edit'],
+  input: {
+    image_id: s.id('Image to edit'),
+    prompt: z.string().min(1).max(32000).describe('The change to make'),
+    negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
+    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe("Default: the source image's shape"),
+    model_id: z.enum(MODEL_IDS).optional().describe("Model (default: the tenant's model)"),
+    session_id: s.sessionId(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const sessionId = args.session_id ?? newSessionId();
+    return runGeneration(ctx, {
+      toolName: 'edit_image',
+      sessionId,
+      call: async (principal) => {
+        const res = await ctx.deps.clients.generation.editImage(
+          {
+            imageId: args.image_id,
+            prompt: args.prompt,
+            negativePrompt: args.negative_prompt,
+            aspectRatio: args.aspect_ratio,
+            modelId: args.model_id,
+            sessionId,
+            toolName: 'edit_image',
+          },
+          principal,
+          { timeoutMs: GENERATION_TIMEOUT_MS },
+        );
+        const img = res.image!;
+        return {
+          executionId: res.executionId,
+          data: {
+            thumbnailUrl: img.thumbnailUrl,
+            fullUrl: img.fullUrl,
+            width: img.width,
+            height: img.height,
+            sizeBytes: img.sizeBytes,
+            format: img.format,
+            prompt: img.prompt,
+            parentImageId: img.parentImageId ?? args.image_id,
+            recordId: img.recordId,
+            createdAt: img.createdAt,
+            sessionId: res.sessionId,
+            executionId: res.executionId,
+          },
+          images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
+        };
+      },
+    });
+  },
+});
+
+const getImageInfo = defineTool({
+  name: 'get_image_info',
+  description: 'Get one image with its metadata and edit history.',
+  scopes: ['images:read'],
+  input: {
+    image_id: s.id('Image id'),
+    include_thumbnail: z.boolean().optional().describe('Also return the 200x200 thumbnail'),
+  },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const d = await ctx.deps.clients.library.getImage({ imageId: args.image_id }, ctx.principal);
+    return {
+      data: imageDetailJson(d),
+      images: args.include_thumbnail && d.image ? await thumbnailsOf(ctx, [d.image.thumbnailKey]) : [],
+    };
+  },
+});
+
+const listImages = defineTool({
+  name: 'list_images',
+  description: 'List images, newest first, with optional filters (search, dates, ratio, operation, size, session, model...).',
+  scopes: ['images:read'],
+  input: {
+    limit: s.limit(20, 100),
+    offset: s.offset(),
+    search: z.string().min(1).max(200).optional().describe('Prompt text search'),
+    search_mode: z.enum(['exact', 'all', 'any']).optional().describe('exact phrase (default), all words, any word'),
+    date_from: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
+    date_to: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
+    aspect_ratio: z.string().optional().describe('e.g. 1:1'),
+    operation_type: z.string().optional().describe('generate, edit, upload, ...'),
+    min_size: z.number().min(0).optional().describe('Minimum size in bytes'),
+    max_size: z.number().min(0).optional().describe('Maximum size in bytes'),
+    session_id: z.string().min(1).max(200).optional().describe('Only images of this session'),
+    has_negative_prompt: z.boolean().optional().describe('Only images with a negative prompt'),
+    model_id: z.enum(MODEL_IDS).optional().describe('Only images of this model'),
+    resolution_tier: z.string().optional().describe('1k, 2k, 4k; comma-separated allowed'),
+    style_preset_id: z.number().int().min(1).optional().describe('Only images made with this style preset'),
+    product_reference_id: z.number().int().min(1).optional().describe('Only images made with this product'),
+    is_reference: z.boolean().optional().describe('true: reference images only'),
+  },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.library.listImages(
+      ListImagesRequest.fromPartial({
+        limit: args.limit ?? 20,
+        offset: args.offset ?? 0,
+        search: args.search,
+        searchMode: args.search_mode,
+        dateFrom: args.date_from,
+        dateTo: args.date_to,
+        aspectRatio: args.aspect_ratio,
+        operationType: args.operation_type,
+        minSize: args.min_size,
+        maxSize: args.max_size,
+        sessionId: args.session_id,
+        hasNegativePrompt: args.has_negative_prompt,
+        modelId: args.model_id,
+        resolutionTiers: args.resolution_tier
+          ? args.resolution_tier
+              .split(',')
+              .map((t) => t.trim().toLowerCase())
+              .filter(Boolean)
+          : [],
+        stylePresetId: args.style_preset_id,
+        productReferenceId: args.product_reference_id,
+        isReference: args.is_reference,
+      }),
+      ctx.principal,
+    );
+    return { data: { data: r.images.map(imageJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
+  },
+});
+
+const deleteImage = defineTool({
+  name: 'delete_image',
+  description: 'Delete an image and its files (edits made from it stay).',
+  scopes: ['images:delete'],
+  input: { image_id: s.id('Image id') },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+  async run(args, ctx) {
+    await ctx.deps.clients.library.deleteImage({ imageId: args.image_id }, ctx.principal);
+    return { data: { deleted: true, id: args.image_id } };
+  },
+});
+
+const deleteImages = defineTool({
+  name: 'delete_images',
+  description: 'Delete up to 20 images at once; reports which were deleted and which failed.',
+  scopes: ['images:delete'],
+  input: { image_ids: z.array(z.number().int().min(1)).min(1).max(20).describe('Image ids (1-20)') },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+  async run(args, ctx) {
+    const r = await ctx.deps.clients.library.deleteImages({ imageIds: args.image_ids }, ctx.principal);
+    return {
+      data: {
+        deleted: r.deleted,
+        failed: r.failed.map((f) => ({ id: f.id, error: f.error })),
+        summary: { total: args.image_ids.length, succeeded: r.deleted.length, failed: r.failed.length },
+      },
+    };
+  },
+});
+
+const uploadImageForEditing = defineTool({
+  name: 'upload_image_for_editing',
+  description: 'Fetch an image from a public URL into the library so it can be edited.',
+  scopes: ['images:edit'],
+  input: {
+    image_url: z.string().min(1).max(2048).describe('Public http(s) URL of a PNG, JPEG, WebP or GIF image (max 20 MB)'),
+    file_name: z.string().max(255).optional().describe('Original file name'),
+    mime_type: z.string().max(100).optional().describe('Informative; the type is detected from the bytes'),
+    session_id: s.sessionId(),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+  async run(args, ctx) {
+    const res = await ctx.deps.clients.generation.uploadForEditing(
+      { imageUrl: args.image_url, fileName: args.file_name, mimeType: args.mime_type, sessionId: args.session_id, toolName: 'upload_image_for_editing' },
+      ctx.principal,
+      { timeoutMs: 120_000 },
+    );
+    let thumbKey = '';
+    try {
+      thumbKey = (await ctx.deps.clients.library.getImage({ imageId: res.imageId }, ctx.principal)).image?.thumbnailKey ?? '';
+    } catch {}
+    return {
+      data: {
+        image_id: res.imageId,
+        object_key: res.objectKey,
+        public_url: res.publicUrl,
+        size_bytes: res.sizeBytes,
+        mime_type: res.mimeType,
+        message: res.message,
+        width: res.width,
+        height: res.height,
+        thumbnail_url: res.thumbnailUrl,
+        session_id: res.sessionId,
+      },
+      images: await thumbnailsOf(ctx, [thumbKey]),
+    };
+  },
+});
+
+const downloadImages = defineTool({
+  name: 'download_images',
+  description: 'Download up to 10 images as image content (originals, or thumbnails with thumbnails=true).',
+  scopes: ['images:read'],
+  input: {
+    image_ids: z.array(z.number().int().min(1)).min(1).max(10).describe('Image ids (1-10)'),
+    thumbnails: z.boolean().optional().describe('Return 200x200 thumbnails instead of the originals'),
+  },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    const ids = [...new Set(args.image_ids)];
+    const resolved = await ctx.deps.clients.library.resolveImages({ imageIds: ids }, ctx.principal);
+    if (resolved.missingIds.length) throw new AppError(404, { error: 'Image not found', details: { missing_ids: resolved.missingIds } });
+    const total = resolved.images.reduce((n, i) => n + (args.thumbnails ? i.thumbnailSizeBytes : i.sizeBytes), 0);
+    if (total > MAX_DOWNLOAD_BYTES) {
+      throw badRequest('Requested images are too large to return at once (20 MB)', { total_bytes: total, hint: 'ask for fewer images or use fullUrl' });
+    }
+    const images = args.thumbnails
+      ? await thumbnailsOf(ctx, resolved.images.map((i) => i.thumbnailKey))
+      : await Promise.all(
+          resolved.images.map(async (i) => {
+            const d = await ctx.deps.clients.library.getImageData({ imageId: i.id }, ctx.principal);
+            if (!d.image) throw notFound('Image not found');
+            return { data: Buffer.from(d.data), mimeType: d.mimeType || i.mimeType };
+          }),
+        );
+    return {
+      data: {
+        images: resolved.images.map((i) => ({
+          id: i.id,
+          fullUrl: i.fullUrl,
+          thumbnailUrl: i.thumbnailUrl,
+          mimeType: args.thumbnails ? i.thumbnailMimeType || 'image/png' : i.mimeType,
+          sizeBytes: args.thumbnails ? i.thumbnailSizeBytes : i.sizeBytes,
+        })),
+      },
+      images,
+    };
+  },
+});
+
+export const imageTools = [generateImage, editImage, getImageInfo, listImages, deleteImage, deleteImages, uploadImageForEditing, downloadImages];

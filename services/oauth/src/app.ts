@@ -1,0 +1,150 @@
+import type { IncomingMessage } from 'node:http';
+import formbody from '@fastify/formbody';
+import type { Logger } from '@imagegen/platform';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import type Provider from 'oidc-provider';
+import { MOUNT, type Urls } from './provider.js';
+import { ALL_SCOPES } from './scopes.js';
+import { handleSigninPage, handleSigninSubmit, type SigninDeps } from './signin.js';
+
+export interface IntrospectionResult {
+  active: boolean;
+  tenant_id?: string;
+  tenant_active?: boolean;
+  scope?: string;
+  client_id?: string;
+  exp?: number;
+}
+
+export interface OAuthAppDeps {
+  provider: Provider;
+  urls: Urls;
+  logger: Logger;
+  signin: SigninDeps;
+  getTenant: SigninDeps['getTenant'];
+  /** Fallback limiter of POST /oauth/token (per client IP); undefined when the gateway enforces it. */
+  tokenLimiter?: (ip: string) => { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
+}
+
+/** Body of GET /.well-known/oauth-protected-resource (RFC 9728). */
+export function protectedResourceMetadata(urls: Urls) {
+  return {
+    resource: urls.resource,
+    authorization_servers: [urls.issuer],
+    scopes_supported: ALL_SCOPES,
+    bearer_methods_supported: ['header'],
+    resource_name: 'imagegen MCP server',
+    resource_documentation: `${urls.base}/docs`,
+  };
+}
+
+/** The client IP: the gateway (the only public door) puts it in X-Forwarded-For. */
+export function clientIp(req: IncomingMessage): string {
+  const xff = req.headers['x-forwarded-for'];
+  const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
+  return first || req.socket.remoteAddress || 'unknown';
+}
+
+/**
+ * The oauth service's HTTP server. The gateway forwards /oauth/*, /.well-known/* and GET / here
+ * unchanged; /_internal/* is for the mcp service only (never forwarded by the gateway).
+ */
+export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance> {
+  const { provider, urls } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: 'oauth-http' }),
+    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
+    trustProxy: false,
+  });
+  const callback = provider.callback();
+  const publicUrl = new URL(urls.base);
+
+  /** Hands the raw request to oidc-provider as if it were mounted at /oauth on the public origin. */
+  const dispatch = (req: FastifyRequest, reply: FastifyReply, path: string) => {
+    reply.hijack();
+    const raw = req.raw as IncomingMessage & { originalUrl?: string };
+    raw.originalUrl = path;
+    raw.url = path.slice(MOUNT.length) || '/';
+    raw.headers['x-forwarded-host'] = publicUrl.host;
+    raw.headers['x-forwarded-proto'] = publicUrl.protocol.replace(':', '');
+    return callback(raw, reply.raw);
+  };
+
+  app.get('/health', async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
+
+  // RFC 9728 protected resource metadata (also at the path-suffixed locations clients may derive).
+  for (const p of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource/sse']) {
+    app.get(p, async (_req, reply) => {
+      reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*');
+      return protectedResourceMetadata(urls);
+    });
+  }
+
+  // Authorization server metadata: RFC 8414 and OIDC discovery locations, all the provider's discovery document.
+  for (const p of [
+    '/.well-known/oauth-authorization-server',
+    `/.well-known/oauth-authorization-server${MOUNT}`,
+    '/.well-known/openid-configuration',
+    `/.well-known/openid-configuration${MOUNT}`,
+    `${MOUNT}/.well-known/oauth-authorization-server`,
+  ]) {
+    app.get(p, (req, reply) => dispatch(req, reply, `${MOUNT}/.well-known/openid-configuration`));
+  }
+
+  app.get('/', (req, reply) => {
+    reply.hijack();
+    return handleSigninPage(deps.signin, req.raw, reply.raw, req.query as Record<string, unknown>).catch((err) => {
+      deps.logger.error({ err }, 'sign-in page failed');
+      if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'text/plain' });
+      reply.raw.end('Internal server error');
+    });
+  });
+
+  await app.register(async (scope) => {
+    await scope.register(formbody, { bodyLimit: 16 * 1024 });
+    scope.post(`${MOUNT}/signin`, (req, reply) => {
+      reply.hijack();
+      return handleSigninSubmit(deps.signin, req.raw, reply.raw, (req.body ?? {}) as Record<string, unknown>).catch((err) => {
+        deps.logger.error({ err }, 'sign-in submit failed');
+        if (!reply.raw.headersSent) reply.raw.writeHead(500, { 'content-type': 'text/plain' });
+        reply.raw.end('Internal server error');
+      });
+    });
+  });
+
+  // Everything else under /oauth is oidc-provider, which reads request bodies itself.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    const handler = (req: FastifyRequest, reply: FastifyReply) => {
+      if (deps.tokenLimiter && req.method === 'POST' && req.url.split('?')[0] === `${MOUNT}/token`) {
+        const r = deps.tokenLimiter(clientIp(req.raw));
+        reply.header('x-ratelimit-limit', r.limit).header('x-ratelimit-remaining', r.remaining);
+        reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + r.resetSeconds);
+        if (!r.allowed) {
+          reply.header('retry-after', r.resetSeconds).status(429);
+          return reply.send({ error: 'Rate limit exceeded, retry later', retryAfter: r.resetSeconds });
+        }
+        for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v as string);
+      }
+      return dispatch(req, reply, req.url);
+    };
+    scope.all(MOUNT, handler);
+    scope.all(`${MOUNT}/*`, handler);
+  });
+
+  // Token introspection for the mcp service (internal: the gateway never forwards /_internal).
+  app.post('/_internal/introspect', async (req): Promise<IntrospectionResult> => {
+    const token = (req.body as { token?: unknown } | undefined)?.token;
+    if (typeof token !== 'string' || !token || token.length > 512) return { active: false };
+    const at = await provider.AccessToken.find(token).catch(() => undefined);
+    if (!at || at.isExpired || !at.accountId) return { active: false };
+    const aud = [at.aud].flat();
+    if (!aud.includes(urls.resource)) return { active: false };
+    const tenant = await deps.getTenant(at.accountId);
+    if (!tenant) return { active: false };
+    return { active: true, tenant_id: tenant.tenantId, tenant_active: tenant.isActive, scope: at.scope ?? '', client_id: at.clientId, exp: at.exp };
+  });
+
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,194 @@
+import type { Logger, Sql } from '@imagegen/platform';
+import Provider, { errors } from 'oidc-provider';
+import { createAdapterClass } from './adapter.js';
+import { ALL_SCOPES } from './scopes.js';
+import type { OAuthSecrets } from './secrets.js';
+import { escapeHtml, page } from './html.js';
+
+/** Where the authorization server lives below PUBLIC_BASE_URL; the issuer is `${base}${MOUNT}`. */
+export const MOUNT = '/oauth';
+
+export const ACCESS_TOKEN_TTL = 3600;
+export const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
+
+export interface ProviderDeps {
+  sql: Sql;
+  logger: Logger;
+  publicBaseUrl: string;
+  secrets: OAuthSecrets;
+  /** Whether a tenant exists and is active (refresh grants of inactive tenants fail with invalid_grant). */
+  tenantActive(tenantId: string): Promise<boolean>;
+}
+
+export interface Urls {
+  base: string;
+  issuer: string;
+  /** The protected resource (RFC 8707 / RFC 9728) the access tokens are for: the MCP endpoints. */
+  resource: string;
+}
+
+export function urlsFor(publicBaseUrl: string): Urls {
+  const base = publicBaseUrl.replace(/\/+$/, '');
+  return { base, issuer: `${base}${MOUNT}`, resource: base };
+}
+
+/** Resource indicators we accept for the MCP resource: the base URL, /mcp and /sse (with or without a trailing slash). */
+export function isOurResource(urls: Urls, indicator: string): boolean {
+  const v = indicator.replace(/\/+$/, '');
+  return v === urls.base || v === `${urls.base}/mcp` || v === `${urls.base}/sse`;
+}
+
+const wantsHtml = (accept: string | undefined) => !!accept && accept.includes('text/html');
+
+/** The sign-in page URL a browser is sent to for an authorization request (see README-oauth-mcp.md). */
+export function loginUrlFor(urls: Urls, params: Record<string, unknown>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null) continue;
+    if (Array.isArray(v)) for (const x of v) q.append(k, String(x));
+    else q.append(k, String(v));
+  }
+  const returnTo = `${urls.issuer}/authorize?${q.toString()}`;
+  return `${urls.base}/?return_to=${encodeURIComponent(returnTo)}`;
+}
+
+export function createProvider(deps: ProviderDeps): Provider {
+  const urls = urlsFor(deps.publicBaseUrl);
+  const Adapter = createAdapterClass(deps.sql);
+
+  const resourceServerInfo = {
+    scope: ALL_SCOPES.join(' '),
+    audience: urls.resource,
+    accessTokenFormat: 'opaque',
+    accessTokenTTL: ACCESS_TOKEN_TTL,
+  };
+
+  const provider = new Provider(urls.issuer, {
+    adapter: Adapter,
+    jwks: deps.secrets.jwks,
+    cookies: {
+      keys: deps.secrets.cookieKeys,
+      long: { httpOnly: true, sameSite: 'lax', signed: true },
+      short: { httpOnly: true, sameSite: 'lax', signed: true },
+    },
+    scopes: ['openid', 'offline_access', ...ALL_SCOPES],
+    claims: { openid: ['sub'] },
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: 'RS256',
+    },
+    routes: {
+      authorization: '/authorize',
+      token: '/token',
+      registration: '/register',
+      revocation: '/revoke',
+      jwks: '/jwks',
+    },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
+      registrationManagement: { enabled: false },
+      revocation: { enabled: true },
+      introspection: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      dPoP: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string | string[]) => oneOf ?? urls.resource,
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (_ctx: unknown, indicator: string) => {
+          if (!isOurResource(urls, indicator)) throw new errors.InvalidTarget();
+          return resourceServerInfo;
+        },
+      },
+    },
+    // Every client that may use refresh tokens gets one, rotated on every use; reuse of a rotated
+    // token is refused by oidc-provider, which then revokes the whole grant (all its tokens).
+    issueRefreshToken: async (_ctx: unknown, client: any) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    expiresWithSession: async () => false,
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL,
+      AuthorizationCode: 120,
+      RefreshToken: REFRESH_TOKEN_TTL,
+      Grant: REFRESH_TOKEN_TTL,
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+      IdToken: 3600,
+    },
+    findAccount: async (_ctx: unknown, sub: string) => {
+      if (!(await deps.tenantActive(sub))) return undefined;
+      return { accountId: sub, claims: async () => ({ sub }) };
+    },
+    interactions: {
+      url: async (_ctx: unknown, interaction: any) => loginUrlFor(urls, interaction.params),
+    },
+    renderError: async (ctx: any, out: Record<string, string>) => {
+      const body = { ...out };
+      // An unregistered redirect_uri cannot be redirected to; it is an invalid request (SPEC 5 error codes).
+      if (body.error === 'invalid_redirect_uri') body.error = 'invalid_request';
+      delete body.iss;
+      if (wantsHtml(ctx.get('accept'))) {
+        ctx.type = 'html';
+        ctx.body = page(
+          'Authorization error',
+          `<h1>Authorization error</h1><p class="err">${escapeHtml(body.error ?? 'error')}</p>` +
+            `<p>${escapeHtml(body.error_description ?? '')}</p><p>Go back to your application and try again.</p>`,
+        );
+      } else {
+        ctx.type = 'json';
+        ctx.body = body;
+      }
+    },
+  } as any);
+
+  provider.proxy = true;
+
+  // Requests without a scope ask for the client's registered scope, else all twelve scopes.
+  provider.use(async (ctx: any, next: () => Promise<void>) => {
+    if (ctx.method === 'GET' && ctx.path === '/authorize' && !ctx.query.scope && typeof ctx.query.client_id === 'string') {
+      const client = await provider.Client.find(ctx.query.client_id).catch(() => undefined);
+      if (client) {
+        ctx.query = { ...ctx.query, scope: client.scope ?? ALL_SCOPES.join(' ') };
+        // keep the mount path detectable (oidc-provider compares originalUrl with the request url)
+        ctx.req.originalUrl = `${MOUNT}${ctx.url}`;
+      }
+    }
+    await next();
+    if (ctx.oidc?.route === 'authorization' && ctx.status === 303) {
+      // Sign-in needed: browsers follow the redirect to the sign-in page; other clients get 401 JSON.
+      const location = String(ctx.response.get('location') ?? '');
+      if (location.startsWith(`${urls.base}/?return_to=`) && !wantsHtml(ctx.get('accept'))) {
+        ctx.remove('location');
+        ctx.remove('set-cookie');
+        ctx.status = 401;
+        ctx.type = 'json';
+        ctx.body = {
+          error: 'login_required',
+          error_description: 'The tenant must sign in and approve this request in a browser',
+          login_required: true,
+          login_url: location,
+        };
+      }
+    }
+    if (ctx.oidc?.route === 'registration' && ctx.status === 201 && ctx.body?.token_endpoint_auth_method === 'none') {
+      // A public client never uses a secret (oidc-provider makes one when the request omits the method).
+      const { client_secret: _s, client_secret_expires_at: _e, ...rest } = ctx.body;
+      ctx.body = rest;
+    }
+    if (ctx.oidc?.route === 'registration' && ctx.status === 400 && ctx.body?.error === 'invalid_client_metadata') {
+      if (/scope/.test(String(ctx.body.error_description ?? ''))) ctx.body = { ...ctx.body, error: 'invalid_scope' };
+    }
+  });
+
+  provider.on('server_error', (_ctx: unknown, err: Error) => deps.logger.error({ err }, 'oauth server error'));
+  provider.on('grant.revoked', (_ctx: unknown, grantId: string) => deps.logger.info({ grantId }, 'oauth grant revoked'));
+  return provider;
+}

@@ -1,0 +1,188 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TenantChanged } from '@imagegen/contracts/events/v1/events';
+import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import {
+  createClient,
+  createDb,
+  createInProcessTransport,
+  createLogger,
+  createStorage,
+  createTestDatabase,
+  type EventMessage,
+  type EventTransport,
+  loadConfig,
+  type RunningService,
+  type ServiceContext,
+  type Sql,
+} from '@imagegen/platform';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/crypto.js';
+import { start } from '../src/service.js';
+
+const logger = createLogger('tenancy-test', 'silent');
+let db: { url: string; drop: () => Promise<void> };
+let dataDir: string;
+let events: EventTransport;
+let running: RunningService;
+let sql: Sql;
+let client: ReturnType<typeof createClient<typeof TenancyServiceService>>;
+const received: EventMessage[] = [];
+const p = { requestId: 'test', source: 'internal' };
+
+function context(env: Record<string, string>): ServiceContext {
+  const config = loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, EVENTS_PREFIX: 'tenancytest', ...env });
+  return {
+    config,
+    logger,
+    events,
+    storage: createStorage({ dataDir, publicBaseUrl: 'http://localhost' }),
+    resolve: () => {
+      throw new Error('not needed');
+    },
+  };
+}
+
+const baseEnv = () => ({
+  CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+  ADMIN_EMAIL: 'Boss@Example.com',
+  ADMIN_PASSWORD: 'a very long password',
+});
+
+beforeAll(async () => {
+  db = await createTestDatabase(undefined, 'tenancy');
+  dataDir = mkdtempSync(join(tmpdir(), 'tenancy-test-'));
+  events = createInProcessTransport({ logger });
+  await events.subscribe({
+    durable: 'test',
+    subjects: ['tenancytest.tenancy.>'],
+    handler: async (m) => {
+      received.push(m);
+    },
+  });
+  running = await start(context(baseEnv()));
+  client = createClient(TenancyServiceService, running.grpcAddress as string);
+  sql = createDb(db.url, { schema: 'tenancy', max: 2 });
+});
+
+afterAll(async () => {
+  client?.close();
+  await sql?.end();
+  await running?.stop();
+  await events?.close();
+  await db?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('tenancy service', () => {
+  it('refuses to start without CREDENTIALS_KEY', async () => {
+    await expect(start(context({}))).rejects.toThrow(/CREDENTIALS_KEY/);
+  });
+
+  it('creates the first super_admin from configuration, once', async () => {
+    const second = await start(context(baseEnv()));
+    await second.stop();
+    const users = await sql`SELECT email, role, password_hash FROM admin_users`;
+    expect(users).toHaveLength(1);
+    expect(users[0].email).toBe('boss@example.com');
+    expect(users[0].role).toBe('super_admin');
+    expect(users[0].password_hash).not.toContain('a very long password');
+  });
+
+  it('stores keys only as hashes and provider credentials only encrypted', async () => {
+    const r = await client.createTenant(
+      {
+        tenantId: 'Acme',
+        tenantName: 'Acme',
+        contactEmail: 'ops@acme.test',
+        providerPools: [{ provider: 'provA', keys: ['plain-provider-secret-1', 'plain-provider-secret-2'], remove: false }],
+        allowedModels: [],
+        hasAllowedModels: false,
+        apiKeys: [],
+        hasApiKeys: false,
+      },
+      p,
+    );
+    expect(r.tenant?.tenantId).toBe('acme');
+    expect(r.tenant?.allowedModels).toEqual(['provA-flash-lite-image', 'provA-flash-image', 'provA-pro-image']);
+    expect(r.apiKeys.map((k) => k.type).sort()).toEqual(['live', 'test']);
+    const rows = await sql`SELECT * FROM api_keys WHERE tenant_id = 'acme'`;
+    const dump = JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+    for (const k of r.apiKeys) {
+      expect(dump).not.toContain(k.apiKey);
+      expect(rows.some((row) => row.key_hash === sha256Hex(k.apiKey))).toBe(true);
+    }
+    const creds = await sql`SELECT encrypted FROM provider_credentials WHERE tenant_id = 'acme'`;
+    expect(creds[0].encrypted.toString('latin1')).not.toContain('plain-provider-secret');
+    const dec = await client.getProviderCredentials({ tenantId: 'acme', provider: 'provA' }, p);
+    expect(dec.keys).toEqual(['plain-provider-secret-1', 'plain-provider-secret-2']);
+    expect((await client.getProviderCredentials({ tenantId: 'acme', provider: 'provB' }, p)).keys).toEqual([]);
+    await expect(client.getProviderCredentials({ tenantId: 'nope', provider: 'provA' }, p)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('publishes TenantChanged through the outbox', async () => {
+    await client.updateTenant(
+      { tenantId: 'acme', isActive: false, clearNotes: false, allowedModels: [], hasAllowedModels: false, providerPools: [] },
+      p,
+    );
+    await expect.poll(() => received.map((m) => TenantChanged.decode(m.data).reason), { timeout: 5000 }).toContain('deactivated');
+    const created = received.map((m) => TenantChanged.decode(m.data)).find((e) => e.reason === 'created');
+    expect(created?.tenantId).toBe('acme');
+    expect(received[0].subject).toBe('tenancytest.tenancy.tenant_changed');
+  });
+
+  it('authenticates keys, reports inactive tenants, refuses revoked keys, and batches usage', async () => {
+    const t = await client.createTenant(
+      {
+        tenantId: 'beta',
+        tenantName: 'Beta',
+        contactEmail: 'b@beta.test',
+        providerPools: [{ provider: 'provB', keys: ['k'], remove: false }],
+        allowedModels: [],
+        hasAllowedModels: false,
+        apiKeys: [{ keyName: 'main', type: 'live' }],
+        hasApiKeys: true,
+      },
+      p,
+    );
+    expect(t.tenant?.modelId).toBe('provB-image-2');
+    const hash = sha256Hex(t.apiKeys[0].apiKey);
+    const a = await client.authenticateApiKey({ keyHash: hash }, p);
+    expect(a).toMatchObject({ tenantId: 'beta', keyType: 'live', keyName: 'main', tenantActive: true, rateLimitPerMinute: 60 });
+    await client.recordApiKeyUsage({ uses: [{ keyHash: hash, count: 4, lastUsedAt: new Date().toISOString() }] }, p);
+    await expect
+      .poll(async () => Number((await sql`SELECT usage_count FROM api_keys WHERE key_hash = ${hash}`)[0].usage_count), { timeout: 5000 })
+      .toBe(5);
+    const detail = await client.getTenantDetail({ tenantId: 'beta' }, p);
+    expect(detail.apiKeys[0].lastUsedAt).toBeTruthy();
+    await client.revokeApiKey({ tenantId: 'beta', keyRef: 'main' }, p);
+    await expect(client.authenticateApiKey({ keyHash: hash }, p)).rejects.toMatchObject({
+      status: 401,
+      body: { error: 'Invalid or missing API key' },
+    });
+    await expect(client.authenticateApiKey({ keyHash: sha256Hex('unknown') }, p)).rejects.toMatchObject({ status: 401 });
+  });
+
+  it('counts failed logins and locks after five', async () => {
+    for (let i = 0; i < 5; i++) {
+      await expect(client.adminLogin({ email: 'boss@example.com', password: 'wrong', ip: '', userAgent: '' }, p)).rejects.toMatchObject({
+        status: 401,
+      });
+    }
+    await expect(
+      client.adminLogin({ email: 'boss@example.com', password: 'a very long password', ip: '', userAgent: '' }, p),
+    ).rejects.toMatchObject({ status: 423 });
+    const [u] = await sql`SELECT user_id, failed_login_attempts, locked_until FROM admin_users`;
+    expect(u.failed_login_attempts).toBe(5);
+    expect(u.locked_until).toBeTruthy();
+    await client.unlockAdminUser({ userId: u.user_id }, p);
+    const s = await client.adminLogin({ email: 'BOSS@example.com', password: 'a very long password', ip: '', userAgent: '' }, p);
+    expect(s.token).toMatch(/^adms_/);
+    const [sess] = await sql`SELECT token_hash FROM admin_sessions`;
+    expect(sess.token_hash).toBe(sha256Hex(s.token));
+    const me = await client.authenticateAdminSession({ tokenHash: sha256Hex(s.token) }, p);
+    expect(me.role).toBe('super_admin');
+  });
+});

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import {
+  badRequest,
+  type CallContext,
+  type Handlers,
+  notFound,
+  resolvePublicAddress,
+  SafeFetchError,
+  type Sql,
+} from '@imagegen/platform';
+import { generateSecret, type SecretBox, secretHint } from './signing.js';
+import {
+  countEndpoints,
+  deleteEndpoint,
+  getEndpoint,
+  insertDelivery,
+  insertEndpoint,
+  listDeliveries,
+  listEndpoints,
+  setDescription,
+  setEnabled,
+  toDelivery,
+  toWebhook,
+} from './store.js';
+
+export const WEBHOOK_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
+export const MAX_WEBHOOKS_PER_TENANT = 10;
+export const MAX_URL_LENGTH = 2048;
+export const MAX_DESCRIPTION_LENGTH = 200;
+export const DELIVERIES_DEFAULT_LIMIT = 50;
+export const DELIVERIES_MAX_LIMIT = 200;
+
+function tenantOf(ctx: CallContext): string {
+  const t = ctx.principal.tenantId;
+  if (!t) throw badRequest('tenant_id is required');
+  return t;
+}
+
+const webhookNotFound = () => notFound('Webhook not found');
+
+/**
+ * A webhook URL must be https, carry no credentials, and every address its host resolves to must be
+ * public (checked again, and pinned, at every delivery).
+ */
+export async function validateWebhookUrl(raw: string, allowLoopback: boolean): Promise<string> {
+  const value = raw.trim();
+  if (!value || value.length > MAX_URL_LENGTH) throw badRequest('Webhook URL must be a valid HTTPS URL');
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw badRequest('Webhook URL must be a valid HTTPS URL');
+  }
+  if (url.protocol !== 'https:') throw badRequest('Webhook URL must use HTTPS');
+  if (url.username || url.password) throw badRequest('Webhook URL must not contain credentials');
+  try {
+    await resolvePublicAddress(url, { allowLoopback, signal: AbortSignal.timeout(5000) });
+  } catch (err) {
+    if (err instanceof SafeFetchError && err.reason === 'blocked_address') {
+      throw badRequest('Webhook URL must resolve to a public IP address');
+    }
+    if (err instanceof SafeFetchError) throw badRequest('Webhook URL host could not be resolved');
+    throw err;
+  }
+  return url.href;
+}
+
+function checkEvents(events: string[]): string[] {
+  if (events.length === 0) return [...WEBHOOK_EVENTS];
+  const bad = events.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+  if (bad.length > 0) throw badRequest('Invalid request payload', [`events must contain only ${WEBHOOK_EVENTS.join(', ')}`]);
+  return [...new Set(events)];
+}
+
+function checkDescription(d: string | undefined): string | undefined {
+  if (d !== undefined && d.length > MAX_DESCRIPTION_LENGTH) {
+    throw badRequest('Invalid request payload', [`description must be at most ${MAX_DESCRIPTION_LENGTH} characters`]);
+  }
+  return d;
+}
+
+export function webhookHandlers(deps: {
+  sql: Sql;
+  secrets: SecretBox;
+  allowLoopback: boolean;
+  /** Wakes the dispatcher after a commit that made deliveries due. */
+  wake: () => void;
+}): Handlers<typeof WebhookServiceService> {
+  const { sql, secrets } = deps;
+  return {
+    async createWebhook(req, ctx) {
+      const tenantId = tenantOf(ctx);
+      const events = checkEvents(req.events);
+      const description = checkDescription(req.description);
+      const url = await validateWebhookUrl(req.url, deps.allowLoopback);
+      const secret = generateSecret();
+      const row = await sql.begin(async (tx) => {
+        // Serializes creations of one tenant so the per-tenant maximum holds.
+        await tx`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${tenantId}`}))`;
+        if ((await countEndpoints(tx, tenantId)) >= MAX_WEBHOOKS_PER_TENANT) {
+          throw badRequest(`Maximum of ${MAX_WEBHOOKS_PER_TENANT} webhooks per tenant reached`);
+        }
+        return insertEndpoint(tx, { tenantId, url, description, events, secret: secrets.seal(secret), secretHint: secretHint(secret) });
+      });
+      return { webhook: toWebhook(row), secret };
+    },
+
+    async listWebhooks(_req, ctx) {
+      return { webhooks: (await listEndpoints(sql, tenantOf(ctx))).map(toWebhook) };
+    },
+
+    async getWebhook(req, ctx) {
+      const row = await getEndpoint(sql, tenantOf(ctx), req.id);
+      if (!row) throw webhookNotFound();
+      return toWebhook(row);
+    },
+
+    async deleteWebhook(req, ctx) {
+      if (!(await deleteEndpoint(sql, tenantOf(ctx), req.id))) throw webhookNotFound();
+      return { deleted: true };
+    },
+
+    async updateWebhook(req, ctx) {
+      const tenantId = tenantOf(ctx);
+      const description = checkDescription(req.description);
+      const row = await sql.begin(async (tx) => {
+        let r = await getEndpoint(tx, tenantId, req.id);
+        if (!r) return undefined;
+        if (description !== undefined) r = await setDescription(tx, tenantId, req.id, description || null);
+        if (req.enabled !== undefined) r = await setEnabled(tx, tenantId, req.id, req.enabled);
+        return r;
+      });
+      if (!row) throw webhookNotFound();
+      if (req.enabled) deps.wake();
+      return toWebhook(row);
+    },
+
+    async listDeliveries(req, ctx) {
+      const tenantId = tenantOf(ctx);
+      const limit = req.limit ?? DELIVERIES_DEFAULT_LIMIT;
+      if (!Number.isInteger(limit) || limit < 1 || limit > DELIVERIES_MAX_LIMIT) throw badRequest('Invalid limit');
+      if (!(await getEndpoint(sql, tenantId, req.webhookId))) throw webhookNotFound();
+      return { deliveries: await listDeliveries(sql, tenantId, req.webhookId, limit) };
+    },
+
+    async testWebhook(req, ctx) {
+      const tenantId = tenantOf(ctx);
+      const ep = await getEndpoint(sql, tenantId, req.id);
+      if (!ep) throw webhookNotFound();
+      const payload = JSON.stringify({
+        event: 'webhook.test',
+        tenant_id: tenantId,
+        webhook_id: Number(ep.id),
+        timestamp: new Date().toISOString(),
+      });
+      const row = await insertDelivery(sql, { id: randomUUID(), endpointId: Number(ep.id), tenantId, event: 'webhook.test', payload });
+      deps.wake();
+      return toDelivery(row as Record<string, unknown>);
+    },
+  };
+}

@@ -1,0 +1,9 @@
+/**
+ * Standalone entry of the webhook-dispatcher service (distributed shape: one service per process, configured
+ * from the environment; see docs/README-ops.md). With tracing, start it with the preload:
+ *   node --import tsx --import ./libs/platform/src/telemetry-preload.ts services/webhook-dispatcher/src/main.ts
+ */
+import { runStandalone } from '@imagegen/platform';
+import { start } from './service.js';
+
+await runStandalone('webhook-dispatcher', start);

@@ -1,0 +1,206 @@
+import type { Delivery, DeliveryAttempt, Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
+import type { Sql, TransactionSql } from '@imagegen/platform';
+
+type Db = Sql | TransactionSql;
+type Row = Record<string, any>;
+
+const iso = (v: unknown): string | undefined => (v instanceof Date ? v.toISOString() : v == null ? undefined : String(v));
+const num = (v: unknown): number | undefined => (v == null ? undefined : Number(v));
+
+export interface EndpointRow {
+  id: number;
+  tenantId: string;
+  url: string;
+  secret: string;
+  events: string[];
+  enabled: boolean;
+}
+
+export function toWebhook(r: Row): Webhook {
+  return {
+    id: Number(r.id),
+    url: r.url,
+    description: r.description ?? undefined,
+    events: r.events,
+    enabled: r.enabled,
+    disabledReason: r.disabled_reason ?? undefined,
+    consecutiveFailures: Number(r.consecutive_failures),
+    lastDeliveryStatus: r.last_delivery_status ?? undefined,
+    lastResponseStatus: num(r.last_response_status),
+    lastDeliveryAt: iso(r.last_delivery_at),
+    secretHint: r.secret_hint,
+    createdAt: iso(r.created_at) as string,
+    updatedAt: iso(r.updated_at) as string,
+  };
+}
+
+function toAttempt(r: Row): DeliveryAttempt {
+  return {
+    attempt: Number(r.attempt),
+    responseStatus: num(r.response_status),
+    error: r.error ?? undefined,
+    durationMs: Number(r.duration_ms),
+    attemptedAt: iso(r.attempted_at) as string,
+  };
+}
+
+export function toDelivery(r: Row, attempts: DeliveryAttempt[] = []): Delivery {
+  return {
+    id: r.id,
+    webhookId: Number(r.endpoint_id),
+    event: r.event,
+    status: r.status,
+    attemptCount: Number(r.attempt_count),
+    nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : undefined,
+    lastResponseStatus: num(r.last_response_status),
+    lastError: r.last_error ?? undefined,
+    payload: r.payload,
+    createdAt: iso(r.created_at) as string,
+    completedAt: iso(r.completed_at),
+    attempts,
+  };
+}
+
+export async function countEndpoints(db: Db, tenantId: string): Promise<number> {
+  const [r] = await db`SELECT count(*)::int AS n FROM endpoints WHERE tenant_id = ${tenantId}`;
+  return r.n as number;
+}
+
+export async function insertEndpoint(
+  db: Db,
+  e: { tenantId: string; url: string; description?: string; events: string[]; secret: string; secretHint: string },
+): Promise<Row> {
+  const [r] = await db`
+    INSERT INTO endpoints (tenant_id, url, description, events, secret, secret_hint)
+    VALUES (${e.tenantId}, ${e.url}, ${e.description ?? null}, ${e.events}, ${e.secret}, ${e.secretHint})
+    RETURNING *`;
+  return r;
+}
+
+export async function listEndpoints(db: Db, tenantId: string): Promise<Row[]> {
+  return db`SELECT * FROM endpoints WHERE tenant_id = ${tenantId} ORDER BY id`;
+}
+
+export async function getEndpoint(db: Db, tenantId: string, id: number): Promise<Row | undefined> {
+  const [r] = await db`SELECT * FROM endpoints WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return r;
+}
+
+export async function deleteEndpoint(db: Db, tenantId: string, id: number): Promise<boolean> {
+  const r = await db`DELETE FROM endpoints WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return r.count > 0;
+}
+
+/** Enabling clears the failure streak and makes pending deliveries due at once. */
+export async function setEnabled(tx: TransactionSql, tenantId: string, id: number, enabled: boolean): Promise<Row | undefined> {
+  const [r] = enabled
+    ? await tx`
+        UPDATE endpoints SET enabled = true, disabled_reason = NULL, consecutive_failures = 0, updated_at = now()
+        WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`
+    : await tx`
+        UPDATE endpoints SET enabled = false, disabled_reason = 'user', updated_at = now()
+        WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  if (r && enabled) {
+    await tx`
+      UPDATE deliveries SET next_attempt_at = now(), locked_until = NULL
+      WHERE tenant_id = ${tenantId} AND endpoint_id = ${id} AND status = 'pending'`;
+  }
+  return r;
+}
+
+export async function setDescription(db: Db, tenantId: string, id: number, description: string | null): Promise<Row | undefined> {
+  const [r] = await db`
+    UPDATE endpoints SET description = ${description}, updated_at = now()
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return r;
+}
+
+export async function insertDelivery(
+  db: Db,
+  d: { id: string; endpointId: number; tenantId: string; event: string; sourceEventId?: string; payload: string },
+): Promise<Row | undefined> {
+  const [r] = await db`
+    INSERT INTO deliveries (id, endpoint_id, tenant_id, event, source_event_id, payload, next_attempt_at)
+    VALUES (${d.id}, ${d.endpointId}, ${d.tenantId}, ${d.event}, ${d.sourceEventId ?? null}, ${d.payload}, now())
+    ON CONFLICT (endpoint_id, source_event_id) DO NOTHING
+    RETURNING *`;
+  return r;
+}
+
+export async function listDeliveries(db: Db, tenantId: string, endpointId: number, limit: number): Promise<Delivery[]> {
+  const rows = await db`
+    SELECT * FROM deliveries WHERE tenant_id = ${tenantId} AND endpoint_id = ${endpointId}
+    ORDER BY created_at DESC, id LIMIT ${limit}`;
+  if (rows.length === 0) return [];
+  const attempts = await db`
+    SELECT * FROM delivery_attempts WHERE delivery_id = ANY(${rows.map((r) => r.id)}::uuid[]) ORDER BY attempt`;
+  const byDelivery = new Map<string, DeliveryAttempt[]>();
+  for (const a of attempts) {
+    const list = byDelivery.get(a.delivery_id) ?? [];
+    list.push(toAttempt(a));
+    byDelivery.set(a.delivery_id, list);
+  }
+  return rows.map((r) => toDelivery(r, byDelivery.get(r.id) ?? []));
+}
+
+/** Endpoints of a tenant subscribed to an event (enabled or not: a disabled endpoint gets it on re-enable). */
+export async function subscribedEndpoints(db: Db, tenantId: string, event: string): Promise<{ id: number }[]> {
+  const rows = await db`SELECT id FROM endpoints WHERE tenant_id = ${tenantId} AND ${event} = ANY(events) ORDER BY id`;
+  return rows.map((r) => ({ id: Number(r.id) }));
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  endpointId: number;
+  tenantId: string;
+  event: string;
+  payload: string;
+  attemptCount: number;
+}
+
+/**
+ * Leases up to `batch` due deliveries of enabled endpoints (SKIP LOCKED plus a lease time, so several
+ * dispatcher replicas share the work and a crashed replica's lease simply runs out).
+ */
+export async function claimDue(sql: Sql, batch: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const rows = await sql`
+    UPDATE deliveries d SET locked_until = now() + ${`${leaseMs} milliseconds`}::interval
+    FROM (
+      SELECT d2.id FROM deliveries d2 JOIN endpoints e ON e.id = d2.endpoint_id
+      WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND e.enabled
+        AND (d2.locked_until IS NULL OR d2.locked_until < now())
+      ORDER BY d2.next_attempt_at, d2.created_at
+      LIMIT ${batch}
+      FOR UPDATE OF d2 SKIP LOCKED
+    ) c
+    WHERE d.id = c.id
+    RETURNING d.id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
+  return rows
+    .map((r) => ({
+      id: r.id as string,
+      endpointId: Number(r.endpoint_id),
+      tenantId: r.tenant_id as string,
+      event: r.event as string,
+      payload: r.payload as string,
+      attemptCount: Number(r.attempt_count),
+      createdAt: r.created_at as Date,
+    }))
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}
+
+export async function loadEndpointForDelivery(db: Db, tenantId: string, id: number): Promise<EndpointRow | undefined> {
+  const [r] = await db`SELECT id, tenant_id, url, secret, events, enabled FROM endpoints WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  return r ? { id: Number(r.id), tenantId: r.tenant_id, url: r.url, secret: r.secret, events: r.events, enabled: r.enabled } : undefined;
+}
+
+export async function releaseLease(db: Db, deliveryId: string): Promise<void> {
+  await db`UPDATE deliveries SET locked_until = NULL WHERE id = ${deliveryId}`;
+}
+
+export async function nextDueAt(sql: Sql): Promise<Date | undefined> {
+  const [r] = await sql`
+    SELECT min(greatest(d.next_attempt_at, coalesce(d.locked_until, d.next_attempt_at))) AS at
+    FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+    WHERE d.status = 'pending' AND e.enabled`;
+  return r?.at ?? undefined;
+}

@@ -1,0 +1,92 @@
+import { execFileSync } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  at: number;
+}
+
+/** What a path answers: a status, or 'hang' (never answers). */
+export type Behaviour = number | 'hang';
+
+/**
+ * A real HTTPS webhook receiver on 127.0.0.1 with a throwaway self-signed certificate (openssl CLI);
+ * `caFile` is what the dispatcher must trust (WEBHOOK_CA_FILE).
+ */
+export async function startReceiver() {
+  const dir = mkdtempSync(join(tmpdir(), 'webhook-rx-'));
+  execFileSync(
+    'openssl',
+    [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
+      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+      '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  const received: Received[] = [];
+  const behaviour = new Map<string, Behaviour | Behaviour[]>();
+  const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const path = (req.url ?? '/').split('?')[0];
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+      received.push({ path, headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      let b = behaviour.get(path) ?? 200;
+      if (Array.isArray(b)) b = b.length > 1 ? (b.shift() as Behaviour) : (b[0] ?? 200);
+      if (b === 'hang') return;
+      res.writeHead(b, { 'content-type': 'text/plain', ...(b >= 300 && b < 400 ? { location: `${path}-moved` } : {}) });
+      res.end(b < 300 ? 'ok' : 'nope');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    caFile: join(dir, 'cert.pem'),
+    url: (path: string) => `https://localhost:${port}${path}`,
+    received,
+    on: (path: string) => received.filter((r) => r.path === path),
+    /** A status per request in order (the last one repeats), or one for all. */
+    respond(path: string, b: Behaviour | Behaviour[]) {
+      behaviour.set(path, Array.isArray(b) ? [...b] : b);
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** Verifies X-Webhook-Signature (hex HMAC of the body keyed with the secret string) and its timestamp. */
+export function verifyLegacy(secret: string, r: Received, toleranceS = 300): boolean {
+  const ts = Number(r.headers['x-webhook-timestamp']);
+  if (!Number.isInteger(ts) || Math.abs(Date.now() / 1000 - ts) > toleranceS) return false;
+  const expected = `sha256=${createHmac('sha256', secret).update(r.body).digest('hex')}`;
+  const got = r.headers['x-webhook-signature'] ?? '';
+  return got.length === expected.length && timingSafeEqual(Buffer.from(got), Buffer.from(expected));
+}
+
+/** Verifies the Standard Webhooks headers the way the reference libraries do. */
+export function verifyStandard(secret: string, r: Received, toleranceS = 300): boolean {
+  const id = r.headers['webhook-id'];
+  const ts = Number(r.headers['webhook-timestamp']);
+  if (!id || !Number.isInteger(ts) || Math.abs(Date.now() / 1000 - ts) > toleranceS) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${ts}.${r.body}`).digest('base64');
+  return (r.headers['webhook-signature'] ?? '')
+    .split(' ')
+    .some((s) => s.startsWith('v1,') && s.slice(3).length === expected.length && timingSafeEqual(Buffer.from(s.slice(3)), Buffer.from(expected)));
+}

@@ -1,0 +1,358 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
+import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import {
+  type Client,
+  createClient,
+  createDb,
+  createInProcessTransport,
+  createLogger,
+  createResolver,
+  createStorage,
+  createTestDatabase,
+  type EventTransport,
+  loadConfig,
+  type Principal,
+  type RunningService,
+  type ServiceContext,
+  type Sql,
+  subjectFor,
+} from '@imagegen/platform';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryDelayMs, DEFAULT_POLICY } from '../src/dispatcher.js';
+import { startWebhookDispatcher, type WebhookOptions } from '../src/service.js';
+import { legacySignature, SecretBox, standardSignature } from '../src/signing.js';
+import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from './receiver.js';
+
+async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const principal = (tenantId: string): Principal => ({ requestId: randomUUID(), tenantId, source: 'tenant_api' });
+
+let db: { url: string; drop: () => Promise<void> };
+let sql: Sql;
+let rx: Receiver;
+let events: EventTransport;
+let ctx: ServiceContext;
+let svc: RunningService;
+let client: Client<typeof WebhookServiceService>;
+const FAST: WebhookOptions = { policy: { baseMs: 20 }, pollMs: 10, timeoutMs: 3000 };
+
+async function startSvc(opts: WebhookOptions = FAST) {
+  svc = await startWebhookDispatcher(ctx, opts);
+  client?.close();
+  client = createClient(WebhookServiceService, svc.grpcAddress as string);
+}
+
+function publishQuota(tenantId: string, threshold: number, id = randomUUID()) {
+  const data = QuotaCrossed.encode(
+    QuotaCrossed.fromPartial({ tenantId, threshold, billingPeriod: '2026-11', currentUsageMb: threshold * 1.024, quotaMb: 128, occurredAt: new Date().toISOString() }),
+  ).finish();
+  return events.publish({ id, subject: subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed'), data, headers: {} });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase(undefined, 'webhooks');
+  sql = createDb(db.url, { schema: 'webhooks', max: 2 });
+  rx = await startReceiver();
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    EVENTS_PREFIX: `wh${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ALLOW_LOOPBACK_FETCH: '1',
+    WEBHOOK_CA_FILE: rx.caFile,
+    CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+  } as NodeJS.ProcessEnv);
+  const logger = createLogger('webhooks-test', config.logLevel);
+  // No duplicate window: the same event id published twice is delivered twice (duplicate delivery).
+  events = createInProcessTransport({ logger, duplicateWindowMs: 0 });
+  ctx = { config, logger, events, storage: createStorage({ dataDir: '/tmp/unused', publicBaseUrl: 'http://x' }), resolve: createResolver(config) };
+  await startSvc();
+});
+
+afterAll(async () => {
+  client?.close();
+  await svc?.stop();
+  await events?.close();
+  await rx?.stop();
+  await sql?.end();
+  await db?.drop();
+});
+
+describe('webhook endpoints', () => {
+  it('creates an endpoint with a whsec_ secret shown once, lists, gets, updates and deletes it', async () => {
+    const p = principal('crud');
+    const created = await client.createWebhook({ url: rx.url('/crud'), events: [], description: 'ops' }, p);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(created.secret.slice(6), 'base64')).toHaveLength(32);
+    expect(created.webhook).toMatchObject({
+      url: rx.url('/crud'),
+      description: 'ops',
+      events: ['quota.warning', 'quota.exceeded'],
+      enabled: true,
+      consecutiveFailures: 0,
+      secretHint: created.secret.slice(0, 10) + '...',
+    });
+    expect(JSON.stringify(await client.listWebhooks({}, p))).not.toContain(created.secret);
+    // Stored encrypted, not in clear.
+    const [row] = await sql`SELECT secret FROM endpoints WHERE id = ${created.webhook.id}`;
+    expect(row.secret).toMatch(/^enc:v1:/);
+    expect(row.secret).not.toContain(created.secret.slice(6));
+
+    const second = await client.createWebhook({ url: rx.url('/crud2'), events: ['quota.exceeded'] }, p);
+    expect((await client.listWebhooks({}, p)).webhooks.map((w) => w.id)).toEqual([created.webhook.id, second.webhook.id]);
+    expect((await client.getWebhook({ id: second.webhook.id }, p)).events).toEqual(['quota.exceeded']);
+
+    const paused = await client.updateWebhook({ id: second.webhook.id, enabled: false }, p);
+    expect(paused).toMatchObject({ enabled: false, disabledReason: 'user' });
+    const resumed = await client.updateWebhook({ id: second.webhook.id, enabled: true, description: 'x' }, p);
+    expect(resumed).toMatchObject({ enabled: true, description: 'x' });
+    expect(resumed.disabledReason).toBeUndefined();
+
+    // Another tenant sees none of it.
+    const other = principal('someone-else');
+    expect((await client.listWebhooks({}, other)).webhooks).toEqual([]);
+    for (const call of [
+      () => client.getWebhook({ id: second.webhook.id }, other),
+      () => client.updateWebhook({ id: second.webhook.id, enabled: false }, other),
+      () => client.deleteWebhook({ id: second.webhook.id }, other),
+      () => client.listDeliveries({ webhookId: second.webhook.id }, other),
+      () => client.testWebhook({ id: second.webhook.id }, other),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ status: 404, body: { error: 'Webhook not found' } });
+    }
+
+    expect(await client.deleteWebhook({ id: second.webhook.id }, p)).toEqual({ deleted: true });
+    await expect(client.getWebhook({ id: second.webhook.id }, p)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses non-HTTPS URLs and hosts resolving to private, link-local or reserved addresses', async () => {
+    const p = principal('ssrf');
+    const cases: [string, string][] = [
+      ['http://example.com/hook', 'Webhook URL must use HTTPS'],
+      ['not a url', 'Webhook URL must be a valid HTTPS URL'],
+      ['https://user:pw@example.com/', 'Webhook URL must not contain credentials'],
+      ['https://10.0.0.7/hook', 'Webhook URL must resolve to a public IP address'],
+      ['https://192.168.1.1/hook', 'Webhook URL must resolve to a public IP address'],
+      ['https://172.16.5.4/hook', 'Webhook URL must resolve to a public IP address'],
+      ['https://169.254.169.254/latest/meta-data', 'Webhook URL must resolve to a public IP address'],
+      ['https://100.64.0.1/', 'Webhook URL must resolve to a public IP address'],
+      ['https://0.0.0.0/', 'Webhook URL must resolve to a public IP address'],
+      ['https://[fd00::1]/', 'Webhook URL must resolve to a public IP address'],
+      ['https://[fe80::1]/', 'Webhook URL must resolve to a public IP address'],
+      ['https://[::ffff:10.0.0.1]/', 'Webhook URL must resolve to a public IP address'],
+    ];
+    for (const [url, error] of cases) {
+      await expect(client.createWebhook({ url, events: [] }, p), url).rejects.toMatchObject({ status: 400, body: { error } });
+    }
+    await expect(client.createWebhook({ url: rx.url('/x'), events: ['quota.nope'] }, p)).rejects.toMatchObject({
+      status: 400,
+      body: { error: 'Invalid request payload' },
+    });
+    expect((await client.listWebhooks({}, p)).webhooks).toEqual([]);
+  });
+
+  it('refuses loopback names and addresses when loopback is not allowed (production)', async () => {
+    const strict = await startWebhookDispatcher({ ...ctx, config: { ...ctx.config, allowLoopbackFetch: false } }, FAST);
+    const c = createClient(WebhookServiceService, strict.grpcAddress as string);
+    try {
+      for (const url of [rx.url('/x'), `https://127.0.0.1:${rx.port}/x`, 'https://[::1]/x']) {
+        await expect(c.createWebhook({ url, events: [] }, principal('strict')), url).rejects.toMatchObject({
+          status: 400,
+          body: { error: 'Webhook URL must resolve to a public IP address' },
+        });
+      }
+    } finally {
+      c.close();
+      await strict.stop();
+    }
+  });
+
+  it('allows at most 10 endpoints per tenant', async () => {
+    const p = principal('many');
+    for (let i = 0; i < 10; i++) await client.createWebhook({ url: rx.url(`/many${i}`), events: [] }, p);
+    await expect(client.createWebhook({ url: rx.url('/many10'), events: [] }, p)).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe('delivery', () => {
+  it('delivers quota.warning and quota.exceeded over HTTPS with both signature schemes, once per event', async () => {
+    const tenant = 'deliver';
+    const p = principal(tenant);
+    const a = await client.createWebhook({ url: rx.url('/a'), events: [] }, p);
+    const b = await client.createWebhook({ url: rx.url('/b'), events: ['quota.exceeded'] }, p);
+    await client.createWebhook({ url: rx.url('/other-tenant'), events: [] }, principal('not-me'));
+    const warnId = randomUUID();
+    await publishQuota(tenant, 80, warnId);
+    await publishQuota(tenant, 80, warnId); // duplicate delivery of the same event
+    await publishQuota(tenant, 100);
+    await until(() => rx.on('/a').length >= 2 && rx.on('/b').length >= 1, 10_000, 'deliveries');
+    await new Promise((r) => setTimeout(r, 200)); // a duplicate would arrive right behind
+    expect(rx.on('/a')).toHaveLength(2);
+    expect(rx.on('/b')).toHaveLength(1);
+    expect(rx.on('/other-tenant')).toHaveLength(0);
+
+    const bodies = rx.on('/a').map((r) => JSON.parse(r.body)).sort((x, y) => x.threshold - y.threshold);
+    expect(bodies[0]).toEqual({
+      event: 'quota.warning',
+      threshold: 80,
+      tenant_id: tenant,
+      billing_period: '2026-11',
+      current_usage_mb: 81.92,
+      quota_mb: 128,
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    expect(bodies[1]).toMatchObject({ event: 'quota.exceeded', threshold: 100 });
+
+    for (const r of rx.on('/a')) {
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['x-webhook-timestamp']).toBe(r.headers['webhook-timestamp']);
+      expect(verifyLegacy(a.secret, r)).toBe(true);
+      expect(verifyStandard(a.secret, r)).toBe(true);
+      // The other endpoint's secret does not verify.
+      expect(verifyLegacy(b.secret, r)).toBe(false);
+      expect(verifyStandard(b.secret, r)).toBe(false);
+    }
+    expect(verifyStandard(b.secret, rx.on('/b')[0])).toBe(true);
+    // Tampered body fails both.
+    const t = { ...rx.on('/a')[0], body: rx.on('/a')[0].body.replace('80', '81') };
+    expect(verifyLegacy(a.secret, t)).toBe(false);
+    expect(verifyStandard(a.secret, t)).toBe(false);
+
+    const log = (await client.listDeliveries({ webhookId: a.webhook.id }, p)).deliveries;
+    expect(log).toHaveLength(2);
+    expect(log.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
+    expect(log[0].attempts, JSON.stringify(log)).toHaveLength(1);
+    expect(log[0].attempts[0]).toMatchObject({ attempt: 1, responseStatus: 200 });
+    expect(rx.on('/a').map((r) => r.headers['webhook-id']).sort()).toEqual(log.map((d) => d.id).sort());
+    const wh = await client.getWebhook({ id: a.webhook.id }, p);
+    expect(wh).toMatchObject({ lastDeliveryStatus: 'success', lastResponseStatus: 200, consecutiveFailures: 0 });
+    expect(wh.lastDeliveryAt).toBeTruthy();
+  });
+
+  it('retries with backoff, disables the endpoint after 5 consecutive failures, and resumes on re-enable', async () => {
+    const p = principal('flaky');
+    const w = await client.createWebhook({ url: rx.url('/down'), events: [] }, p);
+    rx.respond('/down', 503);
+    const d = await client.testWebhook({ id: w.webhook.id }, p);
+    expect(d).toMatchObject({ event: 'webhook.test', status: 'pending', attemptCount: 0 });
+    const disabled = await until(async () => {
+      const x = await client.getWebhook({ id: w.webhook.id }, p);
+      return !x.enabled && x;
+    }, 15_000, 'auto-disable');
+    expect(disabled).toMatchObject({ enabled: false, disabledReason: 'consecutive_failures', consecutiveFailures: 5, lastDeliveryStatus: 'failed', lastResponseStatus: 503 });
+    expect(rx.on('/down')).toHaveLength(5);
+    // Backoff: the gaps grow (20 ms base, x4 each, +-25% jitter).
+    const at = rx.on('/down').map((r) => r.at);
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    expect(gaps[3]).toBeGreaterThan(gaps[0]);
+    // Same delivery id on every attempt, fresh timestamps, valid signatures each time.
+    expect(new Set(rx.on('/down').map((r) => r.headers['webhook-id']))).toEqual(new Set([d.id]));
+    for (const r of rx.on('/down')) expect(verifyStandard(w.secret, r) && verifyLegacy(w.secret, r)).toBe(true);
+
+    let [log] = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+    expect(log).toMatchObject({ status: 'pending', attemptCount: 5, lastResponseStatus: 503, lastError: 'HTTP 503' });
+    expect(log.attempts.map((x) => x.responseStatus)).toEqual([503, 503, 503, 503, 503]);
+
+    // Disabled: nothing is sent, even well past the next retry time.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(rx.on('/down')).toHaveLength(5);
+
+    // The receiver is fixed and the owner re-enables: the pending delivery goes out at once.
+    rx.respond('/down', 204);
+    const re = await client.updateWebhook({ id: w.webhook.id, enabled: true }, p);
+    expect(re).toMatchObject({ enabled: true, consecutiveFailures: 0 });
+    await until(() => rx.on('/down').length === 6, 10_000, 'resumed delivery');
+    log = await until(async () => {
+      const [x] = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+      return x.status === 'succeeded' && x;
+    });
+    expect(log).toMatchObject({ attemptCount: 6, lastResponseStatus: 204 });
+    expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({ enabled: true, consecutiveFailures: 0, lastDeliveryStatus: 'success' });
+  });
+
+  it('a success resets the failure streak; timeouts and redirects count as failures', async () => {
+    const p = principal('mixed');
+    const w = await client.createWebhook({ url: rx.url('/mixed'), events: [] }, p);
+    rx.respond('/mixed', [500, 'hang', 302, 200]);
+    await client.testWebhook({ id: w.webhook.id }, p);
+    const [log] = await until(async () => {
+      const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+      return l[0]?.status === 'succeeded' && l;
+    }, 15_000, 'success after 3 failures');
+    expect(log.attempts.map((a) => a.responseStatus ?? a.error)).toEqual([500, 'timed out after 3000 ms', 'redirects are not followed', 200]);
+    expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({ enabled: true, consecutiveFailures: 0 });
+  });
+
+  it('keeps pending retries across a restart of the dispatcher', async () => {
+    const p = principal('restart');
+    const w = await client.createWebhook({ url: rx.url('/restart'), events: [] }, p);
+    // Slow retries for this instance: the first attempt fails, the retry is due ~1.5 s later.
+    await svc.stop();
+    await startSvc({ policy: { baseMs: 1500, jitter: 0 }, pollMs: 50, timeoutMs: 3000 });
+    rx.respond('/restart', [500, 200]);
+    await client.testWebhook({ id: w.webhook.id }, p);
+    await until(() => rx.on('/restart').length === 1, 10_000, 'first attempt');
+    await svc.stop();
+    const [row] = await sql`SELECT status, attempt_count, next_attempt_at FROM deliveries WHERE endpoint_id = ${w.webhook.id}`;
+    expect(row).toMatchObject({ status: 'pending', attempt_count: 1 });
+    // A new process picks the persisted retry up when it is due.
+    await startSvc();
+    await until(() => rx.on('/restart').length === 2, 10_000, 'retry after restart');
+    const [log] = await until(async () => {
+      const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+      return l[0]?.status === 'succeeded' && l;
+    });
+    expect(log.attemptCount).toBe(2);
+    expect(rx.on('/restart')[1].at - rx.on('/restart')[0].at).toBeGreaterThanOrEqual(1400);
+  });
+
+  it('listDeliveries validates its limit', async () => {
+    const p = principal('limits');
+    const w = await client.createWebhook({ url: rx.url('/l'), events: [] }, p);
+    for (const limit of [0, 201]) {
+      await expect(client.listDeliveries({ webhookId: w.webhook.id, limit }, p)).rejects.toMatchObject({ status: 400, body: { error: 'Invalid limit' } });
+    }
+    expect((await client.listDeliveries({ webhookId: w.webhook.id, limit: 200 }, p)).deliveries).toEqual([]);
+  });
+});
+
+describe('signing and schedule', () => {
+  it('signs with both schemes from one whsec_ secret (Standard Webhooks test vector)', () => {
+    // From the Standard Webhooks specification's reference tests.
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const id = 'msg_p5jXN8AQM9LWM0D4loKWxJek';
+    const ts = 1614265330;
+    const body = '{"test": 2432232314}';
+    expect(standardSignature(secret, id, ts, body)).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+    // RFC-style known answer: HMAC-SHA256(key 'key', 'The quick brown fox jumps over the lazy dog').
+    expect(legacySignature('key', 'The quick brown fox jumps over the lazy dog')).toBe(
+      'sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8',
+    );
+  });
+
+  it('seals secrets with the credentials key', () => {
+    const box = new SecretBox(randomBytes(32).toString('base64'));
+    const sealed = box.seal('whsec_abc');
+    expect(sealed.startsWith('enc:v1:')).toBe(true);
+    expect(box.open(sealed)).toBe('whsec_abc');
+    expect(new SecretBox().open(new SecretBox().seal('whsec_abc'))).toBe('whsec_abc');
+    expect(() => new SecretBox(randomBytes(32).toString('base64')).open(sealed)).toThrow();
+  });
+
+  it('documented retry schedule: 30 s base, x4, capped at 6 h, +-25% jitter', () => {
+    const mid = () => 0.5;
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => retryDelayMs(n, DEFAULT_POLICY, mid))).toEqual([
+      30_000, 120_000, 480_000, 1_920_000, 7_680_000, 21_600_000, 21_600_000,
+    ]);
+    expect(retryDelayMs(1, DEFAULT_POLICY, () => 0)).toBe(22_500);
+    expect(retryDelayMs(1, DEFAULT_POLICY, () => 1)).toBe(37_500);
+  });
+});

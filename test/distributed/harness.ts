@@ -1,0 +1,438 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
+import { createRequire } from 'node:module';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase } from '@imagegen/platform';
+
+/**
+ * The distributed shape under test: every service as its own OS process
+ * (`node --import tsx services/<name>/src/main.ts`, exactly as deploy/Dockerfile runs them) against the
+ * machine's PostgreSQL (a fresh database), NATS (a unique EVENTS_PREFIX, or a private nats-server),
+ * Redis, and an in-test S3-protocol server (s3rver). Processes talk gRPC over loopback ports fixed for
+ * the life of the harness, so a restarted process is found at the same address.
+ */
+
+const require = createRequire(import.meta.url);
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const PRELOAD = join(REPO_ROOT, 'libs/platform/src/telemetry-preload.ts');
+
+export const ALL_MODELS = [
+  'provA-flash-lite-image',
+  'provA-flash-image',
+  'provA-pro-image',
+  'provB-image-2',
+  'provB-image-2.5-flare',
+  'provB-image-2.5-sunburst',
+];
+
+/** Dependency order (processes start together; they stop in reverse order, one step at a time). */
+export const SERVICE_STEPS = [
+  ['sandbox-provider', 'tenancy', 'library', 'webhook-dispatcher'],
+  ['usage-metering', 'oauth'],
+  ['generation'],
+  ['mcp'],
+  ['gateway'],
+] as const;
+export type ServiceName = (typeof SERVICE_STEPS)[number][number];
+export const ALL_SERVICES: ServiceName[] = SERVICE_STEPS.flat();
+
+/** Services with an HTTP server of their own (on HTTP_PORT; the gateway on PORT). */
+const HTTP_SERVICES: ServiceName[] = ['sandbox-provider', 'oauth', 'mcp'];
+const GRPC_SERVICES: ServiceName[] = ['tenancy', 'library', 'generation', 'usage-metering', 'webhook-dispatcher'];
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns a truthy value (or throws on timeout with the last error). */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 200): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < until) {
+    try {
+      const v = await fn();
+      if (v) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message ?? last}` : ''}`);
+}
+
+// ---- private nats-server (for the NATS restart test: never touch the machine's NATS on 4222) ----
+
+export const NATS_SERVER_BIN =
+  process.env.NATS_SERVER_BIN ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
+
+export interface PrivateNats {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  restart(downMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startPrivateNats(): Promise<PrivateNats> {
+  const port = await freePort();
+  const storeDir = mkdtempSync(join(tmpdir(), 'imagegen-nats-'));
+  let proc: ChildProcess | undefined;
+  const start = async () => {
+    const p = spawn(NATS_SERVER_BIN, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
+    proc = p;
+    track(p);
+    await waitFor('private nats-server', () => tcpOpen(port), 15_000, 100);
+  };
+  const stop = async () => {
+    const p = proc;
+    proc = undefined;
+    if (!p || p.exitCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await Promise.race([exited, sleep(5000).then(() => p.kill('SIGKILL'))]);
+    await exited;
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    start,
+    stop,
+    async restart(downMs = 1000) {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+    async close() {
+      await stop();
+      rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function tcpOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+// ---- s3rver ----
+
+export async function startS3(): Promise<{ endPoint: string; stop(): Promise<void> }> {
+  const S3rver = require('s3rver') as new (o: {
+    address: string;
+    port: number;
+    directory: string;
+    silent: boolean;
+  }) => {
+    run(): Promise<{ port: number }>;
+    close(): Promise<void>;
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'imagegen-s3-'));
+  const server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true });
+  const { port } = await server.run();
+  return {
+    endPoint: `http://127.0.0.1:${port}`,
+    async stop() {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---- child processes ----
+
+const children = new Set<ChildProcess>();
+function track(p: ChildProcess) {
+  children.add(p);
+  p.once('exit', () => children.delete(p));
+}
+// Never leave processes behind, even when the test process dies.
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+export interface ServiceProcess {
+  name: ServiceName;
+  proc?: ChildProcess;
+  /** Base URL of the endpoints /metrics, /livez, /readyz (the gateway's own port for the gateway). */
+  opsUrl: string;
+  grpcAddress?: string;
+  httpUrl?: string;
+  logFile: string;
+  exitCode?: number | null;
+  exitSignal?: NodeJS.Signals | null;
+}
+
+export interface Journey {
+  baseUrl: string;
+  adminToken: string;
+  sandboxUrl?: string;
+  env: Record<string, string>;
+  services: Map<ServiceName, ServiceProcess>;
+  logDir: string;
+  api(
+    path: string,
+    init?: { method?: string; key?: string; admin?: boolean; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  createTenant(body?: Record<string, unknown>): Promise<{ tenantId: string; liveKey: string; testKey: string; body: any }>;
+  /** Starts (or restarts) one service process and waits until it is ready. */
+  start(name: ServiceName): Promise<void>;
+  /** SIGKILL (crash) or SIGTERM (graceful); resolves when the process has exited. */
+  kill(name: ServiceName, signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  logs(name: ServiceName): string;
+  stop(): Promise<void>;
+}
+
+export interface JourneyOptions {
+  services?: ServiceName[];
+  /** Default: the machine's NATS (NATS_URL or nats://127.0.0.1:4222). */
+  natsUrl?: string;
+  /** Starts every process with the telemetry preload exporting OTLP/HTTP here. */
+  otlpEndpoint?: string;
+  env?: Record<string, string>;
+}
+
+let tenantSeq = 0;
+
+export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> {
+  const wanted = new Set(opts.services ?? ALL_SERVICES);
+  const db = await createTestDatabase(undefined, 'dist');
+  const s3 = await startS3();
+  const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-dist-'));
+  const logDir = join(dataDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+
+  const ports = new Map<string, number>();
+  for (const name of ALL_SERVICES) {
+    if (GRPC_SERVICES.includes(name)) ports.set(`${name}:grpc`, await freePort());
+    if (HTTP_SERVICES.includes(name)) ports.set(`${name}:http`, await freePort());
+    if (name !== 'gateway') ports.set(`${name}:ops`, await freePort());
+  }
+  const gatewayPort = await freePort();
+  const grpc = (n: ServiceName) => `127.0.0.1:${ports.get(`${n}:grpc`)}`;
+  const http = (n: ServiceName) => `http://127.0.0.1:${ports.get(`${n}:http`)}`;
+  const sandboxUrl = http('sandbox-provider');
+
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    NODE_ENV: 'test',
+    DATABASE_URL: db.url,
+    NATS_URL: opts.natsUrl ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    EVENTS_PREFIX: `dist${randomBytes(4).toString('hex')}`,
+    S3_ENDPOINT: s3.endPoint,
+    S3_ACCESS_KEY: 'S3RVER',
+    S3_SECRET_KEY: 'S3RVER',
+    S3_BUCKET: 'imagegen',
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    GRPC_HOST: '127.0.0.1',
+    PUBLIC_BASE_URL: `http://127.0.0.1:${gatewayPort}`,
+    ADMIN_TOKEN: `adm_${randomBytes(16).toString('hex')}`,
+    ADMIN_EMAIL: 'root@example.com',
+    ADMIN_PASSWORD: 'correct horse battery staple',
+    CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
+    ALLOW_LOOPBACK_FETCH: '1',
+    DB_POOL_MAX: '3',
+    SHUTDOWN_GRACE_MS: '5000',
+    API_KEY_CACHE_TTL_MS: '1000',
+    TENANCY_ADDR: grpc('tenancy'),
+    LIBRARY_ADDR: grpc('library'),
+    GENERATION_ADDR: grpc('generation'),
+    USAGE_ADDR: grpc('usage-metering'),
+    WEBHOOKS_ADDR: grpc('webhook-dispatcher'),
+    OAUTH_URL: http('oauth'),
+    MCP_URL: http('mcp'),
+    PROVA_BASE_URL: `${sandboxUrl}/provA`,
+    PROVB_BASE_URL: `${sandboxUrl}/provB`,
+    ...(opts.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: opts.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: '200' } : {}),
+    ...opts.env,
+  };
+
+  const services = new Map<ServiceName, ServiceProcess>();
+  for (const name of ALL_SERVICES) {
+    services.set(name, {
+      name,
+      opsUrl: name === 'gateway' ? `http://127.0.0.1:${gatewayPort}` : `http://127.0.0.1:${ports.get(`${name}:ops`)}`,
+      grpcAddress: GRPC_SERVICES.includes(name) ? grpc(name) : undefined,
+      httpUrl: name === 'gateway' ? `http://127.0.0.1:${gatewayPort}` : HTTP_SERVICES.includes(name) ? http(name) : undefined,
+      logFile: join(logDir, `${name}.log`),
+    });
+  }
+
+  const logStreams = new Map<ServiceName, WriteStream>();
+  const start = async (name: ServiceName) => {
+    const sp = services.get(name) as ServiceProcess;
+    if (sp.proc && sp.proc.exitCode === null && sp.proc.signalCode === null) throw new Error(`${name} is already running`);
+    const own: Record<string, string> = { OTEL_SERVICE_NAME: `imagegen-${name}` };
+    if (name === 'gateway') own.PORT = String(gatewayPort);
+    else own.OPS_PORT = String(ports.get(`${name}:ops`));
+    if (GRPC_SERVICES.includes(name)) own.GRPC_PORT = String(ports.get(`${name}:grpc`));
+    if (HTTP_SERVICES.includes(name)) own.HTTP_PORT = String(ports.get(`${name}:http`));
+    const args = ['--import', 'tsx', ...(opts.otlpEndpoint ? ['--import', PRELOAD] : []), `services/${name}/src/main.ts`];
+    let log = logStreams.get(name);
+    if (!log) {
+      log = createWriteStream(sp.logFile, { flags: 'a' });
+      logStreams.set(name, log);
+    }
+    log.write(`\n---- start ${new Date().toISOString()} ----\n`);
+    const p = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...env, ...own }, stdio: ['ignore', 'pipe', 'pipe'] });
+    track(p);
+    p.stdout?.pipe(log, { end: false });
+    p.stderr?.pipe(log, { end: false });
+    sp.proc = p;
+    sp.exitCode = undefined;
+    sp.exitSignal = undefined;
+    p.once('exit', (code, signal) => {
+      sp.exitCode = code;
+      sp.exitSignal = signal;
+    });
+    try {
+      await waitFor(
+        `${name} to be ready`,
+        async () => {
+          if (p.exitCode !== null || p.signalCode !== null) throw new ExitedError(`${name} exited with ${p.exitCode ?? p.signalCode}`);
+          const res = await fetch(`${sp.opsUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
+          await res.arrayBuffer();
+          return res.status === 200;
+        },
+        150_000,
+        250,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- ${name} log (tail) ---\n${tail(sp.logFile)}`);
+    }
+  };
+
+  const kill: Journey['kill'] = async (name, signal = 'SIGKILL') => {
+    const sp = services.get(name) as ServiceProcess;
+    const p = sp.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return { code: p?.exitCode ?? null, signal: p?.signalCode ?? null };
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+      p.once('exit', (code, sig) => r({ code, signal: sig })),
+    );
+    p.kill(signal);
+    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    const r = await exited;
+    clearTimeout(timer);
+    return r;
+  };
+
+  const api: Journey['api'] = async (path, init = {}) => {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    if (init.key) headers['x-api-key'] = init.key;
+    if (init.admin) headers['x-admin-token'] = env.ADMIN_TOKEN;
+    let body: string | undefined;
+    if (init.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+    }
+    const res = await fetch(`http://127.0.0.1:${gatewayPort}${path}`, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {}
+    return { status: res.status, body: parsed as any, headers: res.headers };
+  };
+
+  const stopAll = async () => {
+    const order = [...SERVICE_STEPS].reverse();
+    for (const step of order) await Promise.all(step.map((n) => kill(n, 'SIGTERM')));
+    for (const l of logStreams.values()) l.end();
+    await s3.stop().catch(() => {});
+    await db.drop().catch(() => {});
+    if (!process.env.KEEP_DIST_LOGS) rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  try {
+    // All at once: gRPC clients connect lazily, and each process reports ready only when it can serve.
+    await Promise.all(ALL_SERVICES.filter((n) => wanted.has(n)).map((n) => start(n)));
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  return {
+    baseUrl: `http://127.0.0.1:${gatewayPort}`,
+    adminToken: env.ADMIN_TOKEN,
+    sandboxUrl: wanted.has('sandbox-provider') ? sandboxUrl : undefined,
+    env,
+    services,
+    logDir,
+    api,
+    async createTenant(body = {}) {
+      const tenantId = `d${++tenantSeq}${randomBytes(3).toString('hex')}`;
+      const res = await api('/admin/tenants', {
+        admin: true,
+        body: {
+          tenant_id: tenantId,
+          tenant_name: `Tenant ${tenantId}`,
+          contact_email: `${tenantId}@example.com`,
+          provider_credentials: { provA: 'sandbox-key-a1', provB: 'sandbox-key-b1' },
+          allowed_models: ALL_MODELS,
+          ...body,
+        },
+      });
+      if (res.status !== 200) throw new Error(`createTenant failed: ${res.status} ${JSON.stringify(res.body)}`);
+      const keys = res.body.data.apiKeys as { apiKey: string; type: string }[];
+      return {
+        tenantId: res.body.data.tenant.tenantId,
+        liveKey: keys.find((k) => k.type === 'live')?.apiKey as string,
+        testKey: keys.find((k) => k.type === 'test')?.apiKey as string,
+        body: res.body,
+      };
+    },
+    start,
+    kill,
+    logs: (name) => (existsSync(services.get(name)?.logFile ?? '') ? readFileSync(services.get(name)?.logFile as string, 'utf8') : ''),
+    stop: stopAll,
+  };
+}
+
+class ExitedError extends Error {}
+
+function tail(file: string, chars = 4000): string {
+  try {
+    const s = readFileSync(file, 'utf8');
+    return s.slice(-chars);
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Parses a Prometheus text exposition into `name{labels} value` lines (for assertions). */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  let sum: number | undefined;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const m = /^([^{\s]+)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const got: Record<string, string> = {};
+    for (const kv of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) got[kv[1]] = kv[2];
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum = (sum ?? 0) + Number(m[3]);
+  }
+  return sum;
+}

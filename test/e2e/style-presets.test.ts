@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { chars } from './products-support.js';
+
+let s: TestStack;
+let t: TestTenant;
+let other: TestTenant;
+
+beforeAll(async () => {
+  s = await startTestStack();
+  [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const create = (body: unknown, key = t.liveKey) => s.api('/api/style-presets', { key, body });
+
+describe('style presets', () => {
+  it('creates, reads, lists, updates and deletes (snake_case)', async () => {
+    const c = await create({
+      name: 'Watercolor',
+      prompt: 'soft watercolor painting,',
+      negative_prompt: 'photo',
+      system_instruction: 'Paint gently.',
+      aspect_ratio: '4:3',
+    });
+    expect(c.status).toBe(200);
+    const p = c.body.data;
+    expect(p).toMatchObject({
+      name: 'Watercolor',
+      prompt: 'soft watercolor painting,',
+      negative_prompt: 'photo',
+      system_instruction: 'Paint gently.',
+      aspect_ratio: '4:3',
+    });
+    expect(p.id).toEqual(expect.any(Number));
+    expect(p.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(p.updated_at).toEqual(expect.any(String));
+
+    const g = await s.api(`/api/style-presets/${p.id}`, { key: t.liveKey });
+    expect(g.status).toBe(200);
+    expect(g.body.data).toEqual(p);
+
+    const l = await s.api('/api/style-presets', { key: t.liveKey });
+    expect(l.status).toBe(200);
+    expect(l.body.pagination).toEqual({ limit: 50, offset: 0, total: 1 });
+    expect(l.body.data).toEqual([p]);
+
+    const u = await s.api(`/api/style-presets/${p.id}`, {
+      key: t.liveKey,
+      method: 'PATCH',
+      body: { new_name: 'Watercolour', prompt: null, negative_prompt: null, system_instruction: null, aspect_ratio: null },
+    });
+    expect(u.status).toBe(200);
+    expect(u.body.data).toMatchObject({
+      id: p.id,
+      name: 'Watercolour',
+      prompt: null,
+      negative_prompt: null,
+      system_instruction: null,
+      aspect_ratio: null,
+      created_at: p.created_at,
+    });
+    expect(u.body.data.updated_at).not.toBe(p.updated_at);
+    expect(Date.parse(u.body.data.updated_at)).toBeGreaterThan(Date.parse(p.updated_at));
+
+    // Only given fields change.
+    const u2 = await s.api(`/api/style-presets/${p.id}`, { key: t.liveKey, method: 'PATCH', body: { prompt: 'ink,' } });
+    expect(u2.body.data).toMatchObject({ name: 'Watercolour', prompt: 'ink,', negative_prompt: null });
+
+    const d = await s.api(`/api/style-presets/${p.id}`, { key: t.liveKey, method: 'DELETE' });
+    expect(d.status).toBe(200);
+    expect(d.body).toEqual({ data: { deleted: true } });
+    const gone = await s.api(`/api/style-presets/${p.id}`, { key: t.liveKey });
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ error: 'Style preset not found' });
+  });
+
+  it('enforces the name length 1-128 with the spec text, on create and on rename', async () => {
+    expect((await create({ name: chars(128, 'n') })).status).toBe(200);
+    for (const name of ['', '   ', chars(129, 'm')]) {
+      const r = await create({ name });
+      expect(r.status).toBe(400);
+      expect(r.body).toEqual({ error: 'Preset name must be between 1 and 128 characters' });
+    }
+    const missing = await create({ prompt: 'x' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe('Preset name must be between 1 and 128 characters');
+
+    const one = await create({ name: 'x' });
+    expect(one.status).toBe(200);
+    const rename = await s.api(`/api/style-presets/${one.body.data.id}`, {
+      key: t.liveKey,
+      method: 'PATCH',
+      body: { new_name: chars(129) },
+    });
+    expect(rename.status).toBe(400);
+    expect(rename.body).toEqual({ error: 'Preset name must be between 1 and 128 characters' });
+  });
+
+  it('enforces prompt 2048, negative_prompt 1024, system_instruction 512 at their boundaries', async () => {
+    const ok = await create({ name: 'limits-ok', prompt: chars(2048), negative_prompt: chars(1024), system_instruction: chars(512) });
+    expect(ok.status).toBe(200);
+    const cases: [string, unknown][] = [
+      ['prompt', chars(2049)],
+      ['negative_prompt', chars(1025)],
+      ['system_instruction', chars(513)],
+    ];
+    for (const [field, value] of cases) {
+      const r = await create({ name: `limits-${field}`, [field]: value });
+      expect(r.status, field).toBe(400);
+      expect(r.body.error).toBe('Invalid request payload');
+      expect(r.body.details.join(' ')).toContain(field);
+    }
+    const patch = await s.api(`/api/style-presets/${ok.body.data.id}`, { key: t.liveKey, method: 'PATCH', body: { prompt: chars(2049) } });
+    expect(patch.status).toBe(400);
+  });
+
+  it('answers 409 on duplicate names (create and rename)', async () => {
+    const a = await create({ name: 'Noir' });
+    expect(a.status).toBe(200);
+    const dup = await create({ name: 'Noir' });
+    expect(dup.status).toBe(409);
+    expect(dup.body).toEqual({ error: 'Style preset with name Noir already exists' });
+    const b = await create({ name: 'Pastel' });
+    const rename = await s.api(`/api/style-presets/${b.body.data.id}`, { key: t.liveKey, method: 'PATCH', body: { new_name: 'Noir' } });
+    expect(rename.status).toBe(409);
+    expect(rename.body).toEqual({ error: 'Style preset with name Noir already exists' });
+    // Another tenant may use the same name.
+    expect((await create({ name: 'Noir' }, other.liveKey)).status).toBe(200);
+  });
+
+  it('isolates tenants and needs an API key', async () => {
+    const mine = await create({ name: 'Private style' });
+    const id = mine.body.data.id;
+    for (const method of ['GET', 'DELETE'] as const) {
+      const r = await s.api(`/api/style-presets/${id}`, { key: other.liveKey, method });
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ error: 'Style preset not found' });
+    }
+    const patch = await s.api(`/api/style-presets/${id}`, { key: other.liveKey, method: 'PATCH', body: { prompt: 'x' } });
+    expect(patch.status).toBe(404);
+    const list = await s.api('/api/style-presets', { key: other.liveKey });
+    expect(list.body.data.map((p: { id: number }) => p.id)).not.toContain(id);
+
+    for (const [path, method] of [
+      ['/api/style-presets', 'GET'],
+      ['/api/style-presets', 'POST'],
+      [`/api/style-presets/${id}`, 'GET'],
+      [`/api/style-presets/${id}`, 'PATCH'],
+      [`/api/style-presets/${id}`, 'DELETE'],
+    ] as const) {
+      const r = await s.api(path, { method, body: method === 'POST' || method === 'PATCH' ? { name: 'x' } : undefined });
+      expect(r.status, `${method} ${path}`).toBe(401);
+      expect(r.body.error).toBe('Invalid or missing API key');
+    }
+  });
+
+  it('paginates with limit and offset', async () => {
+    const tenant = await s.createTenant();
+    for (const n of ['a', 'b', 'c']) expect((await create({ name: n }, tenant.liveKey)).status).toBe(200);
+    const page = await s.api('/api/style-presets?limit=2&offset=1', { key: tenant.liveKey });
+    expect(page.body.pagination).toEqual({ limit: 2, offset: 1, total: 3 });
+    expect(page.body.data.map((p: { name: string }) => p.name)).toEqual(['b', 'c']);
+    const bad = await s.api('/api/style-presets?limit=101', { key: tenant.liveKey });
+    expect(bad.status).toBe(400);
+  });
+});
