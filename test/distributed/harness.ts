@@ -45,6 +45,27 @@ export const ALL_SERVICES: ServiceName[] = SERVICE_STEPS.flat();
 const HTTP_SERVICES: ServiceName[] = ['sandbox-provider', 'oauth', 'mcp'];
 const GRPC_SERVICES: ServiceName[] = ['tenancy', 'library', 'generation', 'usage-metering', 'webhook-dispatcher'];
 
+/**
+ * A free port below Linux's ephemeral range (32768+), so that the port cannot be taken by an outgoing
+ * connection or a port-0 listener of a parallel test between now and the moment a child binds it.
+ */
+export async function reservePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const ok = await new Promise<boolean>((res) => {
+      const srv = createServer();
+      srv.once('error', () => res(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+    });
+    if (ok && !reserved.has(port)) {
+      reserved.add(port);
+      return port;
+    }
+  }
+  return freePort();
+}
+const reserved = new Set<number>();
+
 export async function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const srv = createServer();
@@ -89,7 +110,7 @@ export interface PrivateNats {
 }
 
 export async function startPrivateNats(): Promise<PrivateNats> {
-  const port = await freePort();
+  const port = await reservePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'imagegen-nats-'));
   let proc: ChildProcess | undefined;
   const start = async () => {
@@ -224,11 +245,11 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
 
   const ports = new Map<string, number>();
   for (const name of ALL_SERVICES) {
-    if (GRPC_SERVICES.includes(name)) ports.set(`${name}:grpc`, await freePort());
-    if (HTTP_SERVICES.includes(name)) ports.set(`${name}:http`, await freePort());
-    if (name !== 'gateway') ports.set(`${name}:ops`, await freePort());
+    if (GRPC_SERVICES.includes(name)) ports.set(`${name}:grpc`, await reservePort());
+    if (HTTP_SERVICES.includes(name)) ports.set(`${name}:http`, await reservePort());
+    if (name !== 'gateway') ports.set(`${name}:ops`, await reservePort());
   }
-  const gatewayPort = await freePort();
+  const gatewayPort = await reservePort();
   const grpc = (n: ServiceName) => `127.0.0.1:${ports.get(`${n}:grpc`)}`;
   const http = (n: ServiceName) => `http://127.0.0.1:${ports.get(`${n}:http`)}`;
   const sandboxUrl = http('sandbox-provider');
@@ -255,7 +276,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     CREDENTIALS_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
     ALLOW_LOOPBACK_FETCH: '1',
-    DB_POOL_MAX: '3',
+    DB_POOL_MAX: '2',
     SHUTDOWN_GRACE_MS: '5000',
     API_KEY_CACHE_TTL_MS: '1000',
     TENANCY_ADDR: grpc('tenancy'),

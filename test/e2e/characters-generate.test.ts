@@ -6,8 +6,8 @@
  * refuses asset fields ('... is not supported yet'), every test here is skipped with that reason.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, type TestContext, it as vitestIt } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { type ImageServer, seeder, startImageServer } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { type ImageServer, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -36,7 +36,7 @@ interface Received {
 }
 
 beforeAll(async () => {
-  [s, img] = await Promise.all([startTestStack(), startImageServer()]);
+  [s, img] = await Promise.all([startAssetsStack(), startImageServer()]);
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
   const probe = await s.api('/api/images', { key: t.liveKey, body: { prompt: 'probe', style_preset_id: 99999999 } });

@@ -1,8 +1,8 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { chars, seeder } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { chars, seeder, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -11,7 +11,7 @@ let seed: ReturnType<typeof seeder>;
 let assets: ReturnType<typeof createClient<typeof AssetsServiceService>>;
 
 beforeAll(async () => {
-  s = await startTestStack();
+  s = await startAssetsStack();
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
   assets = createClient(AssetsServiceService, () => s.stack.ctx.resolve('library'));
@@ -64,6 +64,12 @@ describe('characters CRUD', () => {
     const byName = await s.api(path('Captain Zoë Ærø 李'), { key: t.liveKey });
     expect(byName.status).toBe(200);
     expect(byName.body.data.id).toBe(ch.id);
+
+    const slash = await create({ character_name: 'AC/DC 100% Fan?#' });
+    expect(slash.status).toBe(200);
+    const bySlash = await s.api(path('AC/DC 100% Fan?#'), { key: t.liveKey });
+    expect(bySlash.status).toBe(200);
+    expect(bySlash.body.data.id).toBe(slash.body.data.id);
 
     // The name works for PATCH and DELETE too.
     const patched = await s.api(path('Captain Zoë Ærø 李'), { key: t.liveKey, method: 'PATCH', body: { description: 'Still the hero' } });

@@ -25,7 +25,8 @@ beforeEach(async () => {
   await fetch(`${s.sandboxUrl}/_sandbox/mode`, { method: 'DELETE' });
 });
 
-const gen = (prompt: string, model = 'provA-flash-lite-image') => s.api('/api/images', { key: t.liveKey, body: { prompt, model_id: model } });
+const gen = (prompt: string, model = 'provA-flash-lite-image') =>
+  s.api('/api/images', { key: t.liveKey, body: { prompt, model_id: model } });
 
 it('opens after 3 consecutive upstream failures, fails fast while open, recovers after the reset timeout', async () => {
   await sandboxMode(s, { provider: 'provA', failNext: 10, status: 500 });

@@ -66,7 +66,13 @@ describe('POST /api/images', () => {
     const meta = await sharp(Buffer.from(await file.arrayBuffer())).metadata();
     expect([meta.width, meta.height]).toEqual([1024, 1024]);
     const [rec] = await received();
-    expect(rec).toMatchObject({ provider: 'provA', model: 'flash-lite-image', prompt: 'a lighthouse at dusk', aspectRatio: '1:1', apiKey: 'sandbox-key-a1' });
+    expect(rec).toMatchObject({
+      provider: 'provA',
+      model: 'flash-lite-image',
+      prompt: 'a lighthouse at dusk',
+      aspectRatio: '1:1',
+      apiKey: 'sandbox-key-a1',
+    });
     const list = await s.api(`/api/images/${img.record_id}`, { key: t.liveKey });
     expect(list.body.data).toMatchObject({ operation: 'generate', modelId: 'provA-flash-lite-image', aspectRatio: '1:1' });
   });
@@ -84,7 +90,9 @@ describe('POST /api/images', () => {
       expect(await invalid({})).toEqual(['prompt is required']);
       expect(await invalid({ prompt: '' })).toEqual(['prompt cannot be empty']);
       expect(await invalid({ prompt: 'x'.repeat(16385) })).toEqual(['prompt must be at most 16384 characters for provA models']);
-      expect(await invalid({ prompt: 'x'.repeat(32001), model_id: 'provB-image-2' })).toEqual(['prompt must be at most 32000 characters for provB models']);
+      expect(await invalid({ prompt: 'x'.repeat(32001), model_id: 'provB-image-2' })).toEqual([
+        'prompt must be at most 32000 characters for provB models',
+      ]);
       await ok({ prompt: `${'word '.repeat(3276)}abcd` }); // 16384 characters
       await ok({ prompt: 'x'.repeat(32000), model_id: 'provB-image-2' });
     });
@@ -102,7 +110,9 @@ describe('POST /api/images', () => {
     });
 
     it('negative_prompt, aspect_ratio, n', async () => {
-      expect(await invalid({ prompt: 'p', negative_prompt: 'n'.repeat(1025) })).toEqual(['negative_prompt must be at most 1024 characters']);
+      expect(await invalid({ prompt: 'p', negative_prompt: 'n'.repeat(1025) })).toEqual([
+        'negative_prompt must be at most 1024 characters',
+      ]);
       expect(await invalid({ prompt: 'p', aspect_ratio: '7:3' })).toEqual([
         'aspect_ratio must be one of: square, portrait, landscape, 1:1, 2:3, 3:2, 3:4, 4:3, 4:5, 5:4, 9:16, 16:9, 21:9',
       ]);
@@ -130,7 +140,9 @@ describe('POST /api/images', () => {
         ['21:9', '21:9', 1584, 672],
       ];
       const results = await Promise.all(ratios.map(([r]) => ok({ prompt: `ratio ${r}`, aspect_ratio: r })));
-      results.forEach((d, i) => expect([d.images[0].width, d.images[0].height]).toEqual([ratios[i][2], ratios[i][3]]));
+      results.forEach((d, i) => {
+        expect([d.images[0].width, d.images[0].height]).toEqual([ratios[i][2], ratios[i][3]]);
+      });
       const recs = await received();
       for (const [given, canonical] of ratios) expect(recs.find((x) => x.prompt === `ratio ${given}`)?.aspectRatio).toBe(canonical);
     });
@@ -146,9 +158,19 @@ describe('POST /api/images', () => {
     });
 
     it('refuses saved-asset fields clearly instead of ignoring them', async () => {
-      const d = await invalid({ prompt: 'p', character_id: 1, product_ids: [1, 2], style_preset_name: 'noir', reference_group_id: 3, reference_images: ['k'] });
+      const d = await invalid({
+        prompt: 'p',
+        character_id: 1,
+        product_ids: [1, 2],
+        style_preset_name: 'noir',
+        reference_group_id: 3,
+        reference_images: ['k'],
+      });
       expect(d).toHaveLength(5);
-      for (const x of d) expect(x).toMatch(/ is not supported yet: saved characters, products, style presets, reference groups and reference images are not available in this version$/);
+      for (const x of d)
+        expect(x).toMatch(
+          / is not supported yet: saved characters, products, style presets, reference groups and reference images are not available in this version$/,
+        );
     });
 
     it('session_id and X-Session-Id: 1-200 characters', async () => {
@@ -175,13 +197,21 @@ describe('POST /api/images', () => {
       ]);
       expect(await invalid({ prompt: 'p', resolution_tier: '4k' })).toHaveLength(1);
       expect(await invalid({ prompt: 'p', resolution_tier: '0.5k' })).toHaveLength(1);
-      expect(await invalid({ prompt: 'p', use_provA_search: true })).toEqual(['use_provA_search needs provA-flash-image or provA-pro-image']);
+      expect(await invalid({ prompt: 'p', use_provA_search: true })).toEqual([
+        'use_provA_search needs provA-flash-image or provA-pro-image',
+      ]);
       const [rec] = await received();
       expect(rec).toMatchObject({ imageSize: null, thinkingConfig: expect.any(Object) });
     });
 
     it('provA-flash-image: tiers, search; refuses provB options', async () => {
-      const d = await ok({ prompt: 'flash 2k', model_id: 'provA-flash-image', resolution_tier: '2k', aspect_ratio: '16:9', use_provA_search: true });
+      const d = await ok({
+        prompt: 'flash 2k',
+        model_id: 'provA-flash-image',
+        resolution_tier: '2k',
+        aspect_ratio: '16:9',
+        use_provA_search: true,
+      });
       expect(d.images[0]).toMatchObject({ width: 2752, height: 1536, has_synthid: true });
       const d2 = await ok({ prompt: 'flash half', model_id: 'provA-flash-image', resolution_tier: '0.5k' });
       expect([d2.images[0].width, d2.images[0].height]).toEqual([512, 512]);
@@ -191,7 +221,16 @@ describe('POST /api/images', () => {
         ['flash-image', '512', []],
       ]);
       expect(
-        await invalid({ prompt: 'p', model_id: 'provA-flash-image', size: '1024x1024', output_format: 'jpeg', quality: 'high', output_compression: 5, background: 'opaque', moderation: 'low' }),
+        await invalid({
+          prompt: 'p',
+          model_id: 'provA-flash-image',
+          size: '1024x1024',
+          output_format: 'jpeg',
+          quality: 'high',
+          output_compression: 5,
+          background: 'opaque',
+          moderation: 'low',
+        }),
       ).toEqual([
         'size is only supported by provB models',
         'output_format is only supported by provB models',
@@ -200,11 +239,19 @@ describe('POST /api/images', () => {
         'background is only supported by provB models',
         'moderation is only supported by provB models',
       ]);
-      expect(await invalid({ prompt: 'p', model_id: 'provA-flash-image', resolution_tier: '8k' })).toEqual(['resolution_tier must be one of: 0.5k, 1k, 2k, 4k']);
+      expect(await invalid({ prompt: 'p', model_id: 'provA-flash-image', resolution_tier: '8k' })).toEqual([
+        'resolution_tier must be one of: 0.5k, 1k, 2k, 4k',
+      ]);
     });
 
     it('provA-pro-image: 4K tier, search, system instruction', async () => {
-      const d = await ok({ prompt: 'pro 4k', model_id: 'provA-pro-image', resolution_tier: '4k', use_provA_search: true, system_instruction: 'cinematic' });
+      const d = await ok({
+        prompt: 'pro 4k',
+        model_id: 'provA-pro-image',
+        resolution_tier: '4k',
+        use_provA_search: true,
+        system_instruction: 'cinematic',
+      });
       expect(d.images[0]).toMatchObject({ width: 4096, height: 4096 });
       const [rec] = await received();
       expect(rec).toMatchObject({ model: 'pro-image', imageSize: '4K', systemInstruction: 'cinematic', tools: ['googleSearch'] });
@@ -213,23 +260,63 @@ describe('POST /api/images', () => {
     });
 
     it('provB-image-2: size, jpeg compression, quality; no xhigh/max, no transparency, no provA options', async () => {
-      const d = await ok({ prompt: 'b2 jpeg', model_id: 'provB-image-2', size: '1024x1536', output_format: 'jpeg', output_compression: 60, quality: 'high', moderation: 'low', background: 'opaque' });
+      const d = await ok({
+        prompt: 'b2 jpeg',
+        model_id: 'provB-image-2',
+        size: '1024x1536',
+        output_format: 'jpeg',
+        output_compression: 60,
+        quality: 'high',
+        moderation: 'low',
+        background: 'opaque',
+      });
       expect(d.images[0]).toMatchObject({ width: 1024, height: 1536, format: 'jpeg', has_synthid: false });
       const [rec] = await received();
-      expect(rec).toMatchObject({ provider: 'provB', endpoint: 'generations', model: 'image-2', size: '1024x1536', outputFormat: 'jpeg', outputCompression: 60, quality: 'high', moderation: 'low', background: 'opaque', n: 1, apiKey: 'sandbox-key-b1' });
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', quality: 'xhigh' })).toEqual(['quality xhigh requires provB-image-2.5-flare or provB-image-2.5-sunburst']);
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', quality: 'max' })).toEqual(['quality max requires provB-image-2.5-flare or provB-image-2.5-sunburst']);
+      expect(rec).toMatchObject({
+        provider: 'provB',
+        endpoint: 'generations',
+        model: 'image-2',
+        size: '1024x1536',
+        outputFormat: 'jpeg',
+        outputCompression: 60,
+        quality: 'high',
+        moderation: 'low',
+        background: 'opaque',
+        n: 1,
+        apiKey: 'sandbox-key-b1',
+      });
+      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', quality: 'xhigh' })).toEqual([
+        'quality xhigh requires provB-image-2.5-flare or provB-image-2.5-sunburst',
+      ]);
+      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', quality: 'max' })).toEqual([
+        'quality max requires provB-image-2.5-flare or provB-image-2.5-sunburst',
+      ]);
       expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', background: 'transparent' })).toEqual([
         'background transparent requires provB-image-2.5-flare or provB-image-2.5-sunburst',
       ]);
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', resolution_tier: '1k', use_provA_search: true, enable_thinking: true })).toEqual([
+      expect(
+        await invalid({ prompt: 'p', model_id: 'provB-image-2', resolution_tier: '1k', use_provA_search: true, enable_thinking: true }),
+      ).toEqual([
         'resolution_tier is only supported by provA models (use size with provB models)',
         'use_provA_search is only supported by provA models',
         'enable_thinking is only supported by provA models',
       ]);
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_compression: 50 })).toEqual(['output_compression is only supported with output_format jpeg or webp']);
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_format: 'webp', output_compression: 101 })).toEqual(['output_compression must be between 0 and 100']);
-      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_format: 'bmp', quality: 'best', moderation: 'none', background: 'blue' })).toEqual([
+      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_compression: 50 })).toEqual([
+        'output_compression is only supported with output_format jpeg or webp',
+      ]);
+      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_format: 'webp', output_compression: 101 })).toEqual([
+        'output_compression must be between 0 and 100',
+      ]);
+      expect(
+        await invalid({
+          prompt: 'p',
+          model_id: 'provB-image-2',
+          output_format: 'bmp',
+          quality: 'best',
+          moderation: 'none',
+          background: 'blue',
+        }),
+      ).toEqual([
         'output_format must be one of: png, jpeg, webp',
         'quality must be one of: low, medium, high, auto, xhigh, max',
         'background must be one of: auto, opaque, transparent',
@@ -260,7 +347,13 @@ describe('POST /api/images', () => {
       expect(flare.images).toHaveLength(2);
       const png = await sharp(Buffer.from(await (await fetch(flare.images[0].full_url)).arrayBuffer())).metadata();
       expect([png.format, png.hasAlpha]).toEqual(['png', true]);
-      const sun = await ok({ prompt: 'sunburst', model_id: 'provB-image-2.5-sunburst', quality: 'max', background: 'transparent', output_format: 'webp' });
+      const sun = await ok({
+        prompt: 'sunburst',
+        model_id: 'provB-image-2.5-sunburst',
+        quality: 'max',
+        background: 'transparent',
+        output_format: 'webp',
+      });
       expect(sun.images[0].format).toBe('webp');
       const recs = await received();
       expect(recs.map((r) => [r.model, r.n, r.quality, r.background])).toEqual([
@@ -273,7 +366,9 @@ describe('POST /api/images', () => {
     });
 
     it('model_id must exist and be in the tenant allowlist; the tenant model is the default', async () => {
-      expect((await invalid({ prompt: 'p', model_id: 'provC' }))[0]).toMatch(/^model_id must be one of: provA-flash-lite-image, provA-flash-image/);
+      expect((await invalid({ prompt: 'p', model_id: 'provC' }))[0]).toMatch(
+        /^model_id must be one of: provA-flash-lite-image, provA-flash-image/,
+      );
       const narrow = await s.createTenant({ allowed_models: ['provA-flash-lite-image', 'provB-image-2'], model_id: 'provB-image-2' });
       const d = await ok({ prompt: 'tenant default' }, narrow.liveKey);
       expect(d.images[0]).toMatchObject({ has_synthid: false });
@@ -364,7 +459,9 @@ describe('POST /api/images', () => {
 
   describe('providers', () => {
     it('fails over to the next key when the first is rejected (401)', async () => {
-      const ft = await s.createTenant({ provider_credentials: { provA: ['bad-key-1', 'sandbox-key-a2'], provB: ['quota-key-1', 'sandbox-key-b2'] } });
+      const ft = await s.createTenant({
+        provider_credentials: { provA: ['bad-key-1', 'sandbox-key-a2'], provB: ['quota-key-1', 'sandbox-key-b2'] },
+      });
       const d = await ok({ prompt: 'failover please' }, ft.liveKey);
       expect(d.metadata.generated).toBe(1);
       const b = await ok({ prompt: 'failover b', model_id: 'provB-image-2' }, ft.liveKey);
@@ -376,7 +473,9 @@ describe('POST /api/images', () => {
         ['provB', 'sandbox-key-b2', 200],
       ]);
       const ex = await s.api(`/api/executions/${d.executionId}`, { key: ft.liveKey });
-      expect(ex.body.execution.logEntries.map((l: any) => l.message)).toContain('provA key 1 of 2 refused (auth, HTTP 401); trying the next key');
+      expect(ex.body.execution.logEntries.map((l: any) => l.message)).toContain(
+        'provA key 1 of 2 refused (auth, HTTP 401); trying the next key',
+      );
     });
 
     it('all keys rejected: 502; no credentials for a provider: 400', async () => {
@@ -393,7 +492,10 @@ describe('POST /api/images', () => {
       const sid = `safety-${Date.now()}`;
       const r = await gen({ prompt: 'something awful [[safety]]', session_id: sid });
       expect(r.status).toBe(400);
-      expect(r.body).toMatchObject({ error: 'Content blocked by provider safety filters: SAFETY', details: { provider: 'provA', reason: 'SAFETY' } });
+      expect(r.body).toMatchObject({
+        error: 'Content blocked by provider safety filters: SAFETY',
+        details: { provider: 'provA', reason: 'SAFETY' },
+      });
       const rb = await gen({ prompt: 'awful b [[safety]]', model_id: 'provB-image-2', session_id: sid });
       expect(rb.status).toBe(400);
       expect(rb.body.error).toMatch(/^Content blocked by provider safety filters: Your request was rejected by the safety system/);

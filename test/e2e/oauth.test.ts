@@ -41,7 +41,7 @@ async function registerWithOpenIdClient(scope: string) {
 }
 
 /** Opens the authorization URL in a phone-sized Chromium page, signs in with the key and approves. */
-async function approveInBrowser(authorizationUrl: URL, apiKey: string, opts: { uncheck?: string[] } = {}) {
+async function approveInBrowser(authorizationUrl: URL, apiKey: string, opts: { uncheck?: string[]; clientName?: string } = {}) {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
   try {
@@ -49,7 +49,7 @@ async function approveInBrowser(authorizationUrl: URL, apiKey: string, opts: { u
     await page.goto(authorizationUrl.href);
     expect(page.url().startsWith(`${stack.baseUrl}/?return_to=`)).toBe(true);
     await expect.poll(() => page.locator('h1').textContent()).toBe('Sign in to imagegen');
-    expect(await page.content()).toContain('Playwright MCP client');
+    expect(await page.content()).toContain(opts.clientName ?? 'Playwright MCP client');
     // usable on a phone: nothing wider than the viewport
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     expect(await page.locator('#api_key').getAttribute('type')).toBe('password');
@@ -270,7 +270,7 @@ describe('refusals', () => {
       code_challenge: challenge,
       code_challenge_method: 'S256',
     });
-    const cb = await approveInBrowser(url, tenant.liveKey);
+    const cb = await approveInBrowser(url, tenant.liveKey, { clientName: 'e2e client' });
     const wrong = await rawToken({
       grant_type: 'authorization_code',
       code: cb.searchParams.get('code') as string,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createClient } from '@imagegen/platform';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeService } from '../distributed/fixtures/fake-service.js';
-import { freePort, metricValue, REPO_ROOT, sleep, waitFor } from '../distributed/harness.js';
+import { metricValue, REPO_ROOT, reservePort, sleep, waitFor } from '../distributed/harness.js';
 
 /**
  * runStandalone as a process: the ops endpoints (/livez, /readyz, /metrics, /health), readiness
@@ -23,8 +23,8 @@ interface Fake {
 }
 
 async function startFake(env: Record<string, string> = {}): Promise<Fake> {
-  const opsPort = await freePort();
-  const grpcPort = await freePort();
+  const opsPort = await reservePort();
+  const grpcPort = await reservePort();
   const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
     cwd: REPO_ROOT,
     env: {

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { type ImageRecord, LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { createClient, internalPrincipal } from '@imagegen/platform';
-import type { TestStack } from '../support/stack.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
 
 // sharp is a dependency of the library service, not of the e2e package: load it from there.
 const requireFromLibrary = createRequire(new URL('../../services/library/package.json', import.meta.url));
@@ -107,6 +107,16 @@ export function seeder(s: TestStack) {
     get: (tenantId: string, imageId: number) => client.getImage({ imageId }, internalPrincipal(tenantId)),
     close: () => client.close(),
   };
+}
+
+/**
+ * The test stack for the assets tests. These tests make many requests per tenant within a minute, so the
+ * gateway's rate limits (SPEC 8, read from the environment at gateway start) are switched off here; they
+ * have their own tests.
+ */
+export async function startAssetsStack(): Promise<TestStack> {
+  process.env.RATE_LIMIT_DISABLED = '1';
+  return startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
 }
 
 /** `n` characters of text. */

@@ -1,8 +1,8 @@
 import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { chars, eventually, type ImageServer, noisePng, seeder, startImageServer } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { chars, eventually, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -10,7 +10,7 @@ let other: TestTenant;
 let img: ImageServer;
 
 beforeAll(async () => {
-  [s, img] = await Promise.all([startTestStack(), startImageServer()]);
+  [s, img] = await Promise.all([startAssetsStack(), startImageServer()]);
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
 });
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { chars, type ImageServer, noisePng, seeder, startImageServer } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { chars, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -9,7 +9,7 @@ let img: ImageServer;
 let seed: ReturnType<typeof seeder>;
 
 beforeAll(async () => {
-  [s, img] = await Promise.all([startTestStack(), startImageServer()]);
+  [s, img] = await Promise.all([startAssetsStack(), startImageServer()]);
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { chars, seeder, solidImage } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { chars, seeder, solidImage, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -8,7 +8,7 @@ let other: TestTenant;
 let seed: ReturnType<typeof seeder>;
 
 beforeAll(async () => {
-  s = await startTestStack();
+  s = await startAssetsStack();
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
 });

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { chars } from './products-support.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
+import { chars, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
 let other: TestTenant;
 
 beforeAll(async () => {
-  s = await startTestStack();
+  s = await startAssetsStack();
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
 });
 afterAll(async () => {

@@ -245,6 +245,10 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
       client = new Ctor(addr, grpc.credentials.createInsecure(), {
         'grpc.max_receive_message_length': 64 * 1024 * 1024,
         'grpc.max_send_message_length': 64 * 1024 * 1024,
+        // A restarted peer (deploy, crash) is found again within ~2 s instead of grpc-js's default
+        // backoff of up to 120 s, during which every call fails at once with UNAVAILABLE (503).
+        'grpc.initial_reconnect_backoff_ms': 250,
+        'grpc.max_reconnect_backoff_ms': 2000,
       });
       boundTo = addr;
     }

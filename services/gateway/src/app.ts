@@ -52,6 +52,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: 32 * 1024 * 1024,
+    // Session ids are up to 200 characters (URL-encoded up to 3x that) and names are path identifiers.
+    routerOptions: { maxParamLength: 2048 },
     trustProxy: false,
     ajv: { plugins: [] },
   });

@@ -10,12 +10,15 @@ import type { GatewayDeps } from './app.js';
  *
  * | bucket      | applies to                                                        | key                 | per minute |
  * |-------------|-------------------------------------------------------------------|---------------------|------------|
- * | api         | every tenant-authenticated request                                | tenant id           | the tenant's rate_limit_per_minute |
- * | generation  | POST /api/images, /api/edit-image, /api/characters/:id/generate, /api/characters/generate-multi, /api/products/:id/generate | tenant id | 30 |
- * | upload      | POST /api/upload-for-editing, POST /api/products (image fetched and stored) | tenant id | 20 |
+ * | api         | every tenant-authenticated request                                | tenant id           | the tenant's rate_limit_per_minute (default 60) |
+ * | generation  | POST /api/images, /api/edit-image, /api/characters/:id/generate, /api/characters/generate-multi, /api/products/:id/generate | tenant id | 30 (*) |
+ * | upload      | POST /api/upload-for-editing                                      | tenant id           | 20 (*) |
  * | oauth-token | POST /oauth/token                                                 | client IP           | 30 |
  * | admin       | every /admin/* request                                            | cf-connecting-ip    | 300 |
  * | admin-login | POST /admin/auth/login                                            | cf-connecting-ip    | 10 |
+ *
+ * (*) The SPEC defaults hold at the default API rate of 60/min; a tenant configured above it gets
+ * proportionally more (generations max(30, rate/2), uploads max(20, rate/3)), never less.
  *
  * A request may fall in several buckets (a generation also counts as an API request); it is refused
  * when any of them is exhausted, and the headers describe the tightest one. The admin API identifies
@@ -79,7 +82,7 @@ const GENERATION_ROUTES = new Set([
   '/api/products/:identifier/generate',
   '/api/products/:id/generate',
 ]);
-const UPLOAD_ROUTES = new Set(['/api/upload-for-editing', '/api/products']);
+const UPLOAD_ROUTES = new Set(['/api/upload-for-editing']);
 
 /** The admin API's client identity: cf-connecting-ip only (X-Forwarded-For ignored), else the socket. */
 export function clientIp(req: FastifyRequest): string {
@@ -95,12 +98,15 @@ function bucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
   const tenantId = req.principal?.tenantId;
   if (tenantId && (req.principal?.source === 'tenant_api' || route.startsWith('/api/'))) {
     const perTenant = req.apiKeyInfo?.rateLimitPerMinute;
-    out.push({ bucket: 'api', key: `api:${tenantId}`, max: perTenant && perTenant > 0 ? perTenant : s.defaultPerMinute });
+    const rate = perTenant && perTenant > 0 ? perTenant : s.defaultPerMinute;
+    // Scaled with the tenant's configured rate (SPEC defaults at 60/min), never below the defaults.
+    const scaled = (base: number) => Math.max(base, Math.floor((base * rate) / 60));
+    out.push({ bucket: 'api', key: `api:${tenantId}`, max: rate });
     if (method === 'POST' && GENERATION_ROUTES.has(route)) {
-      out.push({ bucket: 'generation', key: `gen:${tenantId}`, max: s.generationsPerMinute });
+      out.push({ bucket: 'generation', key: `gen:${tenantId}`, max: scaled(s.generationsPerMinute) });
     }
     if (method === 'POST' && UPLOAD_ROUTES.has(route)) {
-      out.push({ bucket: 'upload', key: `upload:${tenantId}`, max: s.uploadsPerMinute });
+      out.push({ bucket: 'upload', key: `upload:${tenantId}`, max: scaled(s.uploadsPerMinute) });
     }
     return out;
   }

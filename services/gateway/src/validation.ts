@@ -18,7 +18,7 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], p
         msg = `${path || part} must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
         break;
       case 'type':
-        msg = `${path || part} must be ${params.type === 'integer' ? 'an integer' : `a ${params.type}`}`;
+        msg = `${path || part} must be ${/^[aeiou]/.test(String(params.type)) ? 'an' : 'a'} ${params.type}`;
         break;
       case 'maxLength':
         msg = `${path} must be at most ${params.limit} characters`;

@@ -56,7 +56,8 @@ export const ASSET_FIELDS: [keyof GenerateImagesRequest, string][] = [
 export const noAssetsComposer: Composer = {
   check(req) {
     return ASSET_FIELDS.filter(([k]) => req[k] !== undefined && req[k] !== null).map(
-      ([, name]) => `${name} is not supported yet: saved characters, products, style presets, reference groups and reference images are not available in this version`,
+      ([, name]) =>
+        `${name} is not supported yet: saved characters, products, style presets, reference groups and reference images are not available in this version`,
     );
   },
   async compose({ plan }) {

@@ -6,7 +6,7 @@ import {
   type SessionInfo,
   type StoreImageRequest,
 } from '@imagegen/contracts/library/v1/library';
-import { type Tenant, TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { TenancyServiceService, type Tenant } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { type CheckQuotaResponse, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { type Client, createClient, type Principal, type ServiceContext } from '@imagegen/platform';
 import type { Provider } from './models.js';

@@ -22,7 +22,10 @@ export class ExecutionTracker {
     return new ExecutionTracker(sql, e.executionId, e.tenantId, eventsPrefix, logger.child({ executionId: e.executionId }));
   }
 
-  async log(message: string, opts: { level?: 'info' | 'warn' | 'error'; step?: string; progress?: number; modelId?: string } = {}): Promise<void> {
+  async log(
+    message: string,
+    opts: { level?: 'info' | 'warn' | 'error'; step?: string; progress?: number; modelId?: string } = {},
+  ): Promise<void> {
     if (this.finished) return;
     try {
       await appendLog(this.sql, this.tenantId, this.executionId, message, opts);

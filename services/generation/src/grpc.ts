@@ -1,7 +1,7 @@
 import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { type Handlers, notFound } from '@imagegen/platform';
-import type { CircuitBreaker } from './providers/breaker.js';
 import { type GenerationPipeline, type PipelineDeps, requireTenant } from './pipeline.js';
+import type { CircuitBreaker } from './providers/breaker.js';
 import { getExecution, listActiveExecutions, listSessionExecutions } from './store.js';
 import { uploadForEditing } from './upload.js';
 

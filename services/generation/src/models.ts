@@ -18,12 +18,40 @@ export interface ModelInfo {
 }
 
 export const MODELS: Record<string, ModelInfo> = {
-  'provA-flash-lite-image': { id: 'provA-flash-lite-image', provider: 'provA', higherTiers: false, search: false, extended: false, upstream: 'flash-lite-image' },
-  'provA-flash-image': { id: 'provA-flash-image', provider: 'provA', higherTiers: true, search: true, extended: false, upstream: 'flash-image' },
+  'provA-flash-lite-image': {
+    id: 'provA-flash-lite-image',
+    provider: 'provA',
+    higherTiers: false,
+    search: false,
+    extended: false,
+    upstream: 'flash-lite-image',
+  },
+  'provA-flash-image': {
+    id: 'provA-flash-image',
+    provider: 'provA',
+    higherTiers: true,
+    search: true,
+    extended: false,
+    upstream: 'flash-image',
+  },
   'provA-pro-image': { id: 'provA-pro-image', provider: 'provA', higherTiers: true, search: true, extended: false, upstream: 'pro-image' },
   'provB-image-2': { id: 'provB-image-2', provider: 'provB', higherTiers: false, search: false, extended: false, upstream: 'image-2' },
-  'provB-image-2.5-flare': { id: 'provB-image-2.5-flare', provider: 'provB', higherTiers: false, search: false, extended: true, upstream: 'image-2.5-flare' },
-  'provB-image-2.5-sunburst': { id: 'provB-image-2.5-sunburst', provider: 'provB', higherTiers: false, search: false, extended: true, upstream: 'image-2.5-sunburst' },
+  'provB-image-2.5-flare': {
+    id: 'provB-image-2.5-flare',
+    provider: 'provB',
+    higherTiers: false,
+    search: false,
+    extended: true,
+    upstream: 'image-2.5-flare',
+  },
+  'provB-image-2.5-sunburst': {
+    id: 'provB-image-2.5-sunburst',
+    provider: 'provB',
+    higherTiers: false,
+    search: false,
+    extended: true,
+    upstream: 'image-2.5-sunburst',
+  },
 };
 
 export const MODEL_IDS = Object.keys(MODELS);

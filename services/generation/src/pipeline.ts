@@ -179,7 +179,9 @@ export class GenerationPipeline {
     const { collaborators } = this.deps;
     const session = await collaborators.touchSession(principal, tenantId, sessionId);
     if (session.remaining < plan.n) {
-      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [`the session accepts ${session.remaining} more image(s)`]);
+      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [
+        `the session accepts ${session.remaining} more image(s)`,
+      ]);
     }
 
     let source: { id: number; image: InputImage; width: number; height: number } | undefined;
@@ -228,7 +230,11 @@ export class GenerationPipeline {
     };
     if (model.provider === 'provB') {
       const ratioGiven = plan.aspectRatio ?? composition.aspectRatio ?? source;
-      providerReq.size = sizeDims ? plan.size : plan.size === 'auto' && !ratioGiven ? 'auto' : (PROVB_SIZE_FOR_RATIO[aspectRatio] ?? '1024x1024');
+      providerReq.size = sizeDims
+        ? plan.size
+        : plan.size === 'auto' && !ratioGiven
+          ? 'auto'
+          : (PROVB_SIZE_FOR_RATIO[aspectRatio] ?? '1024x1024');
     }
 
     const keys = await collaborators.getProviderKeys(principal, tenantId, model.provider);
@@ -266,7 +272,8 @@ export class GenerationPipeline {
       const meta = await sharp(img.data)
         .metadata()
         .catch(() => undefined);
-      if (!meta?.width || !meta.height || !meta.format) throw new AppError(502, { error: 'Image generation failed: the provider returned data that is not an image' });
+      if (!meta?.width || !meta.height || !meta.format)
+        throw new AppError(502, { error: 'Image generation failed: the provider returned data that is not an image' });
       const mimeType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format}`;
       produced.push({ data: img.data, mimeType, width: meta.width, height: meta.height });
     }

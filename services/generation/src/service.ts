@@ -1,6 +1,6 @@
+import { fileURLToPath } from 'node:url';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { bind, createDb, migrate, type ServiceContext, type StartService, startGrpcServer, startOutboxRelay } from '@imagegen/platform';
-import { fileURLToPath } from 'node:url';
 import { type Composer, noAssetsComposer } from './compose.js';
 import { type Collaborators, grpcCollaborators } from './deps.js';
 import { generationHandlers } from './grpc.js';
@@ -48,8 +48,16 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     return u;
   };
   const providers = {
-    provA: new ProviderClient({ adapter: new ProvAAdapter(baseUrl('provABaseUrl')), breaker: breakers.provA, timeoutMs: settings.provATimeoutMs }),
-    provB: new ProviderClient({ adapter: new ProvBAdapter(baseUrl('provBBaseUrl')), breaker: breakers.provB, timeoutMs: settings.provBTimeoutMs }),
+    provA: new ProviderClient({
+      adapter: new ProvAAdapter(baseUrl('provABaseUrl')),
+      breaker: breakers.provA,
+      timeoutMs: settings.provATimeoutMs,
+    }),
+    provB: new ProviderClient({
+      adapter: new ProvBAdapter(baseUrl('provBBaseUrl')),
+      breaker: breakers.provB,
+      timeoutMs: settings.provBTimeoutMs,
+    }),
   };
   const collaborators = opts.collaborators ?? grpcCollaborators(ctx);
   const deps: PipelineDeps = {

@@ -42,7 +42,11 @@ const ENV: Partial<Record<keyof GenerationSettings, string>> = {
   uploadTimeoutMs: 'UPLOAD_FETCH_TIMEOUT_MS',
 };
 
-export function loadSettings(config: Config, env: NodeJS.ProcessEnv = process.env, overrides: Partial<GenerationSettings> = {}): GenerationSettings {
+export function loadSettings(
+  config: Config,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<GenerationSettings> = {},
+): GenerationSettings {
   const fromConfig = ((config as unknown as { generation?: Partial<GenerationSettings> }).generation ?? {}) as Partial<GenerationSettings>;
   const out: GenerationSettings = { ...DEFAULT_SETTINGS };
   for (const k of Object.keys(out) as (keyof GenerationSettings)[]) {

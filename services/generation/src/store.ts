@@ -1,5 +1,5 @@
-import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
+import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
 import { type Sql, subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
@@ -169,14 +169,19 @@ export async function listSessionExecutions(
   opts: { limit: number; includeLogs: boolean; activeOrFinishedSince?: string },
 ): Promise<{ executions: Execution[]; total: number }> {
   const since = opts.activeOrFinishedSince ? new Date(opts.activeOrFinishedSince) : undefined;
-  const filter = since
-    ? sql`AND (status = 'running' OR completed_at >= ${since})`
-    : sql``;
+  const filter = since ? sql`AND (status = 'running' OR completed_at >= ${since})` : sql``;
   const rows = (await sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
     WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}
     ORDER BY started_at DESC LIMIT ${opts.limit}`) as unknown as Row[];
-  const [{ n }] = await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}`;
-  const logs = opts.includeLogs ? await logsFor(sql, tenantId, rows.map((r) => r.execution_id)) : new Map();
+  const [{ n }] =
+    await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}`;
+  const logs = opts.includeLogs
+    ? await logsFor(
+        sql,
+        tenantId,
+        rows.map((r) => r.execution_id),
+      )
+    : new Map();
   return { executions: rows.map((r) => toExecution(r, logs.get(r.execution_id) ?? [])), total: n as number };
 }
 

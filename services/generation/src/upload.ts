@@ -3,8 +3,8 @@ import type { UploadForEditingRequest, UploadForEditingResponse } from '@imagege
 import { badRequest, invalidPayload, type Principal, quotaExceeded, SafeFetchError, safeFetch } from '@imagegen/platform';
 import sharp from 'sharp';
 import { ratioOfSize, tierOf } from './models.js';
-import { type GenerationPipeline, requireTenant } from './pipeline.js';
 import type { PipelineDeps } from './pipeline.js';
+import { type GenerationPipeline, requireTenant } from './pipeline.js';
 import { sessionIdProblem } from './validate.js';
 
 const ALLOWED_FORMATS: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif' };
@@ -82,7 +82,14 @@ export async function uploadForEditing(
   const sessionId = given ?? randomUUID();
   const p = { ...principal, sessionId };
   const { settings, collaborators } = deps;
-  const exec = await pipeline.startExecution(p, tenantId, sessionId, req.toolName || 'upload_for_editing', '', `Uploading image from ${new URL(url).host}`);
+  const exec = await pipeline.startExecution(
+    p,
+    tenantId,
+    sessionId,
+    req.toolName || 'upload_for_editing',
+    '',
+    `Uploading image from ${new URL(url).host}`,
+  );
   try {
     const session = await collaborators.touchSession(p, tenantId, sessionId);
     if (session.remaining < 1) throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`);
@@ -107,10 +114,14 @@ export async function uploadForEditing(
       .metadata()
       .catch(() => undefined);
     if (!meta?.format || !ALLOWED_FORMATS[meta.format]) {
-      throw badRequest(`URL does not point to a supported image (PNG, JPEG, WebP or single-frame GIF). Content-Type: ${fetched.contentType || 'none'}`);
+      throw badRequest(
+        `URL does not point to a supported image (PNG, JPEG, WebP or single-frame GIF). Content-Type: ${fetched.contentType || 'none'}`,
+      );
     }
     if ((meta.pages ?? 1) > 1) {
-      throw badRequest(`Animated images are not supported: the ${meta.format === 'gif' ? 'GIF' : meta.format.toUpperCase()} has ${meta.pages} frames; upload a single-frame image`);
+      throw badRequest(
+        `Animated images are not supported: the ${meta.format === 'gif' ? 'GIF' : meta.format.toUpperCase()} has ${meta.pages} frames; upload a single-frame image`,
+      );
     }
     const width = meta.width ?? 0;
     const height = meta.pageHeight ?? meta.height ?? 0;

@@ -150,13 +150,15 @@ export function validateGenerate(
   if (has('outputFormat') && !FORMATS.includes(req.outputFormat as string)) d.push(`output_format must be one of: ${FORMATS.join(', ')}`);
   if (has('quality')) {
     const q = req.quality as string;
-    if (![...QUALITIES, ...EXTENDED_QUALITIES].includes(q)) d.push(`quality must be one of: ${[...QUALITIES, ...EXTENDED_QUALITIES].join(', ')}`);
+    if (![...QUALITIES, ...EXTENDED_QUALITIES].includes(q))
+      d.push(`quality must be one of: ${[...QUALITIES, ...EXTENDED_QUALITIES].join(', ')}`);
     else if (provB && EXTENDED_QUALITIES.includes(q) && !model?.extended) d.push(`quality ${q} requires ${EXTENDED_MODELS}`);
   }
   if (has('outputCompression')) {
     const oc = req.outputCompression as number;
     if (!Number.isInteger(oc) || oc < 0 || oc > 100) d.push('output_compression must be between 0 and 100');
-    else if (provB && !['jpeg', 'webp'].includes(outputFormat)) d.push('output_compression is only supported with output_format jpeg or webp');
+    else if (provB && !['jpeg', 'webp'].includes(outputFormat))
+      d.push('output_compression is only supported with output_format jpeg or webp');
   }
   if (has('background')) {
     const b = req.background as string;

@@ -55,7 +55,13 @@ describe('CircuitBreaker', () => {
     trial.success();
     expect(b.current).toBe('closed');
     expect(changes).toEqual(['closed->open', 'open->half_open', 'half_open->closed']);
-    expect(b.status()).toMatchObject({ provider: 'provA', state: 'closed', consecutiveFailures: 0, failureThreshold: 1, resetTimeoutMs: 1000 });
+    expect(b.status()).toMatchObject({
+      provider: 'provA',
+      state: 'closed',
+      consecutiveFailures: 0,
+      failureThreshold: 1,
+      resetTimeoutMs: 1000,
+    });
   });
 
   it('reopens when the trial fails', () => {

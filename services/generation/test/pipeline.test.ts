@@ -19,9 +19,9 @@ import {
   type Principal,
   type ServiceContext,
 } from '@imagegen/platform';
-import { type RunningSandbox, startSandbox } from '../../sandbox-provider/src/service.js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type RunningSandbox, startSandbox } from '../../sandbox-provider/src/service.js';
 import type { Collaborators } from '../src/deps.js';
 import { MODEL_IDS, type Provider } from '../src/models.js';
 import { startGeneration } from '../src/service.js';
@@ -118,7 +118,11 @@ const principal = (tenantId: string, extra: Partial<Principal> = {}): Principal 
 const newTenant = () => `pt${++tenantSeq}${Math.random().toString(36).slice(2, 6)}`;
 const sandboxRequests = async (q = '') => (await (await fetch(`${sandbox.httpUrl}/_sandbox/requests${q}`)).json()).requests as any[];
 const setMode = (body: unknown) =>
-  fetch(`${sandbox.httpUrl}/_sandbox/mode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${sandbox.httpUrl}/_sandbox/mode`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 const fails = async (p: Promise<unknown>): Promise<AppError> => {
   try {
     await p;
@@ -191,7 +195,10 @@ const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
 describe('generate', () => {
   it('calls provA once per image, stores each and records a completed execution with ExecutionFinished', async () => {
     const t = newTenant();
-    const res = await gen.pipeline.generate({ prompt: 'two tiny boats', n: 2, negativePrompt: 'no people', aspectRatio: '16:9' }, principal(t, { sessionId: 'sess-1' }));
+    const res = await gen.pipeline.generate(
+      { prompt: 'two tiny boats', n: 2, negativePrompt: 'no people', aspectRatio: '16:9' },
+      principal(t, { sessionId: 'sess-1' }),
+    );
     expect(res).toMatchObject({ requested: 2, generated: 2, sessionId: 'sess-1' });
     expect(res.images.map((i) => [i.width, i.height, i.format, i.aspectRatio, i.resolutionTier, i.hasSynthid])).toEqual([
       [1376, 768, 'png', '16:9', '1k', true],
@@ -199,7 +206,12 @@ describe('generate', () => {
     ]);
     const recs = await sandboxRequests(`?apiKey=sandbox-key-a1&contains=two%20tiny%20boats`);
     expect(recs).toHaveLength(2);
-    expect(recs[0]).toMatchObject({ model: 'flash-lite-image', aspectRatio: '16:9', imageSize: null, prompt: 'two tiny boats\n\nAvoid: no people' });
+    expect(recs[0]).toMatchObject({
+      model: 'flash-lite-image',
+      aspectRatio: '16:9',
+      imageSize: null,
+      prompt: 'two tiny boats\n\nAvoid: no people',
+    });
     const stored = world.stored.filter((s) => s.tenantId === t);
     expect(stored.map((s) => [s.operation, s.negativePrompt, s.modelId, s.keyType, s.executionId])).toEqual([
       ['generate', 'no people', 'provA-flash-lite-image', 'live', res.executionId],
@@ -208,18 +220,38 @@ describe('generate', () => {
     const ex = await gen.deps.sql`SELECT status, progress_percent, images FROM executions WHERE execution_id = ${res.executionId}`;
     expect(ex[0]).toMatchObject({ status: 'completed', progress_percent: 100, images: 2 });
     const ev = await waitFor(() => events.map((m) => ExecutionFinished.decode(m.data)).find((e) => e.executionId === res.executionId));
-    expect(ev).toMatchObject({ tenantId: t, sessionId: 'sess-1', toolName: 'generate_image', status: 'completed', images: 2, keyType: 'live' });
+    expect(ev).toMatchObject({
+      tenantId: t,
+      sessionId: 'sess-1',
+      toolName: 'generate_image',
+      status: 'completed',
+      images: 2,
+      keyType: 'live',
+    });
     expect(ev.durationMs).toBeGreaterThanOrEqual(0);
   });
 
   it('sends provA tier, search, thinking, system instruction and the configured upstream model name', async () => {
     const t = newTenant();
     await gen.pipeline.generate(
-      { prompt: 'pro shot', modelId: 'provA-pro-image', resolutionTier: '2k', useProvaSearch: true, enableThinking: true, systemInstruction: 'moody' },
+      {
+        prompt: 'pro shot',
+        modelId: 'provA-pro-image',
+        resolutionTier: '2k',
+        useProvaSearch: true,
+        enableThinking: true,
+        systemInstruction: 'moody',
+      },
       principal(t),
     );
     const [rec] = await sandboxRequests('?contains=pro%20shot');
-    expect(rec).toMatchObject({ model: 'custom-pro-upstream', imageSize: '2K', tools: ['googleSearch'], systemInstruction: 'moody', aspectRatio: '1:1' });
+    expect(rec).toMatchObject({
+      model: 'custom-pro-upstream',
+      imageSize: '2K',
+      tools: ['googleSearch'],
+      systemInstruction: 'moody',
+      aspectRatio: '1:1',
+    });
     expect(rec.thinkingConfig).toBeTruthy();
     expect(rec.width).toBe(2048);
   });
@@ -227,13 +259,32 @@ describe('generate', () => {
   it('sends provB options in one call with n', async () => {
     const t = newTenant();
     const res = await gen.pipeline.generate(
-      { prompt: 'b-options', modelId: 'provB-image-2.5-flare', n: 3, outputFormat: 'webp', outputCompression: 70, quality: 'xhigh', background: 'transparent', moderation: 'low', aspectRatio: '9:16' },
+      {
+        prompt: 'b-options',
+        modelId: 'provB-image-2.5-flare',
+        n: 3,
+        outputFormat: 'webp',
+        outputCompression: 70,
+        quality: 'xhigh',
+        background: 'transparent',
+        moderation: 'low',
+        aspectRatio: '9:16',
+      },
       principal(t),
     );
     expect(res.generated).toBe(3);
     const recs = await sandboxRequests('?contains=b-options');
     expect(recs).toHaveLength(1);
-    expect(recs[0]).toMatchObject({ model: 'image-2.5-flare', n: 3, size: '720x1280', outputFormat: 'webp', outputCompression: 70, quality: 'xhigh', background: 'transparent', moderation: 'low' });
+    expect(recs[0]).toMatchObject({
+      model: 'image-2.5-flare',
+      n: 3,
+      size: '720x1280',
+      outputFormat: 'webp',
+      outputCompression: 70,
+      quality: 'xhigh',
+      background: 'transparent',
+      moderation: 'low',
+    });
     expect(res.images[0]).toMatchObject({ format: 'webp', width: 720, height: 1280, aspectRatio: '9:16', hasSynthid: false });
   });
 
@@ -245,7 +296,10 @@ describe('generate', () => {
     const [rec] = await sandboxRequests('?contains=make%20it%20night');
     expect(rec.imageInputs).toBe(1);
     // provB edits are multipart with image[]
-    const b = await gen.pipeline.generate({ prompt: 'b-edit', modelId: 'provB-image-2', imageToEditId: src.images[0].recordId }, principal(t));
+    const b = await gen.pipeline.generate(
+      { prompt: 'b-edit', modelId: 'provB-image-2', imageToEditId: src.images[0].recordId },
+      principal(t),
+    );
     expect(b.images[0]).toMatchObject({ parentImageId: src.images[0].recordId, width: 1280, height: 720 });
     const [brec] = await sandboxRequests('?contains=b-edit');
     expect(brec).toMatchObject({ endpoint: 'edits', imageInputs: 1, size: '1280x720' });
@@ -303,7 +357,11 @@ describe('failures', () => {
     const t = newTenant();
     const err = await fails(gen.pipeline.generate({ prompt: 'forbidden thing [[safety]]' }, principal(t)));
     expect(err.status).toBe(400);
-    expect(err.body).toMatchObject({ error: 'Content blocked by provider safety filters: SAFETY', code: 'CONTENT_BLOCKED', details: { provider: 'provA', reason: 'SAFETY' } });
+    expect(err.body).toMatchObject({
+      error: 'Content blocked by provider safety filters: SAFETY',
+      code: 'CONTENT_BLOCKED',
+      details: { provider: 'provA', reason: 'SAFETY' },
+    });
     const img = await fails(gen.pipeline.generate({ prompt: 'bad picture [[image-safety]]' }, principal(t)));
     expect(img.body.error).toMatch(/^Content blocked by provider safety filters: IMAGE_SAFETY/);
     const b = await fails(gen.pipeline.generate({ prompt: 'bad [[safety]]', modelId: 'provB-image-2' }, principal(t)));

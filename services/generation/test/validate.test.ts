@@ -49,7 +49,8 @@ describe('prompt', () => {
 
 describe('aspect ratio and n', () => {
   it('accepts the ten ratios and the aliases', () => {
-    for (const r of ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9']) expect(run({ prompt: 'p', aspectRatio: r }).aspectRatio).toBe(r);
+    for (const r of ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'])
+      expect(run({ prompt: 'p', aspectRatio: r }).aspectRatio).toBe(r);
     expect(run({ prompt: 'p', aspectRatio: 'square' }).aspectRatio).toBe('1:1');
     expect(run({ prompt: 'p', aspectRatio: 'portrait' }).aspectRatio).toBe('3:4');
     expect(run({ prompt: 'p', aspectRatio: 'Landscape' }).aspectRatio).toBe('4:3');
@@ -86,7 +87,8 @@ describe('provA options', () => {
       'resolution_tier 2k is not available for provA-flash-lite-image (fixed at 1K); use provA-flash-image or provA-pro-image',
     ]);
     expect(details({ prompt: 'p', resolutionTier: '0.5k' })[0]).toMatch(/fixed at 1K/);
-    for (const m of [AF, AP]) for (const t of ['0.5k', '1k', '2k', '4k']) expect(run({ prompt: 'p', modelId: m, resolutionTier: t }).tier).toBe(t);
+    for (const m of [AF, AP])
+      for (const t of ['0.5k', '1k', '2k', '4k']) expect(run({ prompt: 'p', modelId: m, resolutionTier: t }).tier).toBe(t);
     expect(run({ prompt: 'p', modelId: AF, resolutionTier: '4K' }).tier).toBe('4k');
     expect(details({ prompt: 'p', modelId: AF, resolutionTier: '8k' })).toEqual(['resolution_tier must be one of: 0.5k, 1k, 2k, 4k']);
   });
@@ -105,7 +107,17 @@ describe('provA options', () => {
     ]);
   });
   it('refuses provB-only options on provA models, one detail each', () => {
-    expect(details({ prompt: 'p', size: '1024x1024', outputFormat: 'png', quality: 'high', outputCompression: 50, background: 'opaque', moderation: 'low' })).toEqual([
+    expect(
+      details({
+        prompt: 'p',
+        size: '1024x1024',
+        outputFormat: 'png',
+        quality: 'high',
+        outputCompression: 50,
+        background: 'opaque',
+        moderation: 'low',
+      }),
+    ).toEqual([
       'size is only supported by provB models',
       'output_format is only supported by provB models',
       'quality is only supported by provB models',
@@ -120,7 +132,9 @@ describe('provB options', () => {
   it('quality: low/medium/high/auto everywhere, xhigh/max only on 2.5', () => {
     for (const q of ['low', 'medium', 'high', 'auto']) expect(run({ prompt: 'p', modelId: B2, quality: q }).quality).toBe(q);
     for (const q of ['xhigh', 'max']) {
-      expect(details({ prompt: 'p', modelId: B2, quality: q })).toEqual([`quality ${q} requires provB-image-2.5-flare or provB-image-2.5-sunburst`]);
+      expect(details({ prompt: 'p', modelId: B2, quality: q })).toEqual([
+        `quality ${q} requires provB-image-2.5-flare or provB-image-2.5-sunburst`,
+      ]);
       expect(run({ prompt: 'p', modelId: B25, quality: q }).quality).toBe(q);
       expect(run({ prompt: 'p', modelId: B25S, quality: q }).quality).toBe(q);
     }
@@ -134,16 +148,26 @@ describe('provB options', () => {
   it('output_compression 0-100 only with jpeg or webp', () => {
     expect(run({ prompt: 'p', modelId: B2, outputFormat: 'jpeg', outputCompression: 0 }).outputCompression).toBe(0);
     expect(run({ prompt: 'p', modelId: B2, outputFormat: 'webp', outputCompression: 100 }).outputCompression).toBe(100);
-    expect(details({ prompt: 'p', modelId: B2, outputFormat: 'jpeg', outputCompression: 101 })).toEqual(['output_compression must be between 0 and 100']);
-    expect(details({ prompt: 'p', modelId: B2, outputFormat: 'jpeg', outputCompression: -1 })).toEqual(['output_compression must be between 0 and 100']);
-    expect(details({ prompt: 'p', modelId: B2, outputCompression: 50 })).toEqual(['output_compression is only supported with output_format jpeg or webp']);
+    expect(details({ prompt: 'p', modelId: B2, outputFormat: 'jpeg', outputCompression: 101 })).toEqual([
+      'output_compression must be between 0 and 100',
+    ]);
+    expect(details({ prompt: 'p', modelId: B2, outputFormat: 'jpeg', outputCompression: -1 })).toEqual([
+      'output_compression must be between 0 and 100',
+    ]);
+    expect(details({ prompt: 'p', modelId: B2, outputCompression: 50 })).toEqual([
+      'output_compression is only supported with output_format jpeg or webp',
+    ]);
   });
   it('background: transparent only on 2.5 with png or webp', () => {
     expect(run({ prompt: 'p', modelId: B2, background: 'opaque' }).background).toBe('opaque');
-    expect(details({ prompt: 'p', modelId: B2, background: 'transparent' })).toEqual(['background transparent requires provB-image-2.5-flare or provB-image-2.5-sunburst']);
+    expect(details({ prompt: 'p', modelId: B2, background: 'transparent' })).toEqual([
+      'background transparent requires provB-image-2.5-flare or provB-image-2.5-sunburst',
+    ]);
     expect(run({ prompt: 'p', modelId: B25, background: 'transparent' }).background).toBe('transparent');
     expect(run({ prompt: 'p', modelId: B25S, background: 'transparent', outputFormat: 'webp' }).background).toBe('transparent');
-    expect(details({ prompt: 'p', modelId: B25, background: 'transparent', outputFormat: 'jpeg' })).toEqual(['background transparent requires output_format png or webp']);
+    expect(details({ prompt: 'p', modelId: B25, background: 'transparent', outputFormat: 'jpeg' })).toEqual([
+      'background transparent requires output_format png or webp',
+    ]);
     expect(details({ prompt: 'p', modelId: B2, background: 'clear' })).toEqual(['background must be one of: auto, opaque, transparent']);
   });
   it('moderation auto or low', () => {
@@ -159,9 +183,15 @@ describe('provB options', () => {
     expect(details({ prompt: 'p', modelId: B2, size: '1000x1000' })).toEqual(['size width and height must be multiples of 16']);
     expect(details({ prompt: 'p', modelId: B2, size: '3856x1440' })).toEqual(['size longest edge must be at most 3840 pixels']);
     expect(details({ prompt: 'p', modelId: B2, size: '2400x784' })).toEqual(['size long:short ratio must be at most 3:1']);
-    expect(details({ prompt: 'p', modelId: B2, size: '1008x640' })).toEqual(['size must have between 655,360 and 8,294,400 pixels in total']);
-    expect(details({ prompt: 'p', modelId: B2, size: '3840x2176' })).toEqual(['size must have between 655,360 and 8,294,400 pixels in total']);
-    expect(details({ prompt: 'p', modelId: B2, size: '1024x1024', aspectRatio: '16:9' })).toEqual(['aspect_ratio 16:9 does not match size 1024x1024']);
+    expect(details({ prompt: 'p', modelId: B2, size: '1008x640' })).toEqual([
+      'size must have between 655,360 and 8,294,400 pixels in total',
+    ]);
+    expect(details({ prompt: 'p', modelId: B2, size: '3840x2176' })).toEqual([
+      'size must have between 655,360 and 8,294,400 pixels in total',
+    ]);
+    expect(details({ prompt: 'p', modelId: B2, size: '1024x1024', aspectRatio: '16:9' })).toEqual([
+      'aspect_ratio 16:9 does not match size 1024x1024',
+    ]);
     expect(run({ prompt: 'p', modelId: B2, size: '1024x1024', aspectRatio: 'square' }).size).toBe('1024x1024');
   });
 });
@@ -180,10 +210,23 @@ describe('session and edits', () => {
     expect(details({ prompt: 'p', imageToEditId: 0 })).toEqual(['image_to_edit_id must be a positive integer']);
   });
   it('refuses saved-asset fields until saved assets exist, never ignoring them', () => {
-    const d = details({ prompt: 'p', characterId: 1, productIds: { values: [1] }, stylePresetName: 'x', referenceImages: { values: [] }, referenceMode: 'style' });
+    const d = details({
+      prompt: 'p',
+      characterId: 1,
+      productIds: { values: [1] },
+      stylePresetName: 'x',
+      referenceImages: { values: [] },
+      referenceMode: 'style',
+    });
     expect(d).toHaveLength(5);
     expect(d[0]).toMatch(/^character_id is not supported yet/);
-    expect(d.map((x) => x.split(' ')[0])).toEqual(['character_id', 'product_ids', 'style_preset_name', 'reference_mode', 'reference_images']);
+    expect(d.map((x) => x.split(' ')[0])).toEqual([
+      'character_id',
+      'product_ids',
+      'style_preset_name',
+      'reference_mode',
+      'reference_images',
+    ]);
   });
   it('reports every problem at once', () => {
     const d = details({ negativePrompt: 'n'.repeat(2000), aspectRatio: 'wide', n: 9, size: 'x', modelId: A });

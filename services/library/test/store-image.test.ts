@@ -72,8 +72,9 @@ describe('StoreImage', () => {
     expect([tm.format, tm.width, tm.height]).toEqual(['webp', 200, 100]);
     expect((await h.ctx.storage.stat(rec.thumbnailKey))?.contentType).toBe('image/webp');
 
-    await until(() => h.events.some((e) => e.subject.endsWith('.library.image_stored')));
-    const ev = ImageStored.decode(h.events.find((e) => e.subject.endsWith('.library.image_stored'))?.data as Uint8Array);
+    const storedEvents = () => h.events.filter((e) => e.subject.endsWith('.library.image_stored')).map((e) => ImageStored.decode(e.data));
+    await until(() => storedEvents().some((e) => e.imageId === rec.id));
+    const ev = storedEvents().find((e) => e.imageId === rec.id);
     expect(ev).toMatchObject({
       tenantId: 'tA',
       imageId: rec.id,
@@ -208,6 +209,23 @@ describe('StoreImage', () => {
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tConc' AND session_id = 'c'`;
     expect(s.image_count).toBe(8);
   });
+  it('mixes concurrent stores and deletes in one session without deadlocks; counters stay exact', async () => {
+    const p = h.principal('tMix');
+    const data = await makeImage(16, 16);
+    const first = await Promise.all(
+      Array.from({ length: 6 }, () => h.client.storeImage(req({ tenantId: 'tMix', sessionId: 'm', data }), p)),
+    );
+    await Promise.all([
+      ...first.map((r) => h.client.deleteImage({ imageId: r.id }, p)),
+      ...Array.from({ length: 6 }, () => h.client.storeImage(req({ tenantId: 'tMix', sessionId: 'm', data }), p)),
+    ]);
+    const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tMix' AND session_id = 'm'`;
+    const [t] = await h.sql`SELECT image_count FROM tenant_stats WHERE tenant_id = 'tMix'`;
+    const [c] = await h.sql`SELECT count(*)::int AS n FROM images WHERE tenant_id = 'tMix'`;
+    expect([s.image_count, Number(t.image_count), c.n]).toEqual([6, 6, 6]);
+    const list = await h.client.listImages({ limit: 0, offset: 0, resolutionTiers: [] }, p);
+    expect(list.total).toBe(6);
+  });
 });
 
 describe('GetImageData / GetObjectData', () => {
@@ -254,8 +272,10 @@ describe('DeleteImage', () => {
       status: 404,
       body: { error: 'Image not found' },
     });
-    await until(() => h.events.some((e) => e.subject.endsWith('.library.image_deleted')));
-    const ev = ImageDeleted.decode(h.events.find((e) => e.subject.endsWith('.library.image_deleted'))?.data as Uint8Array);
+    const deletedEvents = () =>
+      h.events.filter((e) => e.subject.endsWith('.library.image_deleted')).map((e) => ImageDeleted.decode(e.data));
+    await until(() => deletedEvents().some((e) => e.imageId === parent.id));
+    const ev = deletedEvents().find((e) => e.imageId === parent.id);
     expect(ev).toMatchObject({ tenantId: 'tDel', imageId: parent.id, sizeBytes: parent.sizeBytes, storedAt: parent.createdAt });
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tDel' AND session_id = 'd'`;
     expect(s.image_count).toBe(1);

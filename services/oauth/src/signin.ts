@@ -154,7 +154,10 @@ export async function handleSigninSubmit(deps: SigninDeps, req: IncomingMessage,
   }
   const origin = req.headers.origin;
   const csrf = typeof form.csrf === 'string' ? form.csrf : '';
-  if ((origin && origin !== new URL(deps.urls.base).origin) || !safeEqual(csrf, csrfFor(deps.csrfSecret, interaction.uid))) {
+  // CSRF: the form token is an HMAC of the interaction id (which only the victim's httpOnly cookie holds);
+  // cookies are SameSite=Lax and a foreign Origin is refused outright.
+  const foreignOrigin = !!origin && origin !== 'null' && origin !== new URL(deps.urls.base).origin;
+  if (foreignOrigin || !safeEqual(csrf, csrfFor(deps.csrfSecret, interaction.uid))) {
     return send(res, infoPage(403, 'Request refused', 'The form could not be verified. Reload the sign-in page and try again.'));
   }
 

@@ -107,7 +107,11 @@ function svgFor(i: RenderInput, withBackground: boolean): Buffer {
 }
 
 function encode(img: Sharp, i: RenderInput): Promise<Buffer> {
-  if (i.format === 'jpeg') return img.flatten({ background: '#ffffff' }).jpeg({ quality: clampQuality(i.quality ?? 90) }).toBuffer();
+  if (i.format === 'jpeg')
+    return img
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality: clampQuality(i.quality ?? 90) })
+      .toBuffer();
   if (i.format === 'webp') return img.webp({ quality: clampQuality(i.quality ?? 90) }).toBuffer();
   return img.png({ compressionLevel: 3 }).toBuffer();
 }
@@ -119,7 +123,9 @@ const CACHE_MAX = 48;
 
 /** Renders (memoized for inputs without a base image: the output is a pure function of the input). */
 export async function renderImage(i: RenderInput): Promise<Buffer> {
-  const key = i.base ? undefined : JSON.stringify([i.width, i.height, i.format, i.text, !!i.transparent, i.quality ?? null, i.variant ?? 0]);
+  const key = i.base
+    ? undefined
+    : JSON.stringify([i.width, i.height, i.format, i.text, !!i.transparent, i.quality ?? null, i.variant ?? 0]);
   if (key) {
     const hit = cache.get(key);
     if (hit) {

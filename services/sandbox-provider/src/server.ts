@@ -185,7 +185,7 @@ function newRecord(state: SandboxState, provider: SandboxProvider, endpoint: Rec
 /** Key conventions shared by both providers: bad-* 401, forbidden-* 403, quota-* 429 (quota), ratelimit-* 429. */
 function keyFailure(provider: SandboxProvider, key: string | null): UpstreamError | undefined {
   if (provider === 'provA') {
-    if (!key) return provAError(401, 'Method doesn\'t allow unregistered callers. Please use an API key.', 'API_KEY_MISSING');
+    if (!key) return provAError(401, "Method doesn't allow unregistered callers. Please use an API key.", 'API_KEY_MISSING');
     if (key.startsWith('bad-')) return provAError(401, 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
     if (key.startsWith('forbidden-')) return provAError(403, 'Permission denied: the API key cannot use this model.', 'PERMISSION_DENIED');
     if (key.startsWith('quota-')) return provAError(429, 'Resource has been exhausted (e.g. check quota).', 'QUOTA_EXCEEDED');
@@ -193,16 +193,29 @@ function keyFailure(provider: SandboxProvider, key: string | null): UpstreamErro
     return undefined;
   }
   if (!key) return provBError(401, 'Missing bearer authentication in header', 'invalid_request_error', null);
-  if (key.startsWith('bad-')) return provBError(401, `Incorrect API key provided: ${key.slice(0, 8)}****.`, 'invalid_request_error', 'invalid_api_key');
-  if (key.startsWith('forbidden-')) return provBError(403, 'You are not allowed to use this model.', 'invalid_request_error', 'model_not_allowed');
-  if (key.startsWith('quota-')) return provBError(429, 'You exceeded your current quota, please check your plan and billing details.', 'insufficient_quota', 'insufficient_quota');
+  if (key.startsWith('bad-'))
+    return provBError(401, `Incorrect API key provided: ${key.slice(0, 8)}****.`, 'invalid_request_error', 'invalid_api_key');
+  if (key.startsWith('forbidden-'))
+    return provBError(403, 'You are not allowed to use this model.', 'invalid_request_error', 'model_not_allowed');
+  if (key.startsWith('quota-'))
+    return provBError(
+      429,
+      'You exceeded your current quota, please check your plan and billing details.',
+      'insufficient_quota',
+      'insufficient_quota',
+    );
   if (key.startsWith('ratelimit-')) return provBError(429, 'Rate limit reached for requests.', 'requests', 'rate_limit_exceeded');
   return undefined;
 }
 
 function forcedFailure(provider: SandboxProvider, status: number): UpstreamError {
   if (provider === 'provA') return provAError(status, status >= 500 ? 'Internal error encountered.' : `Sandbox forced status ${status}`);
-  return provBError(status, status >= 500 ? 'The server had an error while processing your request.' : `Sandbox forced status ${status}`, status >= 500 ? 'server_error' : 'invalid_request_error', null);
+  return provBError(
+    status,
+    status >= 500 ? 'The server had an error while processing your request.' : `Sandbox forced status ${status}`,
+    status >= 500 ? 'server_error' : 'invalid_request_error',
+    null,
+  );
 }
 
 function provBSafety(): UpstreamError {
@@ -249,7 +262,8 @@ async function handleProvA(state: SandboxState, req: FastifyRequest, reply: Fast
     rec.body = redact(body);
     const texts: string[] = [];
     const images: { mimeType: string; data: string }[] = [];
-    if (!Array.isArray(body.contents) || body.contents.length === 0) throw provAError(400, '* GenerateContentRequest.contents: contents is not specified');
+    if (!Array.isArray(body.contents) || body.contents.length === 0)
+      throw provAError(400, '* GenerateContentRequest.contents: contents is not specified');
     for (const c of body.contents) {
       for (const p of (c?.parts ?? []) as any[]) {
         if (typeof p?.text === 'string') texts.push(p.text);
@@ -271,20 +285,36 @@ async function handleProvA(state: SandboxState, req: FastifyRequest, reply: Fast
     rec.tools = ((body.tools ?? []) as any[]).flatMap((t) => Object.keys(t ?? {}));
 
     const { safety, textOnly } = await preflight(state, 'provA', rec, rec.prompt);
-    if (texts.length === 0 && images.length === 0) throw provAError(400, '* GenerateContentRequest.contents[0].parts: contents.parts must not be empty');
+    if (texts.length === 0 && images.length === 0)
+      throw provAError(400, '* GenerateContentRequest.contents[0].parts: contents.parts must not be empty');
     const dims = provADimensions(rec.aspectRatio ?? '1:1', rec.imageSize ?? '1K');
     if (!dims) throw provAError(400, `Unsupported image config: aspectRatio=${rec.aspectRatio} imageSize=${rec.imageSize}`);
-    const usageMetadata = { promptTokenCount: Math.ceil(rec.prompt.length / 4) + images.length * 258, candidatesTokenCount: 1290, totalTokenCount: Math.ceil(rec.prompt.length / 4) + images.length * 258 + 1290 };
+    const usageMetadata = {
+      promptTokenCount: Math.ceil(rec.prompt.length / 4) + images.length * 258,
+      candidatesTokenCount: 1290,
+      totalTokenCount: Math.ceil(rec.prompt.length / 4) + images.length * 258 + 1290,
+    };
     if (safety === 'prompt' || safety === 'prohibited') {
       rec.status = 200;
       rec.error = `blocked: ${safety === 'prohibited' ? 'PROHIBITED_CONTENT' : PROVA_SAFETY_REASON}`;
-      return reply.send({ promptFeedback: { blockReason: safety === 'prohibited' ? 'PROHIBITED_CONTENT' : PROVA_SAFETY_REASON }, usageMetadata, modelVersion: rec.model });
+      return reply.send({
+        promptFeedback: { blockReason: safety === 'prohibited' ? 'PROHIBITED_CONTENT' : PROVA_SAFETY_REASON },
+        usageMetadata,
+        modelVersion: rec.model,
+      });
     }
     if (safety) {
       rec.status = 200;
       rec.error = 'blocked: IMAGE_SAFETY';
       return reply.send({
-        candidates: [{ content: { role: 'model', parts: [] }, finishReason: 'IMAGE_SAFETY', finishMessage: 'The generated image was blocked by the image safety filter.', index: 0 }],
+        candidates: [
+          {
+            content: { role: 'model', parts: [] },
+            finishReason: 'IMAGE_SAFETY',
+            finishMessage: 'The generated image was blocked by the image safety filter.',
+            index: 0,
+          },
+        ],
         usageMetadata,
         modelVersion: rec.model,
       });
@@ -326,7 +356,11 @@ function sendError(rec: RecordedRequest, reply: FastifyReply, err: unknown) {
   rec.error = (err as Error)?.message ?? String(err);
   return reply
     .status(500)
-    .send(rec.provider === 'provA' ? { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } : { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } });
+    .send(
+      rec.provider === 'provA'
+        ? { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } }
+        : { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } },
+    );
 }
 
 const PROVB_QUALITY = ['low', 'medium', 'high', 'auto', 'xhigh', 'max'];
@@ -341,7 +375,14 @@ function provBDims(size: string | null, firstInput?: { width: number; height: nu
     return { width: 1024, height: 1024 };
   }
   const m = /^(\d+)x(\d+)$/.exec(size);
-  if (!m) throw provBError(400, `Invalid value: '${size}'. Supported values are: 'auto' or 'WIDTHxHEIGHT'.`, 'invalid_request_error', 'invalid_value', 'size');
+  if (!m)
+    throw provBError(
+      400,
+      `Invalid value: '${size}'. Supported values are: 'auto' or 'WIDTHxHEIGHT'.`,
+      'invalid_request_error',
+      'invalid_value',
+      'size',
+    );
   const width = Number(m[1]);
   const height = Number(m[2]);
   const problem = provBSizeProblem(width, height);
@@ -372,7 +413,8 @@ async function handleProvB(state: SandboxState, req: FastifyRequest, reply: Fast
     } else {
       const body = (req.body ?? {}) as Record<string, unknown>;
       rec.body = redact(body);
-      for (const [k, v] of Object.entries(body)) if (v !== undefined && v !== null) fields[k] = typeof v === 'string' ? v : JSON.stringify(v);
+      for (const [k, v] of Object.entries(body))
+        if (v !== undefined && v !== null) fields[k] = typeof v === 'string' ? v : JSON.stringify(v);
     }
     rec.model = fields.model ?? '';
     rec.prompt = fields.prompt ?? '';
@@ -387,28 +429,66 @@ async function handleProvB(state: SandboxState, req: FastifyRequest, reply: Fast
     rec.moderation = fields.moderation ?? null;
 
     const { safety } = await preflight(state, 'provB', rec, rec.prompt);
-    if (!rec.model) throw provBError(400, "Missing required parameter: 'model'.", 'invalid_request_error', 'missing_required_parameter', 'model');
-    if (!rec.prompt) throw provBError(400, "Missing required parameter: 'prompt'.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
-    if (endpoint === 'edits' && images.length === 0) throw provBError(400, "Missing required parameter: 'image'.", 'invalid_request_error', 'missing_required_parameter', 'image');
+    if (!rec.model)
+      throw provBError(400, "Missing required parameter: 'model'.", 'invalid_request_error', 'missing_required_parameter', 'model');
+    if (!rec.prompt)
+      throw provBError(400, "Missing required parameter: 'prompt'.", 'invalid_request_error', 'missing_required_parameter', 'prompt');
+    if (endpoint === 'edits' && images.length === 0)
+      throw provBError(400, "Missing required parameter: 'image'.", 'invalid_request_error', 'missing_required_parameter', 'image');
     const n = rec.n ?? 1;
-    if (!Number.isInteger(n) || n < 1 || n > 10) throw provBError(400, `Invalid 'n': must be between 1 and 10.`, 'invalid_request_error', 'invalid_value', 'n');
+    if (!Number.isInteger(n) || n < 1 || n > 10)
+      throw provBError(400, `Invalid 'n': must be between 1 and 10.`, 'invalid_request_error', 'invalid_value', 'n');
     const quality = rec.quality ?? 'auto';
-    if (!PROVB_QUALITY.includes(quality)) throw provBError(400, `Invalid 'quality': '${quality}'.`, 'invalid_request_error', 'invalid_value', 'quality');
+    if (!PROVB_QUALITY.includes(quality))
+      throw provBError(400, `Invalid 'quality': '${quality}'.`, 'invalid_request_error', 'invalid_value', 'quality');
     const format = (rec.outputFormat ?? 'png') as OutputFormat;
-    if (!PROVB_FORMATS.includes(format)) throw provBError(400, `Invalid 'output_format': '${format}'.`, 'invalid_request_error', 'invalid_value', 'output_format');
+    if (!PROVB_FORMATS.includes(format))
+      throw provBError(400, `Invalid 'output_format': '${format}'.`, 'invalid_request_error', 'invalid_value', 'output_format');
     const background = rec.background ?? 'auto';
-    if (!['auto', 'opaque', 'transparent'].includes(background)) throw provBError(400, `Invalid 'background': '${background}'.`, 'invalid_request_error', 'invalid_value', 'background');
-    if (background === 'transparent' && format === 'jpeg') throw provBError(400, 'Transparent background requires output_format png or webp.', 'invalid_request_error', 'invalid_value', 'background');
-    if (rec.moderation && !['auto', 'low'].includes(rec.moderation)) throw provBError(400, `Invalid 'moderation': '${rec.moderation}'.`, 'invalid_request_error', 'invalid_value', 'moderation');
+    if (!['auto', 'opaque', 'transparent'].includes(background))
+      throw provBError(400, `Invalid 'background': '${background}'.`, 'invalid_request_error', 'invalid_value', 'background');
+    if (background === 'transparent' && format === 'jpeg')
+      throw provBError(
+        400,
+        'Transparent background requires output_format png or webp.',
+        'invalid_request_error',
+        'invalid_value',
+        'background',
+      );
+    if (rec.moderation && !['auto', 'low'].includes(rec.moderation))
+      throw provBError(400, `Invalid 'moderation': '${rec.moderation}'.`, 'invalid_request_error', 'invalid_value', 'moderation');
     if (rec.outputCompression !== null) {
-      if (!Number.isInteger(rec.outputCompression) || rec.outputCompression < 0 || rec.outputCompression > 100) throw provBError(400, "Invalid 'output_compression': must be 0-100.", 'invalid_request_error', 'invalid_value', 'output_compression');
-      if (format === 'png') throw provBError(400, 'output_compression is only supported for jpeg and webp.', 'invalid_request_error', 'invalid_value', 'output_compression');
+      if (!Number.isInteger(rec.outputCompression) || rec.outputCompression < 0 || rec.outputCompression > 100)
+        throw provBError(
+          400,
+          "Invalid 'output_compression': must be 0-100.",
+          'invalid_request_error',
+          'invalid_value',
+          'output_compression',
+        );
+      if (format === 'png')
+        throw provBError(
+          400,
+          'output_compression is only supported for jpeg and webp.',
+          'invalid_request_error',
+          'invalid_value',
+          'output_compression',
+        );
     }
     if (safety) throw provBSafety();
     let first: { width: number; height: number } | undefined;
     if (images.length) {
-      const meta = await sharp(images[0].data).metadata().catch(() => undefined);
-      if (!meta?.width || !meta.height) throw provBError(400, 'Invalid image file or mode for image 1, please check your image file.', 'invalid_request_error', 'invalid_image_file', 'image');
+      const meta = await sharp(images[0].data)
+        .metadata()
+        .catch(() => undefined);
+      if (!meta?.width || !meta.height)
+        throw provBError(
+          400,
+          'Invalid image file or mode for image 1, please check your image file.',
+          'invalid_request_error',
+          'invalid_image_file',
+          'image',
+        );
       first = { width: meta.width, height: meta.height };
     }
     const dims = provBDims(rec.size, first);

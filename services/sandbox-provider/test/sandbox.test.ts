@@ -66,7 +66,9 @@ describe('provA protocol', () => {
   });
 
   it('counts inline image inputs', async () => {
-    const png = await sharp({ create: { width: 64, height: 32, channels: 3, background: '#f00' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 64, height: 32, channels: 3, background: '#f00' } })
+      .png()
+      .toBuffer();
     const res = await provA('m', {
       contents: [{ parts: [{ text: 'edit it' }, { inlineData: { mimeType: 'image/png', data: png.toString('base64') } }] }],
     });
@@ -105,14 +107,30 @@ describe('provA protocol', () => {
 
 describe('provB protocol', () => {
   it('generates n images in the requested size and format', async () => {
-    const res = await provB({ model: 'image-2', prompt: 'blue whale', n: 2, size: '1536x1024', output_format: 'jpeg', output_compression: 80, quality: 'high' });
+    const res = await provB({
+      model: 'image-2',
+      prompt: 'blue whale',
+      n: 2,
+      size: '1536x1024',
+      output_format: 'jpeg',
+      output_compression: 80,
+      quality: 'high',
+    });
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body.data).toHaveLength(2);
     const meta = await sharp(Buffer.from(body.data[0].b64_json, 'base64')).metadata();
     expect([meta.width, meta.height, meta.format]).toEqual([1536, 1024, 'jpeg']);
     expect(body.data[0].b64_json).not.toBe(body.data[1].b64_json);
-    expect((await requests())[0]).toMatchObject({ provider: 'provB', endpoint: 'generations', n: 2, size: '1536x1024', outputFormat: 'jpeg', outputCompression: 80, quality: 'high' });
+    expect((await requests())[0]).toMatchObject({
+      provider: 'provB',
+      endpoint: 'generations',
+      n: 2,
+      size: '1536x1024',
+      outputFormat: 'jpeg',
+      outputCompression: 80,
+      quality: 'high',
+    });
   });
 
   it('renders transparent webp', async () => {
@@ -124,7 +142,9 @@ describe('provB protocol', () => {
   });
 
   it('accepts multipart edits with image[] files', async () => {
-    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#0f0' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#0f0' } })
+      .png()
+      .toBuffer();
     const form = new FormData();
     form.set('model', 'image-2');
     form.set('prompt', 'add a hat');

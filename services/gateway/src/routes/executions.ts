@@ -14,6 +14,8 @@ import { generationClient } from './generation.js';
  * SSE events (SPEC 6): `log` {executionId, timestamp, message, level}, `status` {executionId, status,
  * progressPercent, currentStep}, `complete` {executionId, execution}, `error` {executionId?, error, execution?},
  * and `heartbeat` {timestamp} every `heartbeat` ms (default 15000). Another tenant's ids answer 404.
+ * The execution stream's final event has id 'final': an EventSource reconnecting with Last-Event-ID: final
+ * gets 204 (which stops it) instead of a replay.
  */
 
 /** SPEC 2 "Execution" (camelCase); logEntries on detail and in session logs. */
@@ -39,12 +41,25 @@ export function executionJson(e: Execution, withLogs: boolean) {
 const DEFAULT_INTERVAL_MS = 1000;
 const DEFAULT_HEARTBEAT_MS = 15_000;
 const FINISHED = new Set(['completed', 'failed']);
+const FINAL_EVENT_ID = 'final';
 
 const streamQuery = {
   type: 'object',
   properties: {
-    interval: { type: 'integer', minimum: 100, maximum: 60_000, default: DEFAULT_INTERVAL_MS, description: 'Polling interval in ms (default 1000).' },
-    heartbeat: { type: 'integer', minimum: 100, maximum: 300_000, default: DEFAULT_HEARTBEAT_MS, description: 'Heartbeat interval in ms (default 15000).' },
+    interval: {
+      type: 'integer',
+      minimum: 100,
+      maximum: 60_000,
+      default: DEFAULT_INTERVAL_MS,
+      description: 'Polling interval in ms (default 1000).',
+    },
+    heartbeat: {
+      type: 'integer',
+      minimum: 100,
+      maximum: 300_000,
+      default: DEFAULT_HEARTBEAT_MS,
+      description: 'Heartbeat interval in ms (default 15000).',
+    },
   },
 } as const;
 
@@ -63,10 +78,9 @@ const executionParams = {
 class SseStream {
   closed = false;
   private timers: NodeJS.Timeout[] = [];
-  private onCloseFns: (() => void)[] = [];
 
   constructor(
-    private readonly req: FastifyRequest,
+    req: FastifyRequest,
     private readonly reply: FastifyReply,
     heartbeatMs: number,
     private readonly registry: Set<SseStream>,
@@ -86,9 +100,9 @@ class SseStream {
     reply.raw.on('close', () => this.close());
   }
 
-  send(event: string, data: unknown): void {
+  send(event: string, data: unknown, id?: string): void {
     if (this.closed) return;
-    reply(this.reply, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    reply(this.reply, `${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   every(ms: number, fn: () => Promise<void>): void {
@@ -103,16 +117,11 @@ class SseStream {
     this.timers.push(t);
   }
 
-  onClose(fn: () => void): void {
-    this.onCloseFns.push(fn);
-  }
-
   close(): void {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     this.registry.delete(this);
-    for (const fn of this.onCloseFns) fn();
     if (!this.reply.raw.writableEnded) this.reply.raw.end();
   }
 }
@@ -129,7 +138,11 @@ class ExecutionFollower {
   private lastStatus = new Map<string, string>();
   private done = new Set<string>();
 
-  constructor(private readonly sse: SseStream) {}
+  /** finalId: the SSE id of the complete/error event (the execution stream sets it so reconnects end at once). */
+  constructor(
+    private readonly sse: SseStream,
+    private readonly finalId?: string,
+  ) {}
 
   isDone(id: string) {
     return this.done.has(id);
@@ -139,7 +152,13 @@ class ExecutionFollower {
     if (this.done.has(e.executionId)) return;
     const sent = this.sentLogs.get(e.executionId) ?? 0;
     for (const l of e.logEntries.slice(sent)) {
-      this.sse.send('log', { executionId: e.executionId, sessionId: e.sessionId, timestamp: l.timestamp, message: l.message, level: l.level });
+      this.sse.send('log', {
+        executionId: e.executionId,
+        sessionId: e.sessionId,
+        timestamp: l.timestamp,
+        message: l.message,
+        level: l.level,
+      });
     }
     this.sentLogs.set(e.executionId, Math.max(sent, e.logEntries.length));
     const status = `${e.status}|${e.progressPercent}|${e.currentStep}`;
@@ -156,8 +175,15 @@ class ExecutionFollower {
     }
     if (FINISHED.has(e.status)) {
       this.done.add(e.executionId);
-      if (e.status === 'completed') this.sse.send('complete', { executionId: e.executionId, sessionId: e.sessionId, execution: executionJson(e, false) });
-      else this.sse.send('error', { executionId: e.executionId, sessionId: e.sessionId, error: e.error ?? 'Execution failed', execution: executionJson(e, false) });
+      if (e.status === 'completed') {
+        this.sse.send('complete', { executionId: e.executionId, sessionId: e.sessionId, execution: executionJson(e, false) }, this.finalId);
+      } else {
+        this.sse.send(
+          'error',
+          { executionId: e.executionId, sessionId: e.sessionId, error: e.error ?? 'Execution failed', execution: executionJson(e, false) },
+          this.finalId,
+        );
+      }
     }
   }
 }
@@ -276,8 +302,10 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
       const principal: Principal = req.principal;
       const first = await generation.getExecution({ executionId, includeLogs: true }, principal); // 404 before streaming
+      // An EventSource reconnects after the stream ends; once it has seen the final event, 204 stops it.
+      if (req.headers['last-event-id'] === FINAL_EVENT_ID && FINISHED.has(first.status)) return replyObj.status(204).send();
       const sse = new SseStream(req, replyObj, heartbeat, open);
-      const follower = new ExecutionFollower(sse);
+      const follower = new ExecutionFollower(sse, FINAL_EVENT_ID);
       const handle = (e: Execution) => {
         follower.push(e);
         // Let the final event flush before closing.
@@ -287,7 +315,9 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       if (sse.closed || follower.isDone(executionId)) return;
       sse.every(interval, async () => {
         try {
-          handle(await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }));
+          handle(
+            await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }),
+          );
         } catch (err) {
           sse.send('error', { executionId, error: errorText(err) });
           setImmediate(() => sse.close());

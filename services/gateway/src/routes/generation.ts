@@ -1,8 +1,4 @@
-import {
-  type GeneratedImage,
-  type GenerateImagesRequest,
-  GenerationServiceService,
-} from '@imagegen/contracts/generation/v1/generation';
+import { type GeneratedImage, type GenerateImagesRequest, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { type Client, createClient, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
@@ -152,7 +148,9 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       },
     },
     async (req) => {
-      const r = await generation.generateImages(toGenerateRequest((req.body ?? {}) as Body), req.principal, { timeoutMs: GENERATE_DEADLINE_MS });
+      const r = await generation.generateImages(toGenerateRequest((req.body ?? {}) as Body), req.principal, {
+        timeoutMs: GENERATE_DEADLINE_MS,
+      });
       return {
         data: {
           images: r.images.map(generatedImageJson),

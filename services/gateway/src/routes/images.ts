@@ -7,7 +7,7 @@ import {
 import { badRequest, createClient, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
-import { MAX_ZIP_BYTES, zipSize, zipStream } from './images-zip.js';
+import { zipStream } from './images-zip.js';
 
 /**
  * The image library (SPEC 4.1): GET /api/images, GET/DELETE /api/images/:id, POST /api/images/delete-bulk,
@@ -284,16 +284,13 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         mtime: new Date(img.createdAt),
         open: () => ctx.storage.getStream(img.objectKey),
       }));
-      const size = zipSize(entries);
-      if (size > MAX_ZIP_BYTES) {
-        throw badRequest('Download too large', [`the archive would be ${size} bytes; at most ${MAX_ZIP_BYTES} bytes per download`]);
-      }
-      const stream = zipStream(entries);
+      const { stream, size } = zipStream(entries);
       stream.on('error', (err) => req.log.warn({ err }, 'image download stream failed'));
+      const total = await size;
       reply.header('content-type', 'application/zip');
       reply.header('content-disposition', `attachment; filename="${zipName()}"`);
       reply.header('cache-control', 'no-store');
-      reply.header('content-length', String(size));
+      if (total >= 0) reply.header('content-length', String(total));
       return reply.send(stream);
     },
   );

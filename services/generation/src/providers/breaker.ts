@@ -101,7 +101,10 @@ export class CircuitBreaker {
     const seconds = Math.max(1, Math.ceil(retryInMs / 1000));
     return new AppError(
       503,
-      { error: `Provider ${this.provider} is temporarily unavailable (circuit breaker open); retry in ${seconds} s`, code: 'PROVIDER_UNAVAILABLE' },
+      {
+        error: `Provider ${this.provider} is temporarily unavailable (circuit breaker open); retry in ${seconds} s`,
+        code: 'PROVIDER_UNAVAILABLE',
+      },
       { 'Retry-After': String(seconds) },
     );
   }

@@ -1,7 +1,7 @@
 import { AppError, badRequest } from '@imagegen/platform';
 import type { Provider } from '../models.js';
 import type { CircuitBreaker } from './breaker.js';
-import { type ProviderAdapter, ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
+import { type ProviderAdapter, type ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
 
 export const MAX_KEYS_PER_PROVIDER = 5;
 
@@ -56,7 +56,10 @@ export class ProviderClient {
         if (pe.keyFailure) {
           refused.push(pe);
           const more = i + 1 < keys.length;
-          log(`${this.provider} key ${idx + 1} of ${keys.length} refused (${pe.kind}, HTTP ${pe.status})${more ? '; trying the next key' : ''}`, 'warn');
+          log(
+            `${this.provider} key ${idx + 1} of ${keys.length} refused (${pe.kind}, HTTP ${pe.status})${more ? '; trying the next key' : ''}`,
+            'warn',
+          );
           continue;
         }
         throw toAppError(pe, this.provider, this.opts.timeoutMs);
@@ -81,7 +84,9 @@ export function toAppError(pe: ProviderError, provider: Provider, timeoutMs: num
     case 'bad_request':
       return new AppError(400, { error: `Provider ${provider} rejected the request`, details: [pe.message] });
     case 'timeout':
-      return new AppError(504, { error: `Image generation timed out: provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)} s` });
+      return new AppError(504, {
+        error: `Image generation timed out: provider ${provider} did not answer within ${Math.round(timeoutMs / 1000)} s`,
+      });
     case 'no_image':
       return new AppError(502, { error: `Image generation failed: ${pe.message}` });
     case 'network':

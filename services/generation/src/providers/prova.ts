@@ -89,10 +89,18 @@ function parseResponse(json: any): ProviderResult {
   }
   if (images.length === 0) {
     if (finishReason && SAFETY_REASONS.has(finishReason)) {
-      throw new ProviderError('safety', `provA blocked the image: ${finishReason}`, 200, finishMessage ? `${finishReason} (${finishMessage})` : finishReason);
+      throw new ProviderError(
+        'safety',
+        `provA blocked the image: ${finishReason}`,
+        200,
+        finishMessage ? `${finishReason} (${finishMessage})` : finishReason,
+      );
     }
     const said = texts.join(' ').trim();
-    throw new ProviderError('no_image', `provA returned no image${finishReason ? ` (finishReason ${finishReason})` : ''}${said ? `: ${said.slice(0, 300)}` : ''}`);
+    throw new ProviderError(
+      'no_image',
+      `provA returned no image${finishReason ? ` (finishReason ${finishReason})` : ''}${said ? `: ${said.slice(0, 300)}` : ''}`,
+    );
   }
   return { images, tokens, text: texts.join('\n') || undefined };
 }

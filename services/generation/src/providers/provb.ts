@@ -39,7 +39,11 @@ export class ProvBAdapter implements ProviderAdapter {
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.set(k, String(v));
       req.images.forEach((img, i) => {
-        form.append('image[]', new Blob([new Uint8Array(img.data)], { type: img.mimeType }), `image-${i + 1}.${EXT[img.mimeType] ?? 'png'}`);
+        form.append(
+          'image[]',
+          new Blob([new Uint8Array(img.data)], { type: img.mimeType }),
+          `image-${i + 1}.${EXT[img.mimeType] ?? 'png'}`,
+        );
       });
       res = await fetch(`${base}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form, signal });
     }
@@ -65,7 +69,11 @@ function classify(status: number, json: any): ProviderError {
     const quota = code === 'insufficient_quota' || type === 'insufficient_quota' || /quota|billing/i.test(message);
     return new ProviderError(quota ? 'quota' : 'rate_limit', text, status);
   }
-  if (code === 'moderation_blocked' || code === 'content_policy_violation' || (type === 'image_generation_user_error' && /safety/i.test(message))) {
+  if (
+    code === 'moderation_blocked' ||
+    code === 'content_policy_violation' ||
+    (type === 'image_generation_user_error' && /safety/i.test(message))
+  ) {
     return new ProviderError('safety', text, status, message);
   }
   if (status >= 500) return new ProviderError('server', text, status);

@@ -78,10 +78,13 @@ export interface DeleteDeps {
 export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number): Promise<ImageRow> {
   if (!Number.isSafeInteger(id) || id < 1) throw imageNotFound();
   const row = await deps.sql.begin(async (tx) => {
+    // Lock order as in storeImage: session row, then the tenant_stats row (taken by the delete trigger).
+    const [target] = await tx`SELECT session_id FROM images WHERE tenant_id = ${tenantId} AND id = ${id} FOR UPDATE`;
+    if (!target) throw imageNotFound();
+    await adjustSessionCount(tx, tenantId, target.session_id as string, -1);
     const [r] = await tx`DELETE FROM images WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
     if (!r) throw imageNotFound();
     const deleted = rowFromDb(r as Record<string, unknown>);
-    await adjustSessionCount(tx, tenantId, deleted.sessionId, -1);
     await writeOutbox(tx, {
       subject: subjectFor(deps.config.eventsPrefix, 'library.image_deleted'),
       data: ImageDeleted.encode({

@@ -7,8 +7,8 @@ import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/ge
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, internalPrincipal, type Principal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ImageServer, seeder, solidImage, startImageServer } from '../../../../test/e2e/products-support.js';
-import { startTestStack, type TestStack, type TestTenant } from '../../../../test/support/stack.js';
+import { type ImageServer, seeder, solidImage, startAssetsStack, startImageServer } from '../../../../test/e2e/products-support.js';
+import type { TestStack, TestTenant } from '../../../../test/support/stack.js';
 import type { Composer } from '../../../generation/src/compose.js';
 import { checkAssetFields, createAssetsComposer } from '../../src/assets/generation-composer.js';
 import { REFERENCE_MODE_INSTRUCTIONS } from '../../src/assets/resolve.js';
@@ -26,7 +26,7 @@ let principal: Principal;
 const _fits: (c: ReturnType<typeof createAssetsComposer>) => Composer = (c) => c;
 
 beforeAll(async () => {
-  [s, img] = await Promise.all([startTestStack(), startImageServer()]);
+  [s, img] = await Promise.all([startAssetsStack(), startImageServer()]);
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
   composer = createAssetsComposer(s.stack.ctx);
