@@ -67,7 +67,15 @@ export async function benchUsage(): Promise<void> {
   const storeOne = async (tenantId: string) => {
     const id = randomUUID();
     const data = ImageStored.encode(
-      ImageStored.fromPartial({ tenantId, imageId: 1, sizeBytes: 123_456, thumbnailSizeBytes: 4_000, operation: 'generate', occurredAt: new Date().toISOString(), keyType: 'live' }),
+      ImageStored.fromPartial({
+        tenantId,
+        imageId: 1,
+        sizeBytes: 123_456,
+        thumbnailSizeBytes: 4_000,
+        operation: 'generate',
+        occurredAt: new Date().toISOString(),
+        keyType: 'live',
+      }),
     ).finish();
     await lib.begin(async (tx) => {
       await writeOutbox(tx, { id, subject, data });
@@ -117,7 +125,13 @@ export async function benchUsage(): Promise<void> {
           const id = randomUUID();
           ids.push(id);
           const data = ImageStored.encode(
-            ImageStored.fromPartial({ tenantId: `bulk-${i % 50}`, imageId: i, sizeBytes: 1000, operation: 'generate', occurredAt: new Date().toISOString() }),
+            ImageStored.fromPartial({
+              tenantId: `bulk-${i % 50}`,
+              imageId: i,
+              sizeBytes: 1000,
+              operation: 'generate',
+              occurredAt: new Date().toISOString(),
+            }),
           ).finish();
           await writeOutbox(tx, { id, subject, data });
         }
@@ -136,7 +150,9 @@ export async function benchUsage(): Promise<void> {
     await usageSql.end();
     console.log('\n== usage: ImageStored commit -> usage row updated, on JetStream ==');
     console.log(`latency over ${sorted.length} events at ${rate}/s   p50 ${fmt(p50)} ms  p99 ${fmt(p99)} ms (target p99 < 100 ms)`);
-    console.log(`consumer throughput (backlog of ${backlog})  ${fmt(perSec, 0)} events/s (target >= 1000)  counted ${check[0].n}/${backlog}`);
+    console.log(
+      `consumer throughput (backlog of ${backlog})  ${fmt(perSec, 0)} events/s (target >= 1000)  counted ${check[0].n}/${backlog}`,
+    );
   } finally {
     await svc.stop().catch(() => {});
     await relay.stop();

@@ -18,6 +18,10 @@ export async function startCallbackServer(): Promise<{ url: string; next(): Prom
   let base = '';
   const server: Server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', base);
+    if (u.pathname !== '/callback') {
+      res.writeHead(404).end(); // e.g. the browser's /favicon.ico
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>done</title><p>You can close this window.</p>');
     const w = waiting.shift();
     if (w) w(u);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
 import { createLogger } from '@imagegen/platform';
+import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startTestStack, type TestStack } from '../support/stack.js';
 import { until } from './usage-support.js';

@@ -106,6 +106,13 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     );
     const trace = spans.filter((s) => s.traceId === root.traceId);
     const byId = new Map(trace.map((s) => [s.spanId, s]));
+    if (process.env.PRINT_TRACE) {
+      const print = (s: Span, depth: number): void => {
+        process.stdout.write(`${'  '.repeat(depth)}${s.service} [${Object.keys(KIND)[s.kind - 1]}] ${s.name}\n`);
+        for (const c of trace.filter((x) => x.parentSpanId === s.spanId)) print(c, depth + 1);
+      };
+      print(root, 0);
+    }
     const parentOf = (s: Span) => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
     const ancestors = (s: Span) => {
       const out: Span[] = [];

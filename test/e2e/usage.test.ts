@@ -41,11 +41,15 @@ describe('GET /api/usage', () => {
     expect(gen.status).toBe(200);
     const stored = gen.body.data.images as { size_bytes: number }[];
     const bytes = stored.reduce((n, i) => n + i.size_bytes, 0);
-    const usage = await until(async () => {
-      const r = await s.api('/api/usage', { key: A.liveKey });
-      const m = r.body.data.months[0];
-      return m?.total_images === stored.length && m.total_operations === 1 && r.body.data;
-    }, 20_000, 'usage of the generation');
+    const usage = await until(
+      async () => {
+        const r = await s.api('/api/usage', { key: A.liveKey });
+        const m = r.body.data.months[0];
+        return m?.total_images === stored.length && m.total_operations === 1 && r.body.data;
+      },
+      20_000,
+      'usage of the generation',
+    );
     expect(usage.months).toEqual([
       {
         month: thisMonth(),
@@ -86,7 +90,9 @@ describe('GET /api/usage', () => {
 
   it('needs a tenant API key', async () => {
     expect((await s.api('/api/usage')).status).toBe(401);
-    expect((await s.api('/api/usage', { key: 'sk_live_notavalidkeynotavalidkeynotavalid00' })).body).toEqual({ error: 'Invalid or missing API key' });
+    expect((await s.api('/api/usage', { key: 'sk_live_notavalidkeynotavalidkeynotavalid00' })).body).toEqual({
+      error: 'Invalid or missing API key',
+    });
     expect((await s.api('/api/usage', { admin: true })).status).toBe(401);
   });
 });
@@ -106,12 +112,20 @@ describe('GET /api/profile', () => {
   });
 
   it('reflects an admin change of the quota and rate limit within seconds', async () => {
-    const patch = await s.api(`/admin/tenants/${B.tenantId}`, { method: 'PATCH', admin: true, body: { monthly_quota_mb: 4096, rate_limit_per_minute: 6000 } });
+    const patch = await s.api(`/admin/tenants/${B.tenantId}`, {
+      method: 'PATCH',
+      admin: true,
+      body: { monthly_quota_mb: 4096, rate_limit_per_minute: 6000 },
+    });
     expect(patch.status).toBe(200);
-    const q = await until(async () => {
-      const r = await s.api('/api/profile', { key: B.liveKey });
-      return r.body.tenant.quotas.monthlyQuotaMb === 4096 && r.body.tenant.quotas;
-    }, 15_000, 'new quota');
+    const q = await until(
+      async () => {
+        const r = await s.api('/api/profile', { key: B.liveKey });
+        return r.body.tenant.quotas.monthlyQuotaMb === 4096 && r.body.tenant.quotas;
+      },
+      15_000,
+      'new quota',
+    );
     expect(q).toEqual({ monthlyQuotaMb: 4096, monthlyUsedMb: 0, monthlyRemainingMb: 4096, rateLimitPerMinute: 6000 });
   });
 
@@ -128,7 +142,11 @@ describe('monthly storage quota (402)', () => {
     const up = await s.api('/api/upload-for-editing', { key: C.liveKey, body: { image_url: url } });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     expect(up.body.size_bytes).toBeGreaterThan(MIB);
-    await until(async () => (await s.api('/api/usage', { key: C.liveKey })).body.data.quota.monthlyRemainingMb === 0, 20_000, 'usage at quota');
+    await until(
+      async () => (await s.api('/api/usage', { key: C.liveKey })).body.data.quota.monthlyRemainingMb === 0,
+      20_000,
+      'usage at quota',
+    );
 
     const before = await s.api('/api/images', { key: C.liveKey });
     expect(before.body.pagination.total).toBe(1);
@@ -148,10 +166,14 @@ describe('monthly storage quota (402)', () => {
 
     // Raising the quota lets the tenant store again (tenancy cache: seconds).
     await s.api(`/admin/tenants/${C.tenantId}`, { method: 'PATCH', admin: true, body: { monthly_quota_mb: 100 } });
-    const again = await until(async () => {
-      const r = await s.api('/api/images', { key: C.liveKey, body: { prompt: 'room again' } });
-      return r.status === 200 && r;
-    }, 20_000, 'generation allowed again');
+    const again = await until(
+      async () => {
+        const r = await s.api('/api/images', { key: C.liveKey, body: { prompt: 'room again' } });
+        return r.status === 200 && r;
+      },
+      20_000,
+      'generation allowed again',
+    );
     expect(again.body.data.images).toHaveLength(1);
   });
 });

@@ -146,12 +146,31 @@ describe('quota webhooks end to end', () => {
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     await until(() => rx.on('/quota').length >= 2, 20_000, 'two quota webhooks');
 
-    const got = rx.on('/quota').map((r) => ({ r, body: JSON.parse(r.body) })).sort((a, b) => a.body.threshold - b.body.threshold);
+    const got = rx
+      .on('/quota')
+      .map((r) => ({ r, body: JSON.parse(r.body) }))
+      .sort((a, b) => a.body.threshold - b.body.threshold);
     const usageMb = Math.round((up.body.size_bytes / MIB) * 100) / 100;
     const period = new Date().toISOString().slice(0, 7);
     expect(got.map((g) => g.body)).toEqual([
-      { event: 'quota.warning', threshold: 80, tenant_id: T.tenantId, billing_period: period, current_usage_mb: usageMb, quota_mb: 1, timestamp: expect.any(String) },
-      { event: 'quota.exceeded', threshold: 100, tenant_id: T.tenantId, billing_period: period, current_usage_mb: usageMb, quota_mb: 1, timestamp: expect.any(String) },
+      {
+        event: 'quota.warning',
+        threshold: 80,
+        tenant_id: T.tenantId,
+        billing_period: period,
+        current_usage_mb: usageMb,
+        quota_mb: 1,
+        timestamp: expect.any(String),
+      },
+      {
+        event: 'quota.exceeded',
+        threshold: 100,
+        tenant_id: T.tenantId,
+        billing_period: period,
+        current_usage_mb: usageMb,
+        quota_mb: 1,
+        timestamp: expect.any(String),
+      },
     ]);
     for (const { r } of got) {
       expect(r.headers['x-webhook-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
@@ -169,7 +188,9 @@ describe('quota webhooks end to end', () => {
     expect(log.body.data).toHaveLength(2);
     for (const d of log.body.data) {
       expect(d).toMatchObject({ status: 'succeeded', attemptCount: 1, lastResponseStatus: 200, lastError: null, nextAttemptAt: null });
-      expect(d.attempts).toEqual([{ attempt: 1, responseStatus: 200, error: null, durationMs: expect.any(Number), attemptedAt: expect.any(String) }]);
+      expect(d.attempts).toEqual([
+        { attempt: 1, responseStatus: 200, error: null, durationMs: expect.any(Number), attemptedAt: expect.any(String) },
+      ]);
       expect(d.payload.tenant_id).toBe(T.tenantId);
     }
     expect(rx.on('/quota')).toHaveLength(2);
@@ -183,11 +204,21 @@ describe('quota webhooks end to end', () => {
     expect(t.status).toBe(202);
     expect(t.body.data).toMatchObject({ event: 'webhook.test', status: 'pending', attemptCount: 0, attempts: [] });
 
-    const off = await until(async () => {
-      const r = await s.api(`/api/webhooks/${id}`, { key: A.liveKey });
-      return r.body.data.enabled === false && r.body.data;
-    }, 20_000, 'auto-disable');
-    expect(off).toMatchObject({ enabled: false, disabledReason: 'consecutive_failures', consecutiveFailures: 5, lastDeliveryStatus: 'failed', lastResponseStatus: 500 });
+    const off = await until(
+      async () => {
+        const r = await s.api(`/api/webhooks/${id}`, { key: A.liveKey });
+        return r.body.data.enabled === false && r.body.data;
+      },
+      20_000,
+      'auto-disable',
+    );
+    expect(off).toMatchObject({
+      enabled: false,
+      disabledReason: 'consecutive_failures',
+      consecutiveFailures: 5,
+      lastDeliveryStatus: 'failed',
+      lastResponseStatus: 500,
+    });
     expect(rx.on('/flaky')).toHaveLength(5);
     const [d] = (await s.api(`/api/webhooks/${id}/deliveries`, { key: A.liveKey })).body.data;
     expect(d).toMatchObject({ status: 'pending', attemptCount: 5, lastResponseStatus: 500, lastError: 'HTTP 500' });
@@ -203,6 +234,10 @@ describe('quota webhooks end to end', () => {
       return x.status === 'succeeded' && x;
     });
     expect(done).toMatchObject({ attemptCount: 6, lastResponseStatus: 200 });
-    expect((await s.api(`/api/webhooks/${id}`, { key: A.liveKey })).body.data).toMatchObject({ enabled: true, lastDeliveryStatus: 'success', consecutiveFailures: 0 });
+    expect((await s.api(`/api/webhooks/${id}`, { key: A.liveKey })).body.data).toMatchObject({
+      enabled: true,
+      lastDeliveryStatus: 'success',
+      consecutiveFailures: 0,
+    });
   });
 });

@@ -24,8 +24,8 @@ export function createDb(url: string, opts: DbOptions): Sql {
       application_name: opts.applicationName ?? `imagegen-${opts.schema}`,
     },
     types: {
-      // bigint columns (sizes in bytes) come back as JS numbers; sizes stay far below 2^53.
-      bigint: postgres.BigInt,
+      // bigint columns (sizes in bytes, counters) come back as JS numbers; they stay far below 2^53.
+      bigint: { to: 20, from: [20], serialize: (v: number | bigint) => String(v), parse: (v: string) => Number(v) },
     },
     transform: { undefined: null },
   }) as unknown as Sql;

@@ -8,6 +8,8 @@ import { appendLog, createExecution, finishExecution, type NewExecution } from '
  */
 export class ExecutionTracker {
   private finished = false;
+  /** Log writes are queued (in order) so the pipeline never waits for them; finishing drains the queue. */
+  private queue: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly sql: Sql,
@@ -41,6 +43,7 @@ export class ExecutionTracker {
   async complete(message: string, summary: string, images: number): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    await this.queue;
     await finishExecution(this.sql, {
       tenantId: this.tenantId,
       executionId: this.executionId,
@@ -55,6 +58,7 @@ export class ExecutionTracker {
   async fail(err: unknown): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    await this.queue;
     const text = isAppError(err) ? err.body.error : 'Internal error';
     try {
       await finishExecution(this.sql, {

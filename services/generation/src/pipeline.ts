@@ -6,7 +6,7 @@ import type {
   GenerateImagesRequest,
   GenerateImagesResponse,
 } from '@imagegen/contracts/generation/v1/generation';
-import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
+import type { GetImageDataResponse, ImageRecord } from '@imagegen/contracts/library/v1/library';
 import {
   AppError,
   badRequest,
@@ -79,6 +79,13 @@ export function upstreamPrompt(prompt: string, negative?: string): string {
   return negative ? `${prompt}\n\nAvoid: ${negative}` : prompt;
 }
 
+/** Look-ups done side by side with the execution's creation. */
+interface Prepared {
+  remaining: number;
+  keys: string[];
+  source?: GetImageDataResponse;
+}
+
 interface Produced {
   data: Buffer;
   mimeType: string;
@@ -121,16 +128,32 @@ export class GenerationPipeline {
     const sessionId = plan.sessionId ?? randomUUID();
     const isEdit = plan.imageToEditId !== undefined;
     const toolName = req.toolName || (isEdit ? 'edit_image' : 'generate_image');
-    const exec = await this.startExecution(
-      principal,
-      tenantId,
-      sessionId,
-      toolName,
-      plan.model.id,
-      `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
-    );
+    const p = withSession(principal, sessionId);
+    const { collaborators } = this.deps;
+    // Independent look-ups run side by side with the execution's creation.
+    const [execR, sessionR, keysR, sourceR] = await Promise.allSettled([
+      this.startExecution(
+        principal,
+        tenantId,
+        sessionId,
+        toolName,
+        plan.model.id,
+        `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
+      ),
+      collaborators.touchSession(p, tenantId, sessionId),
+      collaborators.getProviderKeys(p, tenantId, plan.model.provider),
+      plan.imageToEditId !== undefined ? collaborators.getImageData(p, plan.imageToEditId) : Promise.resolve(undefined),
+    ]);
+    if (execR.status === 'rejected') throw execR.reason;
+    const exec = execR.value;
     try {
-      const images = await this.run(plan, req, withSession(principal, sessionId), tenantId, sessionId, exec);
+      for (const r of [sessionR, keysR, sourceR]) if (r.status === 'rejected') throw r.reason;
+      const prepared: Prepared = {
+        remaining: (sessionR as PromiseFulfilledResult<{ remaining: number }>).value.remaining,
+        keys: (keysR as PromiseFulfilledResult<string[]>).value,
+        source: (sourceR as PromiseFulfilledResult<GetImageDataResponse | undefined>).value,
+      };
+      const images = await this.run(plan, req, p, tenantId, sessionId, exec, prepared);
       return { images, requested: plan.n, generated: images.length, sessionId, executionId: exec.executionId };
     } catch (err) {
       await exec.fail(err);
@@ -175,29 +198,26 @@ export class GenerationPipeline {
     tenantId: string,
     sessionId: string,
     exec: ExecutionTracker,
+    prepared: Prepared,
   ): Promise<GeneratedImage[]> {
     const { collaborators } = this.deps;
-    const session = await collaborators.touchSession(principal, tenantId, sessionId);
-    if (session.remaining < plan.n) {
-      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [
-        `the session accepts ${session.remaining} more image(s)`,
-      ]);
+    if (prepared.remaining < plan.n) {
+      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [`the session accepts ${prepared.remaining} more image(s)`]);
     }
 
     let source: { id: number; image: InputImage; width: number; height: number } | undefined;
     if (plan.imageToEditId !== undefined) {
-      await exec.step('loading_source', 10, `Loading source image ${plan.imageToEditId}`);
-      const got = await collaborators.getImageData(principal, plan.imageToEditId);
-      if (!got.image) throw new AppError(404, { error: 'Image not found' });
+      const got = prepared.source;
+      if (!got?.image) throw new AppError(404, { error: 'Image not found' });
       source = {
         id: got.image.id,
         image: { data: got.data, mimeType: got.mimeType || got.image.mimeType },
         width: got.image.width,
         height: got.image.height,
       };
+      exec.step('source_loaded', 10, `Loaded source image ${got.image.id} (${got.image.width}x${got.image.height})`);
     }
 
-    await exec.step('composing', 15, 'Composing the prompt');
     const composition = await this.deps.composer.compose({ req, plan, principal });
 
     // SPEC 4.1 rule 3: request, then scene/style/character (composition), then the edit source's shape, then 1:1.
@@ -237,15 +257,13 @@ export class GenerationPipeline {
           : (PROVB_SIZE_FOR_RATIO[aspectRatio] ?? '1024x1024');
     }
 
-    const keys = await collaborators.getProviderKeys(principal, tenantId, model.provider);
-    await exec.log(
+    const keys = prepared.keys;
+    exec.log(
       `Calling ${model.provider} (${providerReq.model}): ${plan.n} image(s), aspect ratio ${aspectRatio}${providerReq.tier ? `, tier ${providerReq.tier}` : ''}${providerReq.size ? `, size ${providerReq.size}` : ''}${providerReq.images.length ? `, ${providerReq.images.length} input image(s)` : ''}`,
       { step: 'calling_provider', progress: 20 },
     );
     const client = this.deps.providers[model.provider];
-    const attemptLog = (message: string, level: 'info' | 'warn' | 'error' = 'info') => {
-      void exec.log(message, { level });
-    };
+    const attemptLog = (message: string, level: 'info' | 'warn' | 'error' = 'info') => exec.log(message, { level });
     const results: ProviderResult[] = [];
     let firstError: unknown;
     if (model.provider === 'provA') {
@@ -257,7 +275,7 @@ export class GenerationPipeline {
         if (s.status === 'fulfilled') results.push(s.value);
         else {
           firstError ??= s.reason;
-          await exec.log(`One image failed: ${isAppError(s.reason) ? s.reason.body.error : 'internal error'}`, { level: 'warn' });
+          exec.log(`One image failed: ${isAppError(s.reason) ? s.reason.body.error : 'internal error'}`, { level: 'warn' });
         }
       }
     } else {
@@ -277,13 +295,13 @@ export class GenerationPipeline {
       const mimeType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format}`;
       produced.push({ data: img.data, mimeType, width: meta.width, height: meta.height });
     }
-    await exec.step('checking_quota', 75, `Received ${produced.length} image(s) from ${model.provider}; checking the storage quota`);
+    exec.step('checking_quota', 75, `Received ${produced.length} image(s) from ${model.provider}; checking the storage quota`);
 
     const incoming = produced.reduce((a, x) => a + x.data.length, 0);
     const quota = await collaborators.checkQuota(principal, tenantId, incoming);
     if (!quota.allowed) throw quotaExceeded();
 
-    await exec.step('storing', 85, `Storing ${produced.length} image(s)`);
+    exec.step('storing', 85, `Storing ${produced.length} image(s)`);
     const perImageTokens = Math.round(tokens / produced.length);
     const operation = source ? 'edit' : 'generate';
     const stored = await Promise.all(

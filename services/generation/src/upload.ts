@@ -93,7 +93,7 @@ export async function uploadForEditing(
   try {
     const session = await collaborators.touchSession(p, tenantId, sessionId);
     if (session.remaining < 1) throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`);
-    await exec.step('fetching', 10, 'Fetching the image');
+    exec.step('fetching', 10, 'Fetching the image');
     let fetched: Awaited<ReturnType<typeof safeFetch>>;
     try {
       fetched = await safeFetch(url, {
@@ -108,7 +108,7 @@ export async function uploadForEditing(
     }
     if (fetched.status < 200 || fetched.status >= 300) throw badRequest(`Failed to fetch image from URL: ${fetched.status}`);
     if (fetched.body.length === 0) throw badRequest('URL does not point to an image: the response is empty');
-    await exec.step('checking', 40, `Fetched ${fetched.body.length} bytes; checking the image`);
+    exec.step('checking', 40, `Fetched ${fetched.body.length} bytes; checking the image`);
 
     const meta = await sharp(fetched.body, { pages: -1 })
       .metadata()
@@ -134,7 +134,7 @@ export async function uploadForEditing(
     const quota = await collaborators.checkQuota(p, tenantId, fetched.body.length);
     if (!quota.allowed) throw quotaExceeded();
 
-    await exec.step('storing', 70, 'Storing the image');
+    exec.step('storing', 70, 'Storing the image');
     const fileName = req.fileName?.trim() || decodeURIComponent(new URL(fetched.finalUrl).pathname.split('/').pop() || '') || 'image';
     const rec = await collaborators.storeImage(p, {
       tenantId,

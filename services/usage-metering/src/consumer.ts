@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ExecutionFinished, ImageDeleted, ImageStored, QuotaCrossed, TenantChanged } from '@imagegen/contracts/events/v1/events';
 import {
   consumeOnce,
@@ -10,7 +11,6 @@ import {
   type TransactionSql,
   writeOutbox,
 } from '@imagegen/platform';
-import { randomUUID } from 'node:crypto';
 import { addUsage, insertQuotaAlert, MIB, monthOf, recordDelete, timeOf } from './store.js';
 import type { TenantLimits, TenantLimitsCache } from './tenants.js';
 

@@ -152,7 +152,8 @@ describe('usage-metering on JetStream', () => {
       await events.publish(storedEvent(config.eventsPrefix, { tenantId: tenant, sizeBytes, occurredAt }));
       await until(() => applied > before, 15_000, 'event applied');
     };
-    const alerts = async () => (await sql`SELECT threshold FROM quota_alerts WHERE tenant_id = ${tenant} ORDER BY threshold`).map((r) => r.threshold);
+    const alerts = async () =>
+      (await sql`SELECT threshold FROM quota_alerts WHERE tenant_id = ${tenant} ORDER BY threshold`).map((r) => r.threshold);
     const outbox = async () => Number((await sql`SELECT count(*)::int AS n FROM outbox`)[0].n);
     const outboxBefore = await outbox();
 
@@ -188,7 +189,11 @@ describe('usage-metering on JetStream', () => {
     await pub(20 * MIB, lastMonth);
     expect(await outbox()).toBe(outboxBefore + 4);
     await until(() => mine().length === 4, 15_000, 'QuotaCrossed of last month');
-    expect(mine().slice(2).map((c) => [c.threshold, c.billingPeriod])).toEqual([
+    expect(
+      mine()
+        .slice(2)
+        .map((c) => [c.threshold, c.billingPeriod]),
+    ).toEqual([
       [80, lastMonth.slice(0, 7)],
       [100, lastMonth.slice(0, 7)],
     ]);
@@ -237,7 +242,13 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
       deleted_images: 1,
       deleted_bytes: 500,
     });
-    expect(Number((await sql`SELECT count(*)::int AS n FROM processed_events WHERE consumer = 'usage-metering' AND event_id = ANY(${[a.id, b.id, c.id]})`)[0].n)).toBe(3);
+    expect(
+      Number(
+        (
+          await sql`SELECT count(*)::int AS n FROM processed_events WHERE consumer = 'usage-metering' AND event_id = ANY(${[a.id, b.id, c.id]})`
+        )[0].n,
+      ),
+    ).toBe(3);
   });
 
   it('GetUsage: months newest first, limit, avg duration, rolling 30 days, quota', async () => {
@@ -249,7 +260,7 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     for (const e of [
       storedEvent(prefix, { tenantId: t, sizeBytes: MIB, occurredAt: monthsAgo(2) }),
       storedEvent(prefix, { tenantId: t, sizeBytes: MIB / 2, occurredAt: monthsAgo(1) }),
-      storedEvent(prefix, { tenantId: t, sizeBytes: 3 * MIB / 2 }),
+      storedEvent(prefix, { tenantId: t, sizeBytes: (3 * MIB) / 2 }),
       storedEvent(prefix, { tenantId: t, sizeBytes: 1000, operation: 'scene-reference' }), // an operation of its own
       finishedEvent(prefix, { tenantId: t, durationMs: 1000 }),
       finishedEvent(prefix, { tenantId: t, durationMs: 2001 }),
@@ -267,7 +278,7 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
       month: cur,
       totalOperations: 3,
       totalImages: 2,
-      totalBytes: 3 * MIB / 2 + 1000,
+      totalBytes: (3 * MIB) / 2 + 1000,
       totalMb: 1.5,
       avgDurationMs: 1501,
     });
@@ -275,7 +286,7 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     // Rolling 30 days: this month's images, and last month's only if within 30 days.
     const lastMonthRecent = Date.now() - Date.parse(monthsAgo(1)) < 30 * 86_400_000;
     expect(res.recent).toEqual({
-      bytes: 3 * MIB / 2 + 1000 + (lastMonthRecent ? MIB / 2 : 0),
+      bytes: (3 * MIB) / 2 + 1000 + (lastMonthRecent ? MIB / 2 : 0),
       images: 2 + (lastMonthRecent ? 1 : 0),
     });
     expect(res.quota).toEqual({ monthlyQuotaMb: 2, monthlyUsedMb: 2, monthlyRemainingMb: 0, rateLimitPerMinute: 120 });
@@ -312,7 +323,12 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     await events.publish(deletedEvent(prefix, { tenantId: t, sizeBytes: MIB - 1 }));
     await wait();
     expect((await client.checkQuota({ tenantId: t, incomingBytes: 10 }, p)).allowed).toBe(false);
-    expect(await client.getQuota({ tenantId: t }, p)).toEqual({ monthlyQuotaMb: 1, monthlyUsedMb: 1, monthlyRemainingMb: 0, rateLimitPerMinute: 60 });
+    expect(await client.getQuota({ tenantId: t }, p)).toEqual({
+      monthlyQuotaMb: 1,
+      monthlyUsedMb: 1,
+      monthlyRemainingMb: 0,
+      rateLimitPerMinute: 60,
+    });
     // Quota raised by an admin: allowed again once the cache expires (here: no cache).
     setTenant(t, 2);
     expect((await client.checkQuota({ tenantId: t, incomingBytes: 10 }, p)).allowed).toBe(true);
@@ -328,7 +344,8 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
 
   it('GetPlatformUsage: stored minus deleted, last 24 hours, top tenants of the month', async () => {
     const res = await client.getPlatformUsage({}, internalPrincipal());
-    const [sums] = await sql`SELECT sum(total_images - deleted_images)::int AS i, sum(total_bytes - deleted_bytes)::bigint AS b FROM usage_months`;
+    const [sums] =
+      await sql`SELECT sum(total_images - deleted_images)::int AS i, sum(total_bytes - deleted_bytes)::bigint AS b FROM usage_months`;
     expect(res.totalImages).toBe(sums.i);
     expect(res.totalBytes).toBe(Number(sums.b));
     expect(res.imagesLast24h).toBeGreaterThan(0);

@@ -107,7 +107,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
   async function record(d: ClaimedDelivery, r: AttemptResult): Promise<void> {
     const attemptNo = d.attemptCount + 1;
     await o.sql.begin(async (tx) => {
-      const [ep] = await tx`SELECT id, consecutive_failures, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE`;
+      const [ep] =
+        await tx`SELECT id, consecutive_failures, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE`;
       if (!ep) return; // deleted meanwhile (its deliveries went with it)
       await tx`
         INSERT INTO delivery_attempts (delivery_id, attempt, response_status, error, duration_ms)
@@ -141,7 +142,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
           enabled = ${disable ? false : ep.enabled},
           disabled_reason = ${disable ? 'consecutive_failures' : tx`disabled_reason`}
         WHERE id = ${d.endpointId}`;
-      if (disable) log.warn({ endpointId: d.endpointId, tenantId: d.tenantId, failures }, 'webhook endpoint disabled after consecutive failures');
+      if (disable)
+        log.warn({ endpointId: d.endpointId, tenantId: d.tenantId, failures }, 'webhook endpoint disabled after consecutive failures');
     });
   }
 

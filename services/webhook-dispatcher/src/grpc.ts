@@ -1,14 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import {
-  badRequest,
-  type CallContext,
-  type Handlers,
-  notFound,
-  resolvePublicAddress,
-  SafeFetchError,
-  type Sql,
-} from '@imagegen/platform';
+import { badRequest, type CallContext, type Handlers, notFound, resolvePublicAddress, SafeFetchError, type Sql } from '@imagegen/platform';
 import { generateSecret, type SecretBox, secretHint } from './signing.js';
 import {
   countEndpoints,

@@ -103,7 +103,14 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
         let created = 0;
         await consumeOnce(sql, QUOTA_DURABLE, m.id, async (tx) => {
           for (const ep of await subscribedEndpoints(tx, e.tenantId, event)) {
-            const row = await insertDelivery(tx, { id: randomUUID(), endpointId: ep.id, tenantId: e.tenantId, event, sourceEventId: m.id, payload: body });
+            const row = await insertDelivery(tx, {
+              id: randomUUID(),
+              endpointId: ep.id,
+              tenantId: e.tenantId,
+              event,
+              sourceEventId: m.id,
+              payload: body,
+            });
             if (row) created++;
           }
         });

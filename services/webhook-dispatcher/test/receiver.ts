@@ -25,9 +25,21 @@ export async function startReceiver() {
   execFileSync(
     'openssl',
     [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-      '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
     ],
     { stdio: 'ignore' },
   );
@@ -88,5 +100,8 @@ export function verifyStandard(secret: string, r: Received, toleranceS = 300): b
   const expected = createHmac('sha256', key).update(`${id}.${ts}.${r.body}`).digest('base64');
   return (r.headers['webhook-signature'] ?? '')
     .split(' ')
-    .some((s) => s.startsWith('v1,') && s.slice(3).length === expected.length && timingSafeEqual(Buffer.from(s.slice(3)), Buffer.from(expected)));
+    .some(
+      (s) =>
+        s.startsWith('v1,') && s.slice(3).length === expected.length && timingSafeEqual(Buffer.from(s.slice(3)), Buffer.from(expected)),
+    );
 }

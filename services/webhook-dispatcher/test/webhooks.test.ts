@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
-import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import { type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
   type Client,
   createClient,
@@ -19,12 +19,16 @@ import {
   subjectFor,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { retryDelayMs, DEFAULT_POLICY } from '../src/dispatcher.js';
+import { DEFAULT_POLICY, retryDelayMs } from '../src/dispatcher.js';
 import { startWebhookDispatcher, type WebhookOptions } from '../src/service.js';
 import { legacySignature, SecretBox, standardSignature } from '../src/signing.js';
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from './receiver.js';
 
-async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+async function until<T>(
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -51,9 +55,21 @@ async function startSvc(opts: WebhookOptions = FAST) {
   client = createClient(WebhookServiceService, svc.grpcAddress as string);
 }
 
+async function createWh(req: { url: string; events: string[]; description?: string }, p: Principal) {
+  const r = await client.createWebhook(req, p);
+  return { webhook: r.webhook as Webhook, secret: r.secret };
+}
+
 function publishQuota(tenantId: string, threshold: number, id = randomUUID()) {
   const data = QuotaCrossed.encode(
-    QuotaCrossed.fromPartial({ tenantId, threshold, billingPeriod: '2026-11', currentUsageMb: threshold * 1.024, quotaMb: 128, occurredAt: new Date().toISOString() }),
+    QuotaCrossed.fromPartial({
+      tenantId,
+      threshold,
+      billingPeriod: '2026-11',
+      currentUsageMb: threshold * 1.024,
+      quotaMb: 128,
+      occurredAt: new Date().toISOString(),
+    }),
   ).finish();
   return events.publish({ id, subject: subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed'), data, headers: {} });
 }
@@ -73,7 +89,13 @@ beforeAll(async () => {
   const logger = createLogger('webhooks-test', config.logLevel);
   // No duplicate window: the same event id published twice is delivered twice (duplicate delivery).
   events = createInProcessTransport({ logger, duplicateWindowMs: 0 });
-  ctx = { config, logger, events, storage: createStorage({ dataDir: '/tmp/unused', publicBaseUrl: 'http://x' }), resolve: createResolver(config) };
+  ctx = {
+    config,
+    logger,
+    events,
+    storage: createStorage({ dataDir: '/tmp/unused', publicBaseUrl: 'http://x' }),
+    resolve: createResolver(config),
+  };
   await startSvc();
 });
 
@@ -89,7 +111,7 @@ afterAll(async () => {
 describe('webhook endpoints', () => {
   it('creates an endpoint with a whsec_ secret shown once, lists, gets, updates and deletes it', async () => {
     const p = principal('crud');
-    const created = await client.createWebhook({ url: rx.url('/crud'), events: [], description: 'ops' }, p);
+    const created = await createWh({ url: rx.url('/crud'), events: [], description: 'ops' }, p);
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(created.secret.slice(6), 'base64')).toHaveLength(32);
     expect(created.webhook).toMatchObject({
@@ -98,7 +120,7 @@ describe('webhook endpoints', () => {
       events: ['quota.warning', 'quota.exceeded'],
       enabled: true,
       consecutiveFailures: 0,
-      secretHint: created.secret.slice(0, 10) + '...',
+      secretHint: `${created.secret.slice(0, 10)}...`,
     });
     expect(JSON.stringify(await client.listWebhooks({}, p))).not.toContain(created.secret);
     // Stored encrypted, not in clear.
@@ -106,7 +128,7 @@ describe('webhook endpoints', () => {
     expect(row.secret).toMatch(/^enc:v1:/);
     expect(row.secret).not.toContain(created.secret.slice(6));
 
-    const second = await client.createWebhook({ url: rx.url('/crud2'), events: ['quota.exceeded'] }, p);
+    const second = await createWh({ url: rx.url('/crud2'), events: ['quota.exceeded'] }, p);
     expect((await client.listWebhooks({}, p)).webhooks.map((w) => w.id)).toEqual([created.webhook.id, second.webhook.id]);
     expect((await client.getWebhook({ id: second.webhook.id }, p)).events).toEqual(['quota.exceeded']);
 
@@ -177,7 +199,7 @@ describe('webhook endpoints', () => {
 
   it('allows at most 10 endpoints per tenant', async () => {
     const p = principal('many');
-    for (let i = 0; i < 10; i++) await client.createWebhook({ url: rx.url(`/many${i}`), events: [] }, p);
+    for (let i = 0; i < 10; i++) await createWh({ url: rx.url(`/many${i}`), events: [] }, p);
     await expect(client.createWebhook({ url: rx.url('/many10'), events: [] }, p)).rejects.toMatchObject({ status: 400 });
   });
 });
@@ -186,8 +208,8 @@ describe('delivery', () => {
   it('delivers quota.warning and quota.exceeded over HTTPS with both signature schemes, once per event', async () => {
     const tenant = 'deliver';
     const p = principal(tenant);
-    const a = await client.createWebhook({ url: rx.url('/a'), events: [] }, p);
-    const b = await client.createWebhook({ url: rx.url('/b'), events: ['quota.exceeded'] }, p);
+    const a = await createWh({ url: rx.url('/a'), events: [] }, p);
+    const b = await createWh({ url: rx.url('/b'), events: ['quota.exceeded'] }, p);
     await client.createWebhook({ url: rx.url('/other-tenant'), events: [] }, principal('not-me'));
     const warnId = randomUUID();
     await publishQuota(tenant, 80, warnId);
@@ -199,7 +221,10 @@ describe('delivery', () => {
     expect(rx.on('/b')).toHaveLength(1);
     expect(rx.on('/other-tenant')).toHaveLength(0);
 
-    const bodies = rx.on('/a').map((r) => JSON.parse(r.body)).sort((x, y) => x.threshold - y.threshold);
+    const bodies = rx
+      .on('/a')
+      .map((r) => JSON.parse(r.body))
+      .sort((x, y) => x.threshold - y.threshold);
     expect(bodies[0]).toEqual({
       event: 'quota.warning',
       threshold: 80,
@@ -231,7 +256,12 @@ describe('delivery', () => {
     expect(log.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
     expect(log[0].attempts, JSON.stringify(log)).toHaveLength(1);
     expect(log[0].attempts[0]).toMatchObject({ attempt: 1, responseStatus: 200 });
-    expect(rx.on('/a').map((r) => r.headers['webhook-id']).sort()).toEqual(log.map((d) => d.id).sort());
+    expect(
+      rx
+        .on('/a')
+        .map((r) => r.headers['webhook-id'])
+        .sort(),
+    ).toEqual(log.map((d) => d.id).sort());
     const wh = await client.getWebhook({ id: a.webhook.id }, p);
     expect(wh).toMatchObject({ lastDeliveryStatus: 'success', lastResponseStatus: 200, consecutiveFailures: 0 });
     expect(wh.lastDeliveryAt).toBeTruthy();
@@ -239,15 +269,25 @@ describe('delivery', () => {
 
   it('retries with backoff, disables the endpoint after 5 consecutive failures, and resumes on re-enable', async () => {
     const p = principal('flaky');
-    const w = await client.createWebhook({ url: rx.url('/down'), events: [] }, p);
+    const w = await createWh({ url: rx.url('/down'), events: [] }, p);
     rx.respond('/down', 503);
     const d = await client.testWebhook({ id: w.webhook.id }, p);
     expect(d).toMatchObject({ event: 'webhook.test', status: 'pending', attemptCount: 0 });
-    const disabled = await until(async () => {
-      const x = await client.getWebhook({ id: w.webhook.id }, p);
-      return !x.enabled && x;
-    }, 15_000, 'auto-disable');
-    expect(disabled).toMatchObject({ enabled: false, disabledReason: 'consecutive_failures', consecutiveFailures: 5, lastDeliveryStatus: 'failed', lastResponseStatus: 503 });
+    const disabled = await until(
+      async () => {
+        const x = await client.getWebhook({ id: w.webhook.id }, p);
+        return !x.enabled && x;
+      },
+      15_000,
+      'auto-disable',
+    );
+    expect(disabled).toMatchObject({
+      enabled: false,
+      disabledReason: 'consecutive_failures',
+      consecutiveFailures: 5,
+      lastDeliveryStatus: 'failed',
+      lastResponseStatus: 503,
+    });
     expect(rx.on('/down')).toHaveLength(5);
     // Backoff: the gaps grow (20 ms base, x4 each, +-25% jitter).
     const at = rx.on('/down').map((r) => r.at);
@@ -275,25 +315,38 @@ describe('delivery', () => {
       return x.status === 'succeeded' && x;
     });
     expect(log).toMatchObject({ attemptCount: 6, lastResponseStatus: 204 });
-    expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({ enabled: true, consecutiveFailures: 0, lastDeliveryStatus: 'success' });
+    expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({
+      enabled: true,
+      consecutiveFailures: 0,
+      lastDeliveryStatus: 'success',
+    });
   });
 
   it('a success resets the failure streak; timeouts and redirects count as failures', async () => {
     const p = principal('mixed');
-    const w = await client.createWebhook({ url: rx.url('/mixed'), events: [] }, p);
+    const w = await createWh({ url: rx.url('/mixed'), events: [] }, p);
     rx.respond('/mixed', [500, 'hang', 302, 200]);
     await client.testWebhook({ id: w.webhook.id }, p);
-    const [log] = await until(async () => {
-      const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
-      return l[0]?.status === 'succeeded' && l;
-    }, 15_000, 'success after 3 failures');
-    expect(log.attempts.map((a) => a.responseStatus ?? a.error)).toEqual([500, 'timed out after 3000 ms', 'redirects are not followed', 200]);
+    const [log] = await until(
+      async () => {
+        const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+        return l[0]?.status === 'succeeded' && l;
+      },
+      15_000,
+      'success after 3 failures',
+    );
+    expect(log.attempts.map((a) => a.responseStatus ?? a.error)).toEqual([
+      500,
+      'timed out after 3000 ms',
+      'redirects are not followed',
+      200,
+    ]);
     expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({ enabled: true, consecutiveFailures: 0 });
   });
 
   it('keeps pending retries across a restart of the dispatcher', async () => {
     const p = principal('restart');
-    const w = await client.createWebhook({ url: rx.url('/restart'), events: [] }, p);
+    const w = await createWh({ url: rx.url('/restart'), events: [] }, p);
     // Slow retries for this instance: the first attempt fails, the retry is due ~1.5 s later.
     await svc.stop();
     await startSvc({ policy: { baseMs: 1500, jitter: 0 }, pollMs: 50, timeoutMs: 3000 });
@@ -316,9 +369,12 @@ describe('delivery', () => {
 
   it('listDeliveries validates its limit', async () => {
     const p = principal('limits');
-    const w = await client.createWebhook({ url: rx.url('/l'), events: [] }, p);
+    const w = await createWh({ url: rx.url('/l'), events: [] }, p);
     for (const limit of [0, 201]) {
-      await expect(client.listDeliveries({ webhookId: w.webhook.id, limit }, p)).rejects.toMatchObject({ status: 400, body: { error: 'Invalid limit' } });
+      await expect(client.listDeliveries({ webhookId: w.webhook.id, limit }, p)).rejects.toMatchObject({
+        status: 400,
+        body: { error: 'Invalid limit' },
+      });
     }
     expect((await client.listDeliveries({ webhookId: w.webhook.id, limit: 200 }, p)).deliveries).toEqual([]);
   });

@@ -110,7 +110,7 @@ export function createInProcessTransport(opts: InProcessTransportOptions): Event
       deliveryCount: p.deliveries,
     };
     try {
-      await handleTraced(d.name, m, sub.handler);
+      await handleTraced(d.name, m, sub.handler, 'inprocess');
     } catch (err) {
       if (sub.maxDeliver > 0 && p.deliveries >= sub.maxDeliver) {
         log.error({ err, durable: d.name, subject: m.subject, id: m.id, deliveries: p.deliveries }, 'event handler failed, giving up');

@@ -58,7 +58,12 @@ export async function publishTraced(transport: EventTransport, msg: OutgoingEven
  * producer's context from the message headers (active while the handler runs, so its gRPC calls and
  * queries join the trace), and imagegen_events_consumed/redelivered_total.
  */
-export async function handleTraced(durable: string, msg: EventMessage, handler: (m: EventMessage) => Promise<void>): Promise<void> {
+export async function handleTraced(
+  durable: string,
+  msg: EventMessage,
+  handler: (m: EventMessage) => Promise<void>,
+  system: 'nats' | 'inprocess' = 'nats',
+): Promise<void> {
   const parent = propagation.extract(ROOT_CONTEXT, msg.headers);
   const started = performance.now();
   const span = trace.getTracer('imagegen').startSpan(
@@ -66,7 +71,7 @@ export async function handleTraced(durable: string, msg: EventMessage, handler: 
     {
       kind: SpanKind.CONSUMER,
       attributes: {
-        'messaging.system': 'nats',
+        'messaging.system': system,
         'messaging.operation.type': 'process',
         'messaging.destination.name': msg.subject,
         'messaging.consumer.group.name': durable,

@@ -138,7 +138,8 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     async (request) => {
       const id = webhookId((request.params as { id: string }).id);
       const b = request.body;
-      if (b.enabled === undefined && b.description === undefined) throw badRequest('Invalid request payload', ['enabled or description is required']);
+      if (b.enabled === undefined && b.description === undefined)
+        throw badRequest('Invalid request payload', ['enabled or description is required']);
       const w = await webhooks.updateWebhook(
         { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
         request.principal,

@@ -405,7 +405,7 @@ export interface ResolveGenerationAssetsResponse {
   /** resolved, in request order (for MarkAssetsUsed) */
   characterIds: number[];
   productIds: number[];
-  /** the scene's / first group's default_reference_mode */
+  /** the request's, else the scene's / a group's default_reference_mode */
   referenceMode?:
     | string
     | undefined;
