@@ -2,11 +2,12 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/distributed/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    maxWorkers: 3,
+    // Two cores: more workers only add contention (each e2e file runs a whole stack).
+    maxWorkers: 2,
     reporters: ['default', './test/support/count-reporter.ts'],
   },
 });

@@ -277,7 +277,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'info',
     ALLOW_LOOPBACK_FETCH: '1',
     DB_POOL_MAX: '2',
-    SHUTDOWN_GRACE_MS: '5000',
+    SHUTDOWN_GRACE_MS: '15000',
     API_KEY_CACHE_TTL_MS: '1000',
     TENANCY_ADDR: grpc('tenancy'),
     LIBRARY_ADDR: grpc('library'),
@@ -355,7 +355,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
       p.once('exit', (code, sig) => r({ code, signal: sig })),
     );
     p.kill(signal);
-    const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+    const timer = setTimeout(() => p.kill('SIGKILL'), 30_000);
     const r = await exited;
     clearTimeout(timer);
     return r;

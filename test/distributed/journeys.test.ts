@@ -36,7 +36,7 @@ afterAll(async () => {
   await images?.stop();
   await rx?.stop();
   await nats?.close();
-});
+}, 60_000);
 
 const currentMonth = () => new Date().toISOString().slice(0, 7);
 
@@ -63,14 +63,21 @@ describe('journeys through the gateway, one process per service', () => {
     expect(first.full_url).toMatch(new RegExp(`^${j.env.S3_ENDPOINT}/`));
     const file = await fetch(first.full_url);
     expect(file.status).toBe(200);
-    expect(Buffer.from(await file.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await file.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
 
     const list = await j.api('/api/images', { key: t.liveKey });
     expect(list.status).toBe(200);
     expect(list.body.pagination.total).toBe(2);
     expect(list.body.data.map((i: { id: number }) => i.id)).toContain(first.record_id);
 
-    const edit = await j.api('/api/edit-image', { key: t.liveKey, body: { image_id: first.record_id, prompt: 'the same lighthouse at night' } });
+    const edit = await j.api('/api/edit-image', {
+      key: t.liveKey,
+      body: { image_id: first.record_id, prompt: 'the same lighthouse at night' },
+    });
     expect(edit.status, JSON.stringify(edit.body)).toBe(200);
     expect(edit.body.parentImageId).toBe(first.record_id);
     const detail = await j.api(`/api/images/${edit.body.recordId}`, { key: t.liveKey });
@@ -185,8 +192,15 @@ describe('journeys through the gateway, one process per service', () => {
     const gw = j.services.get('gateway')!;
     expect((await fetch(`${gw.opsUrl}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } })).status).toBe(404);
     const gen = await (await fetch(`${j.services.get('generation')!.opsUrl}/metrics`)).text();
-    expect(metricValue(gen, 'imagegen_grpc_server_handled_total', { method: '/imagegen.generation.v1.GenerationService/GenerateImages', code: 'OK' })).toBeGreaterThan(0);
+    expect(
+      metricValue(gen, 'imagegen_grpc_server_handled_total', {
+        method: '/imagegen.generation.v1.GenerationService/GenerateImages',
+        code: 'OK',
+      }),
+    ).toBeGreaterThan(0);
     const gwm = await (await fetch(`${gw.opsUrl}/metrics`)).text();
-    expect(metricValue(gwm, 'imagegen_http_requests_total', { route: '/api/images', method: 'POST', status_code: '200' })).toBeGreaterThan(0);
+    expect(metricValue(gwm, 'imagegen_http_requests_total', { route: '/api/images', method: 'POST', status_code: '200' })).toBeGreaterThan(
+      0,
+    );
   });
 });

@@ -1,11 +1,10 @@
 /**
  * Generation with saved assets, checked on what the sandbox upstream actually received: the character and
  * product generate endpoints (SPEC 4.2, 4.4) and POST /api/images with style presets, characters, products
- * and reference groups (SPEC 4.1 rules 1-5). Needs generation to use the assets composer
- * (services/library/src/assets/generation-composer.ts, see docs/README-assets.md); while generation still
- * refuses asset fields ('... is not supported yet'), every test here is skipped with that reason.
+ * and reference groups (SPEC 4.1 rules 1-5), composed by generation's assets composer
+ * (services/generation/src/assets-composer.ts).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, type TestContext, it as vitestIt } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
 import { type ImageServer, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
@@ -15,15 +14,6 @@ let other: TestTenant;
 let img: ImageServer;
 let seed: ReturnType<typeof seeder>;
 let since = 0;
-/** False while generation refuses asset fields (the assets composer is not wired into generation yet). */
-let assetsWired = true;
-
-/** `it`, skipped (with the reason) while generation cannot use saved assets. */
-const it = (name: string, fn: () => Promise<void>) =>
-  vitestIt(name, async (ctx: TestContext) => {
-    if (!assetsWired) ctx.skip('generation does not apply saved assets yet (wire the assets composer, docs/README-assets.md)');
-    await fn();
-  });
 
 interface Received {
   provider: string;
@@ -39,8 +29,6 @@ beforeAll(async () => {
   [s, img] = await Promise.all([startAssetsStack(), startImageServer()]);
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   seed = seeder(s);
-  const probe = await s.api('/api/images', { key: t.liveKey, body: { prompt: 'probe', style_preset_id: 99999999 } });
-  assetsWired = !JSON.stringify(probe.body).includes('not supported yet');
 });
 afterAll(async () => {
   seed?.close();

@@ -107,7 +107,13 @@ export async function mintTokens(baseUrl: string, apiKey: string, scope: string)
   const tok = await fetch(`${baseUrl}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id, redirect_uri: redirectUri }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      client_id: client.client_id,
+      redirect_uri: redirectUri,
+    }),
   });
   if (tok.status !== 200) throw new Error(`token exchange failed: ${tok.status} ${await tok.text()}`);
   return (await tok.json()) as { access_token: string; refresh_token: string; scope: string; expires_in: number; token_type: string };
@@ -123,7 +129,9 @@ export async function mcpClient(baseUrl: string, credential: string, transport: 
     await client.connect(
       new SSEClientTransport(new URL(`${baseUrl}/sse`), {
         requestInit: { headers },
-        eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+        eventSourceInit: {
+          fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
+        },
       }),
     );
   }

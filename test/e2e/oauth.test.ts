@@ -1,3 +1,6 @@
+import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as oidc from 'openid-client';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,7 +91,11 @@ describe('discovery', () => {
     const prm = (await (await fetch(`${stack.baseUrl}/.well-known/oauth-protected-resource`)).json()) as any;
     expect(prm).toMatchObject({ resource: stack.baseUrl, authorization_servers: [`${stack.baseUrl}/oauth`] });
     expect(prm.scopes_supported).toHaveLength(12);
-    for (const p of ['/oauth/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/.well-known/oauth-authorization-server/oauth']) {
+    for (const p of [
+      '/oauth/.well-known/openid-configuration',
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-authorization-server/oauth',
+    ]) {
       const d = (await (await fetch(`${stack.baseUrl}${p}`)).json()) as any;
       expect(d.issuer, p).toBe(issuer.href);
       expect(d.code_challenge_methods_supported).toEqual(['S256']);
@@ -141,7 +148,7 @@ describe('authorization code flow with openid-client and Chromium', () => {
     });
     const cb = await approveInBrowser(url, tenant.liveKey, { uncheck: ['analytics:read'] });
     expect(cb.searchParams.get('state')).toBe(state);
-    tokens = await oidc.authorizationCodeGrant(config, cb, { pkceCodeVerifier: verifier, expectedState: state }, undefined, insecure);
+    tokens = await oidc.authorizationCodeGrant(config, cb, { pkceCodeVerifier: verifier, expectedState: state });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.expires_in).toBe(3600);
     expect(typeof tokens.refresh_token).toBe('string');
@@ -169,7 +176,7 @@ describe('authorization code flow with openid-client and Chromium', () => {
   });
 
   it('rotates refresh tokens and revokes the family when a used one comes back', async () => {
-    const first = await oidc.refreshTokenGrant(config, tokens.refresh_token as string, undefined, insecure);
+    const first = await oidc.refreshTokenGrant(config, tokens.refresh_token as string);
     expect(first.refresh_token).toBeTruthy();
     expect(first.refresh_token).not.toBe(tokens.refresh_token);
     expect(first.access_token).not.toBe(tokens.access_token);
@@ -177,16 +184,20 @@ describe('authorization code flow with openid-client and Chromium', () => {
     expect((await client.callTool({ name: 'list_sessions', arguments: {} })).isError).toBeFalsy();
     await client.close();
 
-    const reuse = await oidc.refreshTokenGrant(config, tokens.refresh_token as string, undefined, insecure).catch((e) => e);
+    const reuse = await oidc.refreshTokenGrant(config, tokens.refresh_token as string).catch((e) => e);
     expect(reuse).toBeInstanceOf(oidc.ResponseBodyError);
     expect(reuse.error).toBe('invalid_grant');
     // the whole family is gone: the newest refresh token and access token too
-    const newest = await oidc.refreshTokenGrant(config, first.refresh_token as string, undefined, insecure).catch((e) => e);
+    const newest = await oidc.refreshTokenGrant(config, first.refresh_token as string).catch((e) => e);
     expect(newest.error).toBe('invalid_grant');
     await new Promise((r) => setTimeout(r, 5500)); // the mcp service caches introspection for up to 5 s
     const res = await fetch(`${stack.baseUrl}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${first.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${first.access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
@@ -203,11 +214,59 @@ describe('authorization code flow with openid-client and Chromium', () => {
     expect(((await bad.json()) as any).error).toBe('invalid_token');
     const badKey = await fetch(`${stack.baseUrl}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer sk_live_${'x'.repeat(40)}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer sk_live_${'x'.repeat(40)}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(badKey.status).toBe(401);
     expect(((await badKey.json()) as any).error).toBe('Invalid or missing API key');
+  });
+});
+
+describe('the MCP SDK client’s own OAuth support', () => {
+  it('discovers the server from the 401, registers, signs in (Chromium) and calls tools', async () => {
+    const store: { client?: any; tokens?: any; verifier?: string; authUrl?: URL } = {};
+    const provider: OAuthClientProvider = {
+      redirectUrl: callback.url,
+      clientMetadata: { client_name: 'Playwright MCP client', redirect_uris: [callback.url], token_endpoint_auth_method: 'none' },
+      clientInformation: () => store.client,
+      saveClientInformation: (c) => {
+        store.client = c;
+      },
+      tokens: () => store.tokens,
+      saveTokens: (t) => {
+        store.tokens = t;
+      },
+      redirectToAuthorization: (url) => {
+        store.authUrl = url;
+      },
+      saveCodeVerifier: (v) => {
+        store.verifier = v;
+      },
+      codeVerifier: () => store.verifier as string,
+    };
+    const url = new URL(`${stack.baseUrl}/mcp`);
+    const first = new StreamableHTTPClientTransport(url, { authProvider: provider });
+    const refused = await new Client({ name: 'sdk-oauth', version: '1' }).connect(first).catch((e) => e);
+    expect(refused).toBeInstanceOf(UnauthorizedError);
+    expect(store.client?.client_id).toBeTruthy();
+    expect(store.authUrl?.searchParams.get('resource')?.replace(/\/$/, '')).toBe(stack.baseUrl);
+    expect(store.authUrl?.searchParams.get('scope')?.split(' ')).toHaveLength(12);
+    const cb = await approveInBrowser(store.authUrl as URL, tenant.liveKey);
+    await first.finishAuth(cb.searchParams.get('code') as string);
+    expect(store.tokens?.scope?.split(' ')).toHaveLength(12);
+
+    const client = new Client({ name: 'sdk-oauth', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+    try {
+      const profile = await client.callTool({ name: 'get_profile', arguments: {} });
+      expect(jsonOf(profile).tenant.tenantId).toBe(tenant.tenantId);
+    } finally {
+      await client.close();
+    }
   });
 });
 
@@ -242,7 +301,7 @@ describe('refusals', () => {
     });
     const cb = await approveInBrowser(url, tenant.testKey);
     const err = await oidc
-      .authorizationCodeGrant(config, cb, { pkceCodeVerifier: oidc.randomPKCECodeVerifier(), expectedState: 'w1' }, undefined, insecure)
+      .authorizationCodeGrant(config, cb, { pkceCodeVerifier: oidc.randomPKCECodeVerifier(), expectedState: 'w1' })
       .catch((e) => e);
     expect(err).toBeInstanceOf(oidc.ResponseBodyError);
     expect(err.error).toBe('invalid_grant');

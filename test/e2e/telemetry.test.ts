@@ -81,7 +81,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await j?.stop();
   await new Promise<void>((r) => (receiver ? receiver.close(() => r()) : r()));
-});
+}, 60_000);
 
 describe('one trace per request across processes, gRPC and NATS', () => {
   it('POST /api/images: gateway -> generation -> provider -> library -> outbox relay -> JetStream -> usage consumer', async () => {
@@ -94,14 +94,27 @@ describe('one trace per request across processes, gRPC and NATS', () => {
       'the gateway server span',
       async () =>
         spans.find(
-          (s) => s.service === 'imagegen-gateway' && s.kind === KIND.SERVER && s.scope.includes('instrumentation-http') && s.name.startsWith('POST') && !s.parentSpanId && String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').startsWith('/api/images'),
+          (s) =>
+            s.service === 'imagegen-gateway' &&
+            s.kind === KIND.SERVER &&
+            s.scope.includes('instrumentation-http') &&
+            s.name.startsWith('POST') &&
+            !s.parentSpanId &&
+            String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').startsWith('/api/images'),
         ),
       30_000,
     );
     const subject = `${j.env.EVENTS_PREFIX}.library.image_stored`;
     const consumer = await waitFor(
       'the usage consumer span in the same trace',
-      async () => spans.find((s) => s.traceId === root.traceId && s.kind === KIND.CONSUMER && s.name === `process ${subject}` && s.service === 'imagegen-usage-metering'),
+      async () =>
+        spans.find(
+          (s) =>
+            s.traceId === root.traceId &&
+            s.kind === KIND.CONSUMER &&
+            s.name === `process ${subject}` &&
+            s.service === 'imagegen-usage-metering',
+        ),
       30_000,
     );
     const trace = spans.filter((s) => s.traceId === root.traceId);
@@ -123,11 +136,20 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     // Every span of the trace hangs from the gateway's root span: one trace, no orphans.
     for (const s of trace) if (s !== root) expect(ancestors(s).at(-1), `${s.service} ${s.name} reaches the root`).toBe(root);
     expect(new Set(trace.map((s) => s.service))).toEqual(
-      new Set(['imagegen-gateway', 'imagegen-generation', 'imagegen-sandbox-provider', 'imagegen-library', 'imagegen-usage-metering', 'imagegen-tenancy']),
+      new Set([
+        'imagegen-gateway',
+        'imagegen-generation',
+        'imagegen-sandbox-provider',
+        'imagegen-library',
+        'imagegen-usage-metering',
+        'imagegen-tenancy',
+      ]),
     );
 
     // gateway: fastify request span under the HTTP server span; the gRPC client call to generation below it.
-    const gwGrpc = trace.find((s) => s.service === 'imagegen-gateway' && s.kind === KIND.CLIENT && s.name.includes('GenerationService/GenerateImages'));
+    const gwGrpc = trace.find(
+      (s) => s.service === 'imagegen-gateway' && s.kind === KIND.CLIENT && s.name.includes('GenerationService/GenerateImages'),
+    );
     expect(gwGrpc, 'gateway gRPC client span').toBeDefined();
     expect(ancestors(gwGrpc!)).toContain(root);
     expect(trace.some((s) => s.service === 'imagegen-gateway' && s.scope === '@fastify/otel')).toBe(true);
@@ -144,8 +166,12 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     expect(upstream?.parentSpanId).toBe(providerCall!.spanId);
 
     // library: StoreImage server span, child of generation's client span.
-    const storeClient = trace.find((s) => s.service === 'imagegen-generation' && s.kind === KIND.CLIENT && s.name.includes('LibraryService/StoreImage'));
-    const storeServer = trace.find((s) => s.service === 'imagegen-library' && s.kind === KIND.SERVER && s.name.includes('LibraryService/StoreImage'));
+    const storeClient = trace.find(
+      (s) => s.service === 'imagegen-generation' && s.kind === KIND.CLIENT && s.name.includes('LibraryService/StoreImage'),
+    );
+    const storeServer = trace.find(
+      (s) => s.service === 'imagegen-library' && s.kind === KIND.SERVER && s.name.includes('LibraryService/StoreImage'),
+    );
     expect(storeClient && storeServer, 'StoreImage client and server spans').toBeTruthy();
     expect(storeServer!.parentSpanId).toBe(storeClient!.spanId);
     expect(ancestors(storeClient!)).toContain(genServer);
@@ -164,6 +190,8 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     await waitFor('a gateway log line with the trace id', async () => j.logs('gateway').includes(`"trace_id":"${root.traceId}"`), 10_000);
 
     // Probes and scrapes are not traced.
-    expect(spans.some((s) => String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').match(/^\/(readyz|livez|metrics)/))).toBe(false);
+    expect(
+      spans.some((s) => String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').match(/^\/(readyz|livez|metrics)/)),
+    ).toBe(false);
   });
 });

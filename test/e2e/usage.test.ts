@@ -177,3 +177,20 @@ describe('monthly storage quota (402)', () => {
     expect(again.body.data.images).toHaveLength(1);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the usage, profile and webhook routes', async () => {
+    const r = await fetch(`${s.baseUrl}/docs/json`);
+    expect(r.status).toBe(200);
+    const doc = (await r.json()) as { paths: Record<string, Record<string, unknown>> };
+    for (const [path, method] of [
+      ['/api/usage', 'get'],
+      ['/api/profile', 'get'],
+      ['/api/webhooks', 'post'],
+      ['/api/webhooks/{id}', 'patch'],
+      ['/api/webhooks/{id}/deliveries', 'get'],
+    ]) {
+      expect(doc.paths[path]?.[method], `${method} ${path}`).toBeTruthy();
+    }
+  });
+});

@@ -7,7 +7,7 @@ import { metricsText, setMetricsService, setReadyGauge } from './metrics.js';
 import { createEventTransport } from './runtime.js';
 import { createResolver, type RunningService, type ServiceContext, type StartService } from './service.js';
 import { createStorage } from './storage/index.js';
-import { startTelemetry } from './telemetry.js';
+import { startTelemetry, telemetryRunning } from './telemetry.js';
 
 /**
  * Process-wide lifecycle, read by readiness endpoints (runStandalone's ops server and the gateway's
@@ -68,7 +68,13 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
   setMetricsService(name);
   installCrashHandlers(logger);
 
+  const preloaded = telemetryRunning();
   const telemetry = await startTelemetry(config, `imagegen-${name}`);
+  if (telemetry.active && !preloaded) {
+    logger.warn(
+      'tracing started without the preload: modules loaded before it (gRPC) are not instrumented; start with --import ./libs/platform/src/telemetry-preload.ts',
+    );
+  }
   const cleanups: { what: string; fn: () => Promise<unknown> }[] = [{ what: 'telemetry', fn: () => telemetry.stop() }];
   let running: RunningService | undefined;
   let started = false;
@@ -166,10 +172,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
       else logger.warn('this service serves HTTP itself and OPS_PORT is not set: no /metrics, /livez, /readyz endpoints');
     }
     setReadyGauge(true);
-    logger.info(
-      { grpc: running.grpcAddress, http: running.httpUrl, ops: ops?.url, tracing: telemetry.active },
-      `${name} started`,
-    );
+    logger.info({ grpc: running.grpcAddress, http: running.httpUrl, ops: ops?.url, tracing: telemetry.active }, `${name} started`);
   } catch (err) {
     logger.fatal({ err }, `${name} failed to start`);
     await stop().catch(() => {});

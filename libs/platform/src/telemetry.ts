@@ -116,6 +116,11 @@ export async function startTelemetry(
   return handle(started);
 }
 
+/** True when the SDK runs in this process (started by the preload or by startTelemetry). */
+export function telemetryRunning(): boolean {
+  return state[KEY] !== undefined;
+}
+
 function handle(s: Started): Telemetry {
   s.holders++;
   let stopped = false;

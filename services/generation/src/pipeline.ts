@@ -295,13 +295,12 @@ export class GenerationPipeline {
       const mimeType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format}`;
       produced.push({ data: img.data, mimeType, width: meta.width, height: meta.height });
     }
-    exec.step('checking_quota', 75, `Received ${produced.length} image(s) from ${model.provider}; checking the storage quota`);
+    exec.step('storing', 80, `Received ${produced.length} image(s) from ${model.provider}; checking the quota and storing`);
 
     const incoming = produced.reduce((a, x) => a + x.data.length, 0);
     const quota = await collaborators.checkQuota(principal, tenantId, incoming);
     if (!quota.allowed) throw quotaExceeded();
 
-    exec.step('storing', 85, `Storing ${produced.length} image(s)`);
     const perImageTokens = Math.round(tokens / produced.length);
     const operation = source ? 'edit' : 'generate';
     const stored = await Promise.all(

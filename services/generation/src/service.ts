@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { bind, createDb, migrate, type ServiceContext, type StartService, startGrpcServer, startOutboxRelay } from '@imagegen/platform';
-import { type Composer, noAssetsComposer } from './compose.js';
+import { createAssetsComposer } from './assets-composer.js';
+import type { Composer } from './compose.js';
 import { type Collaborators, grpcCollaborators } from './deps.js';
 import { generationHandlers } from './grpc.js';
 import { GenerationPipeline, type PipelineDeps } from './pipeline.js';
@@ -22,7 +23,7 @@ export interface GenerationOptions {
   settings?: Partial<GenerationSettings>;
   /** Service tests: fakes instead of the gRPC clients of tenancy, library and usage. */
   collaborators?: Collaborators;
-  /** The saved-assets composer (default: refuses asset fields). */
+  /** The saved-assets composer (default: the library's AssetsService over gRPC). */
   composer?: Composer;
 }
 
@@ -67,7 +68,7 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     settings,
     collaborators,
     providers,
-    composer: opts.composer ?? noAssetsComposer,
+    composer: opts.composer ?? createAssetsComposer(ctx),
   };
   const pipeline = new GenerationPipeline(deps);
 

@@ -58,12 +58,15 @@ function toExecution(r: Row, logs: LogEntry[] = []): Execution {
   };
 }
 
+/** The execution row and its first log line, in one statement (hence one transaction). */
 export async function createExecution(sql: Sql, e: NewExecution): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count)
-      VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1)`;
-    await tx`INSERT INTO execution_logs (execution_id, tenant_id, message) VALUES (${e.executionId}, ${e.tenantId}, ${e.firstLog})`;
-  });
+  await sql`
+    WITH x AS (
+      INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count)
+      VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1)
+      RETURNING execution_id, tenant_id
+    )
+    INSERT INTO execution_logs (execution_id, tenant_id, message) SELECT execution_id, tenant_id, ${e.firstLog} FROM x`;
 }
 
 /** Appends a log line and, when given, moves progress and the current step (one round trip). */

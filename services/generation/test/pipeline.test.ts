@@ -413,3 +413,19 @@ describe('failures', () => {
     expect(res).toMatchObject({ requested: 3, generated: 2 });
   });
 });
+
+describe('upload for editing', () => {
+  it('refuses loopback addresses unless ALLOW_LOOPBACK_FETCH is set (the tests set it; production does not)', async () => {
+    const { uploadForEditing } = await import('../src/upload.js');
+    expect(gen.deps.config.allowLoopbackFetch).toBe(false);
+    const t = newTenant();
+    for (const url of [`${sandbox.httpUrl}/_sandbox/health`, 'http://localhost:1/x.png', 'http://[::1]:1/x.png', 'http://169.254.169.254/latest/meta-data/']) {
+      const err = await fails(uploadForEditing(gen.pipeline, gen.deps, { imageUrl: url }, principal(t)));
+      expect(err.status, url).toBe(400);
+      expect(err.body.error).toBe('Image URL is not allowed: it points to a private, loopback, link-local or metadata address');
+    }
+    const rows = await gen.deps.sql`SELECT tool_name, status FROM executions WHERE tenant_id = ${t}`;
+    expect(rows.every((r) => r.tool_name === 'upload_for_editing' && r.status === 'failed')).toBe(true);
+    expect(world.stored.filter((s) => s.tenantId === t)).toHaveLength(0);
+  });
+});

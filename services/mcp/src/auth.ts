@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { AppError, type Client, internalPrincipal, type Logger } from '@imagegen/platform';
 import type { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { AppError, type Client, internalPrincipal, type Logger } from '@imagegen/platform';
 
 /** Who is calling the MCP endpoint. */
 export interface McpAuth {
@@ -11,6 +11,8 @@ export interface McpAuth {
   /** OAuth scopes; undefined for API keys (all scopes). */
   scopes?: string[];
   clientId?: string;
+  /** The tenant's rate_limit_per_minute (per-tenant tool call limit). */
+  rateLimitPerMinute?: number;
   /** The gateway's request id, when forwarded. */
   requestId?: string;
 }
@@ -36,6 +38,7 @@ interface Introspection {
   active: boolean;
   tenant_id?: string;
   tenant_active?: boolean;
+  rate_limit_per_minute?: number;
   scope?: string;
   client_id?: string;
   exp?: number;
@@ -95,7 +98,12 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
     if (keyCache.size > 50_000) keyCache.clear();
     try {
       const r = await opts.tenancy.authenticateApiKey({ keyHash }, internalPrincipal());
-      const auth: McpAuth = { kind: 'api_key', tenantId: r.tenantId, keyType: r.keyType === 'test' ? 'test' : 'live' };
+      const auth: McpAuth = {
+        kind: 'api_key',
+        tenantId: r.tenantId,
+        keyType: r.keyType === 'test' ? 'test' : 'live',
+        rateLimitPerMinute: r.rateLimitPerMinute,
+      };
       keyCache.set(keyHash, { expires: now + opts.apiKeyCacheTtlMs, auth, inactive: !r.tenantActive });
       if (!r.tenantActive) throw inactive();
       return { ...auth, requestId };
@@ -130,10 +138,19 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
   }
 
   async function oauth(token: string, requestId?: string): Promise<McpAuth> {
-    if (token.length > 512) throw new AuthFailure(401, { error: 'invalid_token', error_description: 'The access token is invalid or expired' }, challenge('invalid_token'));
+    if (token.length > 512)
+      throw new AuthFailure(
+        401,
+        { error: 'invalid_token', error_description: 'The access token is invalid or expired' },
+        challenge('invalid_token'),
+      );
     const r = await introspect(token);
     if (!r.active || !r.tenant_id) {
-      throw new AuthFailure(401, { error: 'invalid_token', error_description: 'The access token is invalid or expired' }, challenge('invalid_token'));
+      throw new AuthFailure(
+        401,
+        { error: 'invalid_token', error_description: 'The access token is invalid or expired' },
+        challenge('invalid_token'),
+      );
     }
     if (r.tenant_active === false) throw inactive();
     return {
@@ -142,6 +159,7 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
       keyType: 'live',
       scopes: (r.scope ?? '').split(' ').filter(Boolean),
       clientId: r.client_id,
+      rateLimitPerMinute: r.rate_limit_per_minute,
       requestId,
     };
   }

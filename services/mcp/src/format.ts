@@ -57,7 +57,13 @@ export function imageDetailJson(d: ImageDetail) {
 }
 
 export function sessionImageJson(r: ImageRecord) {
-  return { ...imageJson(r), ...detailFields(r), thumbnailSizeBytes: r.thumbnailSizeBytes, objectKey: r.objectKey, objectThumbnailKey: r.thumbnailKey };
+  return {
+    ...imageJson(r),
+    ...detailFields(r),
+    thumbnailSizeBytes: r.thumbnailSizeBytes,
+    objectKey: r.objectKey,
+    objectThumbnailKey: r.thumbnailKey,
+  };
 }
 
 /** SPEC 2 "Generated image" (snake_case). */

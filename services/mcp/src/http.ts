@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@imagegen/platform';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import { AuthFailure, type Authenticator, type McpAuth } from './auth.js';
+import { type Authenticator, AuthFailure, type McpAuth } from './auth.js';
 import { ALL_SCOPES } from './scopes.js';
 import { type Extra, registerTools, type ToolDeps } from './tools/framework.js';
 import { ALL_TOOLS } from './tools/index.js';
@@ -82,12 +82,18 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
       return await deps.authenticator.authenticate(req.headers);
     } catch (err) {
       if (err instanceof AuthFailure) {
-        reply.headers({ ...CORS_HEADERS, ...err.headers }).status(err.status).send(err.body);
+        reply
+          .headers({ ...CORS_HEADERS, ...err.headers })
+          .status(err.status)
+          .send(err.body);
         return undefined;
       }
       const status = (err as { status?: number }).status;
       deps.logger.error({ err }, 'mcp: authentication failed');
-      reply.headers(CORS_HEADERS).status(status === 503 ? 503 : 500).send({ error: status === 503 ? 'Service temporarily unavailable' : 'Internal server error' });
+      reply
+        .headers(CORS_HEADERS)
+        .status(status === 503 ? 503 : 500)
+        .send({ error: status === 503 ? 'Service temporarily unavailable' : 'Internal server error' });
       return undefined;
     }
   };
@@ -110,8 +116,17 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
     raw.auth = authInfoOf(auth, credentialOf(req));
     // Requests of a newer (stateless) protocol revision are served like any stateless request.
     const version = raw.headers['mcp-protocol-version'];
-    if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version) && /^\d{4}-\d{2}-\d{2}$/.test(version) && version > LATEST_PROTOCOL_VERSION) {
+    if (
+      typeof version === 'string' &&
+      !SUPPORTED_PROTOCOL_VERSIONS.includes(version) &&
+      /^\d{4}-\d{2}-\d{2}$/.test(version) &&
+      version > LATEST_PROTOCOL_VERSION
+    ) {
       raw.headers['mcp-protocol-version'] = LATEST_PROTOCOL_VERSION;
+      // the SDK's Node adapter builds its Request from rawHeaders
+      for (let i = 0; i < raw.rawHeaders.length; i += 2) {
+        if (raw.rawHeaders[i].toLowerCase() === 'mcp-protocol-version') raw.rawHeaders[i + 1] = LATEST_PROTOCOL_VERSION;
+      }
     }
     const server = createMcpServer(deps.tools);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });

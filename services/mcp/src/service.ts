@@ -1,8 +1,9 @@
-import { createClient, type StartService } from '@imagegen/platform';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { createClient, type StartService } from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
+import { createToolLimiter } from './rate-limit.js';
 import { AsyncRuns } from './tools/framework.js';
 
 /**
@@ -21,7 +22,7 @@ export const start: StartService = async (ctx) => {
     logger,
   });
   const { app, closeSessions } = await buildMcpApp({
-    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns() },
+    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns(), limiter: createToolLimiter() },
     authenticator,
     logger,
   });

@@ -31,9 +31,7 @@ export function createAdapterClass(sql: Sql) {
       const row = rows[0];
       if (!row) return undefined;
       const payload = row.payload as Record<string, unknown>;
-      return row.consumed_at
-        ? { ...payload, consumed: Math.floor((row.consumed_at as Date).getTime() / 1000) }
-        : payload;
+      return row.consumed_at ? { ...payload, consumed: Math.floor((row.consumed_at as Date).getTime() / 1000) } : payload;
     }
 
     find(id: string) {

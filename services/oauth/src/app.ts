@@ -11,6 +11,7 @@ export interface IntrospectionResult {
   active: boolean;
   tenant_id?: string;
   tenant_active?: boolean;
+  rate_limit_per_minute?: number;
   scope?: string;
   client_id?: string;
   exp?: number;
@@ -22,8 +23,6 @@ export interface OAuthAppDeps {
   logger: Logger;
   signin: SigninDeps;
   getTenant: SigninDeps['getTenant'];
-  /** Fallback limiter of POST /oauth/token (per client IP); undefined when the gateway enforces it. */
-  tokenLimiter?: (ip: string) => { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
 }
 
 /** Body of GET /.well-known/oauth-protected-resource (RFC 9728). */
@@ -36,13 +35,6 @@ export function protectedResourceMetadata(urls: Urls) {
     resource_name: 'imagegen MCP server',
     resource_documentation: `${urls.base}/docs`,
   };
-}
-
-/** The client IP: the gateway (the only public door) puts it in X-Forwarded-For. */
-export function clientIp(req: IncomingMessage): string {
-  const xff = req.headers['x-forwarded-for'];
-  const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
-  return first || req.socket.remoteAddress || 'unknown';
 }
 
 /**
@@ -73,7 +65,11 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
   app.get('/health', async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
 
   // RFC 9728 protected resource metadata (also at the path-suffixed locations clients may derive).
-  for (const p of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource/sse']) {
+  for (const p of [
+    '/.well-known/oauth-protected-resource',
+    '/.well-known/oauth-protected-resource/mcp',
+    '/.well-known/oauth-protected-resource/sse',
+  ]) {
     app.get(p, async (_req, reply) => {
       reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*');
       return protectedResourceMetadata(urls);
@@ -116,19 +112,8 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    const handler = (req: FastifyRequest, reply: FastifyReply) => {
-      if (deps.tokenLimiter && req.method === 'POST' && req.url.split('?')[0] === `${MOUNT}/token`) {
-        const r = deps.tokenLimiter(clientIp(req.raw));
-        reply.header('x-ratelimit-limit', r.limit).header('x-ratelimit-remaining', r.remaining);
-        reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + r.resetSeconds);
-        if (!r.allowed) {
-          reply.header('retry-after', r.resetSeconds).status(429);
-          return reply.send({ error: 'Rate limit exceeded, retry later', retryAfter: r.resetSeconds });
-        }
-        for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) reply.raw.setHeader(k, v as string);
-      }
-      return dispatch(req, reply, req.url);
-    };
+    // POST /oauth/token is limited to 30 per minute per client IP by the gateway (services/gateway/src/rate-limit.ts).
+    const handler = (req: FastifyRequest, reply: FastifyReply) => dispatch(req, reply, req.url);
     scope.all(MOUNT, handler);
     scope.all(`${MOUNT}/*`, handler);
   });
@@ -143,7 +128,15 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
     if (!aud.includes(urls.resource)) return { active: false };
     const tenant = await deps.getTenant(at.accountId);
     if (!tenant) return { active: false };
-    return { active: true, tenant_id: tenant.tenantId, tenant_active: tenant.isActive, scope: at.scope ?? '', client_id: at.clientId, exp: at.exp };
+    return {
+      active: true,
+      tenant_id: tenant.tenantId,
+      tenant_active: tenant.isActive,
+      rate_limit_per_minute: tenant.rateLimitPerMinute,
+      scope: at.scope ?? '',
+      client_id: at.clientId,
+      exp: at.exp,
+    };
   });
 
   return app as unknown as FastifyInstance;

@@ -1,9 +1,9 @@
 import type { Logger, Sql } from '@imagegen/platform';
 import Provider, { errors } from 'oidc-provider';
 import { createAdapterClass } from './adapter.js';
+import { escapeHtml, page } from './html.js';
 import { ALL_SCOPES } from './scopes.js';
 import type { OAuthSecrets } from './secrets.js';
-import { escapeHtml, page } from './html.js';
 
 /** Where the authorization server lives below PUBLIC_BASE_URL; the issuer is `${base}${MOUNT}`. */
 export const MOUNT = '/oauth';
@@ -123,6 +123,9 @@ export function createProvider(deps: ProviderDeps): Provider {
       Session: 14 * 24 * 3600,
       IdToken: 3600,
     },
+    // Browser-based public clients may call the token endpoint from the origin of a registered redirect URI.
+    clientBasedCORS: (_ctx: unknown, origin: string, client: any) =>
+      origin !== 'null' && client.redirectUris.some((uri: string) => URL.canParse(uri) && new URL(uri).origin === origin),
     findAccount: async (_ctx: unknown, sub: string) => {
       if (!(await deps.tenantActive(sub))) return undefined;
       return { accountId: sub, claims: async () => ({ sub }) };

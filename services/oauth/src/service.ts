@@ -4,15 +4,11 @@ import { createClient, createDb, internalPrincipal, migrate, type StartService }
 import { purgeExpired } from './adapter.js';
 import { buildOAuthApp } from './app.js';
 import { createProvider, urlsFor } from './provider.js';
-import { createFixedWindowLimiter } from './rate-limit.js';
 import { loadSecrets } from './secrets.js';
 import type { TenantAuth } from './signin.js';
 
 export const SCHEMA = 'oauth';
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
-
-/** Token endpoint limit of SPEC 8 (per client IP), used only when the gateway does not enforce it. */
-export const TOKEN_LIMIT_PER_MINUTE = 30;
 
 /**
  * OAuth 2.1 authorization server (oidc-provider on schema `oauth`) and the sign-in page. HTTP only:
@@ -48,7 +44,7 @@ export const start: StartService = async (ctx) => {
       let value: Awaited<ReturnType<TenantAuth['getTenant']>>;
       try {
         const t = await tenancy.getTenant({ tenantId }, internalPrincipal(tenantId));
-        value = { tenantId: t.tenantId, tenantName: t.tenantName, isActive: t.isActive };
+        value = { tenantId: t.tenantId, tenantName: t.tenantName, isActive: t.isActive, rateLimitPerMinute: t.rateLimitPerMinute };
       } catch (err) {
         if ((err as { status?: number }).status !== 404) throw err;
         value = undefined;
@@ -70,14 +66,12 @@ export const start: StartService = async (ctx) => {
       secrets,
       tenantActive: async (tenantId) => !!(await getTenant(tenantId))?.isActive,
     });
-    const tokenLimiter = createFixedWindowLimiter(TOKEN_LIMIT_PER_MINUTE, 60_000);
     const app = await buildOAuthApp({
       provider,
       urls,
       logger,
       getTenant,
       signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
-      tokenLimiter,
     });
     const host = config.grpcHost;
     await app.listen({ host, port: config.httpPort });

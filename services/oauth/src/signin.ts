@@ -11,7 +11,9 @@ export const API_KEY_PATTERN = /^sk_(live|test)_[a-zA-Z0-9]{32,}$/;
 export interface TenantAuth {
   /** AuthenticateApiKey with the sha256 hex hash of the key; throws AppError 401 for unknown keys. */
   authenticateKey(keyHash: string): Promise<{ tenantId: string; tenantActive: boolean }>;
-  getTenant(tenantId: string): Promise<{ tenantId: string; tenantName: string; isActive: boolean } | undefined>;
+  getTenant(
+    tenantId: string,
+  ): Promise<{ tenantId: string; tenantName: string; isActive: boolean; rateLimitPerMinute?: number } | undefined>;
 }
 
 export interface SigninDeps extends TenantAuth {
@@ -59,10 +61,13 @@ async function loadInteraction(provider: Provider, req: IncomingMessage, res: Se
   }
 }
 
-const requestedScopes = (interaction: any): string[] =>
-  [...new Set(String(interaction.params.scope ?? '').split(' '))].filter(isScope);
+const requestedScopes = (interaction: any): string[] => [...new Set(String(interaction.params.scope ?? '').split(' '))].filter(isScope);
 
-async function renderForm(deps: SigninDeps, interaction: any, opts: { error?: string; status?: number; checked?: Set<string> } = {}): Promise<View> {
+async function renderForm(
+  deps: SigninDeps,
+  interaction: any,
+  opts: { error?: string; status?: number; checked?: Set<string> } = {},
+): Promise<View> {
   const client = await deps.provider.Client.find(String(interaction.params.client_id)).catch(() => undefined);
   const clientName = client?.clientName || 'An application';
   let redirectHost = '';
@@ -192,7 +197,10 @@ export async function handleSigninSubmit(deps: SigninDeps, req: IncomingMessage,
         return send(res, await renderForm(deps, interaction, { error: 'Invalid or missing API key', status: 401, checked: chosen }));
       }
       deps.logger.error({ err }, 'sign-in: key check failed');
-      return send(res, await renderForm(deps, interaction, { error: 'Sign-in is unavailable right now, try again shortly', status: 503, checked: chosen }));
+      return send(
+        res,
+        await renderForm(deps, interaction, { error: 'Sign-in is unavailable right now, try again shortly', status: 503, checked: chosen }),
+      );
     }
   } else if (interaction.session?.accountId && interaction.prompt?.name !== 'login') {
     const t = await deps.getTenant(interaction.session.accountId).catch(() => undefined);
@@ -205,7 +213,10 @@ export async function handleSigninSubmit(deps: SigninDeps, req: IncomingMessage,
   }
 
   if (requested.length && chosen.size === 0) {
-    return send(res, await renderForm(deps, interaction, { error: 'Choose at least one permission, or deny the request', status: 400, checked: chosen }));
+    return send(
+      res,
+      await renderForm(deps, interaction, { error: 'Choose at least one permission, or deny the request', status: 400, checked: chosen }),
+    );
   }
 
   const { provider } = deps;
@@ -214,7 +225,13 @@ export async function handleSigninSubmit(deps: SigninDeps, req: IncomingMessage,
   if (!grant || grant.accountId !== tenantId) grant = new provider.Grant({ accountId: tenantId, clientId });
   // Our scopes are both provider scopes (so clients may register them) and resource-server scopes (so
   // access tokens carry them): record every requested one as granted or rejected in both places.
-  const all = [...new Set(String(interaction.params.scope ?? '').split(' ').filter(Boolean))];
+  const all = [
+    ...new Set(
+      String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean),
+    ),
+  ];
   const granted = all.filter((s) => s === 'openid' || s === 'offline_access' || chosen.has(s));
   const rejected = requested.filter((s) => !chosen.has(s));
   if (granted.length) grant.addOIDCScope(granted.join(' '));

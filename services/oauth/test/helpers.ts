@@ -1,12 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
-import { AppError } from '@imagegen/platform';
 import { fileURLToPath } from 'node:url';
+import { AppError, createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import { buildOAuthApp } from '../src/app.js';
-import { createProvider, urlsFor, type Urls } from '../src/provider.js';
-import { createFixedWindowLimiter } from '../src/rate-limit.js';
+import { createProvider, type Urls, urlsFor } from '../src/provider.js';
 import { loadSecrets } from '../src/secrets.js';
 
 export async function freePort(): Promise<number> {
@@ -35,7 +33,7 @@ export interface OAuthHarness {
 }
 
 /** The oauth service's HTTP app on a fresh database, with an in-test tenant directory instead of tenancy. */
-export async function startOAuth(opts: { tokenLimit?: number } = {}): Promise<OAuthHarness> {
+export async function startOAuth(): Promise<OAuthHarness> {
   const db = await createTestDatabase(undefined, 'oauth');
   const sql = createDb(db.url, { schema: 'oauth', max: 3 });
   await migrate(sql, 'oauth', fileURLToPath(new URL('../migrations', import.meta.url)));
@@ -55,14 +53,19 @@ export async function startOAuth(opts: { tokenLimit?: number } = {}): Promise<OA
     if (!tenantId) throw new AppError(401, 'Invalid or missing API key');
     return { tenantId, tenantActive: tenants.get(tenantId)!.active };
   };
-  const provider = createProvider({ sql, logger, publicBaseUrl: base, secrets, tenantActive: async (id) => !!(await getTenant(id))?.isActive });
+  const provider = createProvider({
+    sql,
+    logger,
+    publicBaseUrl: base,
+    secrets,
+    tenantActive: async (id) => !!(await getTenant(id))?.isActive,
+  });
   const app = await buildOAuthApp({
     provider,
     urls,
     logger,
     getTenant,
     signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
-    tokenLimiter: createFixedWindowLimiter(opts.tokenLimit ?? 1000, 60_000),
   });
   await app.listen({ host: '127.0.0.1', port });
   return {
@@ -98,7 +101,11 @@ export class CookieJar {
       const i = pair.indexOf('=');
       const name = pair.slice(0, i).trim();
       const value = pair.slice(i + 1).trim();
-      const path = attrs.map((a) => a.trim()).find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
+      const path =
+        attrs
+          .map((a) => a.trim())
+          .find((a) => a.toLowerCase().startsWith('path='))
+          ?.slice(5) ?? '/';
       const expired = attrs.some((a) => /^expires=thu, 01 jan 1970/i.test(a.trim())) || value === '';
       if (expired) this.cookies.delete(`${name}|${path}`);
       else this.cookies.set(`${name}|${path}`, { value, path });

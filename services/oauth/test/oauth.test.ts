@@ -7,7 +7,7 @@ let liveKey: string;
 const REDIRECT = 'http://127.0.0.1:53682/callback';
 
 beforeAll(async () => {
-  h = await startOAuth({ tokenLimit: 1000 });
+  h = await startOAuth();
   liveKey = h.addTenant('acme');
 });
 afterAll(async () => {
@@ -25,7 +25,13 @@ async function register(body: Record<string, unknown> = {}) {
 
 function authorizeUrl(clientId: string, p: Record<string, string | undefined>) {
   const u = new URL(`${h.base}/oauth/authorize`);
-  const params: Record<string, string | undefined> = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, state: 'st-1', ...p };
+  const params: Record<string, string | undefined> = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    state: 'st-1',
+    ...p,
+  };
   for (const [k, v] of Object.entries(params)) if (v !== undefined) u.searchParams.set(k, v);
   return u.toString();
 }
@@ -37,7 +43,9 @@ async function browserAuthorize(
 ) {
   const jar = opts.jar ?? new CookieJar();
   const html = { accept: 'text/html,application/xhtml+xml' };
-  let res = await jar.fetch(authorizeUrl(clientId, { scope: opts.scope, code_challenge: opts.challenge, code_challenge_method: 'S256' }), { headers: html });
+  let res = await jar.fetch(authorizeUrl(clientId, { scope: opts.scope, code_challenge: opts.challenge, code_challenge_method: 'S256' }), {
+    headers: html,
+  });
   if (res.status === 303 && res.headers.get('location')?.startsWith(REDIRECT)) return { jar, location: res.headers.get('location')! };
   expect(res.status).toBe(303);
   const loginUrl = res.headers.get('location')!;
@@ -189,14 +197,26 @@ describe('authorization code flow', () => {
     expect(cb.searchParams.get('iss')).toBe(`${h.base}/oauth`);
     const code = cb.searchParams.get('code')!;
 
-    const t = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id, redirect_uri: REDIRECT });
+    const t = await token({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+    });
     expect(t.status).toBe(200);
     expect(t.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'images:read images:generate' });
     expect(typeof t.body.access_token).toBe('string');
     expect(typeof t.body.refresh_token).toBe('string');
 
     const info = await introspect(t.body.access_token);
-    expect(info).toMatchObject({ active: true, tenant_id: 'acme', tenant_active: true, scope: 'images:read images:generate', client_id: client.client_id });
+    expect(info).toMatchObject({
+      active: true,
+      tenant_id: 'acme',
+      tenant_active: true,
+      scope: 'images:read images:generate',
+      client_id: client.client_id,
+    });
 
     const r1 = await token({ grant_type: 'refresh_token', refresh_token: t.body.refresh_token, client_id: client.client_id });
     expect(r1.status).toBe(200);
@@ -232,9 +252,19 @@ describe('authorization code flow', () => {
   it('grants only the scopes the tenant approved', async () => {
     const { body: client } = await register();
     const { verifier, challenge } = pkce();
-    const r = await browserAuthorize(client.client_id, { scope: 'images:read images:delete analytics:read', challenge, uncheck: ['images:delete'] });
+    const r = await browserAuthorize(client.client_id, {
+      scope: 'images:read images:delete analytics:read',
+      challenge,
+      uncheck: ['images:delete'],
+    });
     const code = new URL(r.location!).searchParams.get('code')!;
-    const t = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id, redirect_uri: REDIRECT });
+    const t = await token({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: verifier,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+    });
     expect(t.status).toBe(200);
     expect(t.body.scope.split(' ').sort()).toEqual(['analytics:read', 'images:read']);
   });
@@ -287,9 +317,12 @@ describe('authorization code flow', () => {
     const { body: client } = await register();
     const { challenge } = pkce();
     const jar = new CookieJar();
-    const res = await jar.fetch(authorizeUrl(client.client_id, { code_challenge: challenge, code_challenge_method: 'S256', scope: 'images:read' }), {
-      headers: { accept: 'text/html' },
-    });
+    const res = await jar.fetch(
+      authorizeUrl(client.client_id, { code_challenge: challenge, code_challenge_method: 'S256', scope: 'images:read' }),
+      {
+        headers: { accept: 'text/html' },
+      },
+    );
     await jar.fetch(res.headers.get('location')!, { headers: { accept: 'text/html' } });
     const forged = await jar.fetch(`${h.base}/oauth/signin`, {
       method: 'POST',
@@ -340,7 +373,9 @@ describe('authorization code flow', () => {
 describe('errors', () => {
   it('refuses plain PKCE, missing PKCE and unsupported response types at authorize', async () => {
     const { body: client } = await register();
-    const plain = await fetch(authorizeUrl(client.client_id, { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }), { redirect: 'manual' });
+    const plain = await fetch(authorizeUrl(client.client_id, { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }), {
+      redirect: 'manual',
+    });
     expect(plain.status).toBe(303);
     const loc = new URL(plain.headers.get('location')!);
     expect(loc.searchParams.get('error')).toBe('invalid_request');
@@ -349,9 +384,12 @@ describe('errors', () => {
     const missing = await fetch(authorizeUrl(client.client_id, {}), { redirect: 'manual' });
     expect(new URL(missing.headers.get('location')!).searchParams.get('error')).toBe('invalid_request');
 
-    const token = await fetch(authorizeUrl(client.client_id, { response_type: 'token', code_challenge: pkce().challenge, code_challenge_method: 'S256' }), {
-      redirect: 'manual',
-    });
+    const token = await fetch(
+      authorizeUrl(client.client_id, { response_type: 'token', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      {
+        redirect: 'manual',
+      },
+    );
     // implicit-style response types answer in the fragment
     const frag = new URLSearchParams(new URL(token.headers.get('location')!).hash.slice(1));
     expect(frag.get('error')).toBe('unsupported_response_type');
@@ -360,13 +398,21 @@ describe('errors', () => {
   it('refuses an unregistered redirect_uri and unknown clients without redirecting', async () => {
     const { body: client } = await register();
     const res = await fetch(
-      authorizeUrl(client.client_id, { redirect_uri: 'http://127.0.0.1:1/evil', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      authorizeUrl(client.client_id, {
+        redirect_uri: 'http://127.0.0.1:1/evil',
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'S256',
+      }),
       { headers: { accept: 'application/json' }, redirect: 'manual' },
     );
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toBe('invalid_request');
     const html = await fetch(
-      authorizeUrl(client.client_id, { redirect_uri: 'http://127.0.0.1:1/evil', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      authorizeUrl(client.client_id, {
+        redirect_uri: 'http://127.0.0.1:1/evil',
+        code_challenge: pkce().challenge,
+        code_challenge_method: 'S256',
+      }),
       { headers: { accept: 'text/html' }, redirect: 'manual' },
     );
     expect(html.status).toBe(400);
@@ -381,18 +427,27 @@ describe('errors', () => {
 
   it('refuses scopes outside the registered ones with invalid_scope', async () => {
     const { body: client } = await register({ scope: 'images:read' });
-    const res = await fetch(authorizeUrl(client.client_id, { scope: 'images:delete', code_challenge: pkce().challenge, code_challenge_method: 'S256' }), {
-      redirect: 'manual',
-    });
+    const res = await fetch(
+      authorizeUrl(client.client_id, { scope: 'images:delete', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      {
+        redirect: 'manual',
+      },
+    );
     expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('invalid_scope');
   });
 
   it('refuses a wrong verifier, a wrong redirect_uri, bad grant types and unknown clients at the token endpoint', async () => {
     const { body: client } = await register();
-    const { verifier, challenge } = pkce();
+    const { challenge } = pkce();
     const r = await browserAuthorize(client.client_id, { scope: 'images:read', challenge });
     const code = new URL(r.location!).searchParams.get('code')!;
-    const wrongVerifier = await token({ grant_type: 'authorization_code', code, code_verifier: pkce().verifier, client_id: client.client_id, redirect_uri: REDIRECT });
+    const wrongVerifier = await token({
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: pkce().verifier,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+    });
     expect(wrongVerifier.status).toBe(400);
     expect(wrongVerifier.body.error).toBe('invalid_grant');
 

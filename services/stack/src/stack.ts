@@ -9,6 +9,8 @@ import {
   type RunningService,
   type ServiceContext,
   type ServiceName,
+  lifecycle,
+  setMetricsService,
   startTelemetry,
 } from '@imagegen/platform';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
@@ -51,6 +53,8 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
+    // Readiness turns false first so load balancers stop sending work while modules drain.
+    lifecycle.stopping = true;
     for (const c of cleanups.reverse()) {
       try {
         await c();
@@ -62,6 +66,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
   };
 
   try {
+    setMetricsService(target === 'all' ? 'stack' : target);
     const telemetry = await startTelemetry(config, `imagegen-${target === 'all' ? 'stack' : target}`);
     cleanups.push(() => telemetry.stop());
     if (!config.databaseUrl) {

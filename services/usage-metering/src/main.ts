@@ -1,7 +1,7 @@
 /**
- * Standalone entry of the usage-metering service (distributed shape: one service per process, configured
- * from the environment; see docs/README-ops.md). With tracing, start it with the preload:
- *   node --import tsx --import ./libs/platform/src/telemetry-preload.ts services/usage-metering/src/main.ts
+ * Standalone entry of usage-metering (distributed shape: one service per process, configured from the
+ * environment: DATABASE_URL, NATS_URL, EVENTS_PREFIX, GRPC_HOST/GRPC_PORT, TENANCY_ADDR).
+ *   node --import tsx services/usage-metering/src/main.ts
  */
 import { runStandalone } from '@imagegen/platform';
 import { start } from './service.js';

@@ -11,7 +11,8 @@ import {
   startGrpcServer,
   startOutboxRelay,
 } from '@imagegen/platform';
-import { startUsageConsumer } from './consumer.js';
+import { startUsageConsumer, USAGE_DURABLE } from './consumer.js';
+import { pruneOld } from './store.js';
 import { usageHandlers } from './grpc.js';
 import { TenantLimitsCache, type TenantLimitsSource, tenancySource } from './tenants.js';
 
@@ -23,7 +24,7 @@ export interface UsageOptions {
   tenantLimits?: TenantLimitsSource;
   /** Cache lifetime of a tenant's quota and rate limit (default 5 s, env USAGE_TENANT_CACHE_MS). */
   tenantCacheMs?: number;
-  /** Parallel event handlers (default 4, env USAGE_CONSUMER_CONCURRENCY). */
+  /** Events in flight on the durable consumer, applied together (default 64, env USAGE_CONSUMER_CONCURRENCY). */
   concurrency?: number;
   /** JetStream durable name (default 'usage-metering'); the dedupe key stays the same, so a new
    * durable replays the stream without counting anything twice (tests). */
@@ -70,11 +71,17 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       eventsPrefix: ctx.config.eventsPrefix,
       tenants,
       logger,
-      concurrency: opts.concurrency ?? Number(process.env.USAGE_CONSUMER_CONCURRENCY ?? 4),
+      concurrency: opts.concurrency ?? Number(process.env.USAGE_CONSUMER_CONCURRENCY ?? 64),
+      parallelBatches: Number(process.env.USAGE_CONSUMER_PARALLEL_BATCHES ?? 2),
       onApplied: opts.onApplied,
       durable: opts.durable,
     });
     cleanups.push(() => consumer.stop());
+    const prune = () => pruneOld(sql, USAGE_DURABLE).catch((err) => logger.warn({ err }, 'usage retention failed'));
+    const pruneTimer = setInterval(prune, 3_600_000);
+    pruneTimer.unref();
+    cleanups.push(async () => clearInterval(pruneTimer));
+    void prune();
     return {
       grpcAddress: grpc.address,
       stop: stopAll,

@@ -17,36 +17,63 @@ export function timeOf(iso?: string): Date {
 
 export const currentMonth = () => new Date().toISOString().slice(0, 7);
 
-export interface UsageDelta {
+/** One (tenant, month) row's increments; deletes count on the month the image was billed to. */
+export interface MonthDelta {
   tenantId: string;
-  at: Date;
-  operations?: number;
-  failedOperations?: number;
-  images?: number;
-  bytes?: number;
-  durationMs?: number;
-  durationCount?: number;
+  month: string;
+  operations: number;
+  failedOperations: number;
+  images: number;
+  bytes: number;
+  durationMs: number;
+  durationCount: number;
+  deletedImages: number;
+  deletedBytes: number;
+}
+
+/** One event's increments (a row of the batch statement). */
+export interface EventDelta extends Omit<MonthDelta, 'tenantId' | 'month'> {
+  id: string;
+  tenantId: string;
+  month: string;
+  /** Hour bucket (absent for deletes, which only touch the month they were billed to). */
+  hour: Date | null;
+  hourOperations: number;
 }
 
 /**
- * Adds a delta to the tenant's month and hour buckets in one statement; returns the month's
- * total_bytes after the update (the row stays locked until the transaction ends, so concurrent
- * updates of the same tenant serialize and each sees its own total).
+ * Applies a batch of events in ONE statement: marks them processed (processed_events, the dedupe
+ * table consumeOnce uses) and adds the increments of the ones that were new to their month and hour
+ * rows (aggregated, in key order so concurrent writers never deadlock). `events` must have unique
+ * ids. Returns the new ids and the month totals (tenant|month -> total_bytes) after the update.
  */
-export async function addUsage(tx: TransactionSql, d: UsageDelta): Promise<number> {
-  const month = d.at.toISOString().slice(0, 7);
-  const hour = new Date(Math.floor(d.at.getTime() / 3_600_000) * 3_600_000);
-  const ops = d.operations ?? 0;
-  const failed = d.failedOperations ?? 0;
-  const images = d.images ?? 0;
-  const bytes = d.bytes ?? 0;
-  const dur = d.durationMs ?? 0;
-  const durCount = d.durationCount ?? 0;
+export async function applyEvents(
+  tx: TransactionSql,
+  consumer: string,
+  events: EventDelta[],
+): Promise<{ fresh: Set<string>; totals: Map<string, number> }> {
+  if (events.length === 0) return { fresh: new Set(), totals: new Map() };
+  const col = <K extends keyof EventDelta>(k: K) => events.map((e) => e[k]);
   const [row] = await tx`
-    WITH m AS (
+    WITH ev AS (
+      SELECT * FROM unnest(
+        ${col('id')}::text[], ${col('tenantId')}::text[], ${col('month')}::text[],
+        ${events.map((e) => (e.hour ? e.hour.toISOString() : null))}::timestamptz[],
+        ${col('operations')}::bigint[], ${col('failedOperations')}::bigint[], ${col('images')}::bigint[], ${col('bytes')}::bigint[],
+        ${col('durationMs')}::bigint[], ${col('durationCount')}::bigint[], ${col('deletedImages')}::bigint[], ${col('deletedBytes')}::bigint[],
+        ${col('hourOperations')}::bigint[]
+      ) AS e(id, t, m, h, o, f, i, b, ds, dc, di, db, ho)
+    ), claimed AS (
+      INSERT INTO processed_events (consumer, event_id)
+      SELECT ${consumer}, id FROM ev ORDER BY id
+      ON CONFLICT DO NOTHING RETURNING event_id
+    ), fresh AS (
+      SELECT ev.* FROM ev JOIN claimed ON claimed.event_id = ev.id
+    ), months AS (
       INSERT INTO usage_months AS u (tenant_id, month, total_operations, failed_operations, total_images, total_bytes,
-        duration_ms_sum, duration_count, updated_at)
-      VALUES (${d.tenantId}, ${month}, ${ops}, ${failed}, ${images}, ${bytes}, ${dur}, ${durCount}, now())
+        duration_ms_sum, duration_count, deleted_images, deleted_bytes, updated_at)
+      SELECT t, m, sum(o), sum(f), sum(i), sum(b), sum(ds), sum(dc), sum(di), sum(db), now()
+      FROM fresh GROUP BY t, m ORDER BY t, m
       ON CONFLICT (tenant_id, month) DO UPDATE SET
         total_operations = u.total_operations + EXCLUDED.total_operations,
         failed_operations = u.failed_operations + EXCLUDED.failed_operations,
@@ -54,30 +81,27 @@ export async function addUsage(tx: TransactionSql, d: UsageDelta): Promise<numbe
         total_bytes = u.total_bytes + EXCLUDED.total_bytes,
         duration_ms_sum = u.duration_ms_sum + EXCLUDED.duration_ms_sum,
         duration_count = u.duration_count + EXCLUDED.duration_count,
+        deleted_images = u.deleted_images + EXCLUDED.deleted_images,
+        deleted_bytes = u.deleted_bytes + EXCLUDED.deleted_bytes,
         updated_at = now()
-      RETURNING u.total_bytes
-    ), h AS (
-      INSERT INTO usage_hours AS h (tenant_id, hour, operations, images, bytes)
-      VALUES (${d.tenantId}, ${hour}, ${ops}, ${images}, ${bytes})
+      RETURNING u.tenant_id, u.month, u.total_bytes
+    ), hours AS (
+      INSERT INTO usage_hours AS hh (tenant_id, hour, operations, images, bytes)
+      SELECT t, h, sum(ho), sum(i), sum(b) FROM fresh WHERE h IS NOT NULL GROUP BY t, h ORDER BY t, h
       ON CONFLICT (tenant_id, hour) DO UPDATE SET
-        operations = h.operations + EXCLUDED.operations,
-        images = h.images + EXCLUDED.images,
-        bytes = h.bytes + EXCLUDED.bytes
+        operations = hh.operations + EXCLUDED.operations,
+        images = hh.images + EXCLUDED.images,
+        bytes = hh.bytes + EXCLUDED.bytes
       RETURNING 1
     )
-    SELECT (SELECT total_bytes FROM m) AS total_bytes, (SELECT count(*) FROM h) AS h`;
-  return Number(row.total_bytes);
-}
-
-/** Deletes are recorded on the month the image was billed to; they never reduce total_bytes. */
-export async function recordDelete(tx: TransactionSql, tenantId: string, month: string, bytes: number): Promise<void> {
-  await tx`
-    INSERT INTO usage_months AS u (tenant_id, month, deleted_images, deleted_bytes, updated_at)
-    VALUES (${tenantId}, ${month}, 1, ${bytes}, now())
-    ON CONFLICT (tenant_id, month) DO UPDATE SET
-      deleted_images = u.deleted_images + 1,
-      deleted_bytes = u.deleted_bytes + EXCLUDED.deleted_bytes,
-      updated_at = now()`;
+    SELECT
+      coalesce((SELECT json_agg(event_id) FROM claimed), '[]'::json) AS fresh,
+      coalesce((SELECT json_agg(json_build_array(tenant_id, month, total_bytes)) FROM months), '[]'::json) AS totals,
+      (SELECT count(*) FROM hours) AS hours`;
+  const fresh = new Set<string>(row.fresh as string[]);
+  const totals = new Map<string, number>();
+  for (const [t, m, b] of row.totals as [string, string, number | string][]) totals.set(`${t}|${m}`, Number(b));
+  return { fresh, totals };
 }
 
 /** Inserts the alert row; true when this call created it (the threshold was not alerted yet). */
@@ -90,11 +114,6 @@ export async function insertQuotaAlert(
     VALUES (${a.tenantId}, ${a.period}, ${a.threshold}, ${a.usageBytes}, ${a.quotaMb}, ${a.eventId})
     ON CONFLICT DO NOTHING RETURNING 1 AS inserted`;
   return rows.length > 0;
-}
-
-export async function alertedThresholds(sql: Sql, tenantId: string, period: string): Promise<number[]> {
-  const rows = await sql`SELECT threshold FROM quota_alerts WHERE tenant_id = ${tenantId} AND billing_period = ${period}`;
-  return rows.map((r) => Number(r.threshold));
 }
 
 export async function monthBytes(sql: Sql, tenantId: string, month: string): Promise<number> {
@@ -150,4 +169,13 @@ export async function platformUsage(sql: Sql) {
     operationsLast24h: Number(last24.operations),
     topTenants: top.map((r) => ({ tenantId: r.tenant_id as string, bytes: Number(r.total_bytes), images: Number(r.total_images) })),
   };
+}
+
+/**
+ * Retention: hour buckets older than 32 days (only the last 30 days are read) and dedupe rows older
+ * than 14 days (JetStream keeps events 7 days, so no replay can bring them back).
+ */
+export async function pruneOld(sql: Sql, consumer: string): Promise<void> {
+  await sql`DELETE FROM usage_hours WHERE hour < now() - interval '32 days'`;
+  await sql`DELETE FROM processed_events WHERE consumer = ${consumer} AND processed_at < now() - interval '14 days'`;
 }

@@ -17,7 +17,7 @@ import {
 import { DEFAULT_POLICY, type RetryPolicy, startDispatcher } from './dispatcher.js';
 import { webhookHandlers } from './grpc.js';
 import { SecretBox } from './signing.js';
-import { insertDelivery, subscribedEndpoints } from './store.js';
+import { insertDelivery, pruneOld, subscribedEndpoints } from './store.js';
 
 export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -118,6 +118,11 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
       },
     });
     cleanups.push(() => sub.stop());
+    const prune = () => pruneOld(sql, QUOTA_DURABLE).catch((err) => logger.warn({ err }, 'webhook retention failed'));
+    const pruneTimer = setInterval(prune, 3_600_000);
+    pruneTimer.unref();
+    cleanups.push(async () => clearInterval(pruneTimer));
+    void prune();
     return { grpcAddress: grpc.address, stop: stopAll, ready: async () => ctx.events.healthy() };
   } catch (err) {
     await stopAll();

@@ -204,3 +204,9 @@ export async function nextDueAt(sql: Sql): Promise<Date | undefined> {
     WHERE d.status = 'pending' AND e.enabled`;
   return r?.at ?? undefined;
 }
+
+/** Retention: finished deliveries (and their attempts) after 30 days; dedupe rows after 14 days. */
+export async function pruneOld(sql: Sql, consumer: string): Promise<void> {
+  await sql`DELETE FROM deliveries WHERE status <> 'pending' AND completed_at < now() - interval '30 days'`;
+  await sql`DELETE FROM processed_events WHERE consumer = ${consumer} AND processed_at < now() - interval '14 days'`;
+}

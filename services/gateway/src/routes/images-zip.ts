@@ -24,6 +24,6 @@ export function zipStream(entries: ZipEntry[]): { stream: Readable; size: Promis
       );
     });
   }
-  const size = new Promise<number>((resolve) => zip.end({}, (total: number) => resolve(total)));
+  const size = new Promise<number>((resolve) => zip.end({ forceZip64Format: false, comment: '' }, (total: number) => resolve(total)));
   return { stream: zip.outputStream as unknown as Readable, size };
 }

@@ -28,7 +28,10 @@ const listSessions = defineTool({
   input: { limit: s.limit(20, 100), offset: s.offset() },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.library.listSessions(ListSessionsRequest.fromPartial({ limit: args.limit ?? 20, offset: args.offset ?? 0 }), ctx.principal);
+    const r = await ctx.deps.clients.library.listSessions(
+      ListSessionsRequest.fromPartial({ limit: args.limit ?? 20, offset: args.offset ?? 0 }),
+      ctx.principal,
+    );
     return { data: { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
   },
 });
@@ -56,7 +59,9 @@ const getSessionLogs = defineTool({
       ListSessionExecutionsRequest.fromPartial({ sessionId: args.session_id, limit: args.limit ?? 50, includeLogs: true }),
       ctx.principal,
     );
-    return { data: { success: true, sessionId: args.session_id, executions: r.executions.map((e) => executionJson(e, true)), total: r.total } };
+    return {
+      data: { success: true, sessionId: args.session_id, executions: r.executions.map((e) => executionJson(e, true)), total: r.total },
+    };
   },
 });
 
@@ -67,7 +72,10 @@ const listActiveExecutions = defineTool({
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, ctx) {
-    const r = await ctx.deps.clients.generation.listActiveExecutions(ListActiveExecutionsRequest.fromPartial({ limit: 100 }), ctx.principal);
+    const r = await ctx.deps.clients.generation.listActiveExecutions(
+      ListActiveExecutionsRequest.fromPartial({ limit: 100 }),
+      ctx.principal,
+    );
     return { data: { success: true, executions: r.executions.map((e) => executionJson(e)), total: r.total } };
   },
 });
@@ -110,7 +118,15 @@ const waitForExecution = defineTool({
         last = e.progressPercent;
         await ctx.progress(e.progressPercent, 100, e.currentStep);
       }
-      await (local && !settled ? Promise.race([local.then(() => {}, () => {}), sleep(1000)]) : sleep(1000));
+      await (local && !settled
+        ? Promise.race([
+            local.then(
+              () => {},
+              () => {},
+            ),
+            sleep(1000),
+          ])
+        : sleep(1000));
       e = await generation.getExecution({ executionId: args.execution_id, includeLogs: false }, ctx.principal);
     }
     if (e.status === 'running') {
@@ -131,7 +147,10 @@ const waitForExecution = defineTool({
       const sess = await library.getSession({ sessionId: e.sessionId }, ctx.principal);
       const mine = sess.images.filter((i) => i.executionId === e.executionId);
       images = mine.map(sessionImageJson);
-      thumbs = await thumbnailsOf(ctx, mine.map((i) => i.thumbnailKey));
+      thumbs = await thumbnailsOf(
+        ctx,
+        mine.map((i) => i.thumbnailKey),
+      );
     } catch {}
     return { data: { done: true, execution: executionJson(e), result: { images } }, images: thumbs };
   },
@@ -202,7 +221,10 @@ const createWebhook = defineTool({
   scopes: ['analytics:read'],
   input: {
     url: z.string().min(1).max(2048).describe('HTTPS URL resolving to a public address'),
-    events: z.array(z.enum(['quota.warning', 'quota.exceeded'])).optional().describe('Default: both quota events'),
+    events: z
+      .array(z.enum(['quota.warning', 'quota.exceeded']))
+      .optional()
+      .describe('Default: both quota events'),
     description: z.string().max(500).optional().describe('Free text'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
@@ -251,7 +273,13 @@ const listModels = defineTool({
     return {
       data: {
         defaultModel: t.modelId,
-        models: MODEL_IDS.map((id) => ({ model_id: id, provider: id.startsWith('provA') ? 'provA' : 'provB', notes: MODEL_NOTES[id], allowed: allowed.has(id), default: id === t.modelId })),
+        models: MODEL_IDS.map((id) => ({
+          model_id: id,
+          provider: id.startsWith('provA') ? 'provA' : 'provB',
+          notes: MODEL_NOTES[id],
+          allowed: allowed.has(id),
+          default: id === t.modelId,
+        })),
       },
     };
   },

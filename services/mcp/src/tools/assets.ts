@@ -39,7 +39,12 @@ const listProducts = defineTool({
       ListProductsRequest.fromPartial({ page: args.page ?? 1, pageSize: args.page_size ?? 20, search: args.search }),
       ctx.principal,
     );
-    return { data: { data: r.products.map(productListForm), pagination: { page: r.page, pageSize: r.pageSize, total: r.total, hasMore: r.hasMore } } };
+    return {
+      data: {
+        data: r.products.map(productListForm),
+        pagination: { page: r.page, pageSize: r.pageSize, total: r.total, hasMore: r.hasMore },
+      },
+    };
   },
 });
 
@@ -50,7 +55,9 @@ const getProduct = defineTool({
   input: { identifier: s.identifier('Product') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    return { data: { data: productDetail(await ctx.deps.clients.assets.getProduct({ identifier: idString(args.identifier) }, ctx.principal)) } };
+    return {
+      data: { data: productDetail(await ctx.deps.clients.assets.getProduct({ identifier: idString(args.identifier) }, ctx.principal)) },
+    };
   },
 });
 
@@ -67,7 +74,12 @@ const createProduct = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.createProduct(
-      CreateProductRequest.fromPartial({ productName: args.product_name, productUrl: args.product_url, productDescription: args.product_description, tags: args.tags }),
+      CreateProductRequest.fromPartial({
+        productName: args.product_name,
+        productUrl: args.product_url,
+        productDescription: args.product_description,
+        tags: args.tags,
+      }),
       ctx.principal,
       { timeoutMs: 120_000 },
     );
@@ -113,7 +125,17 @@ const updateProduct = defineTool({
       }),
       ctx.principal,
     );
-    return { data: { data: { id: p.id, productName: p.productName, productDescription: p.productDescription ?? null, tags: p.tags, updatedAt: p.updatedAt } } };
+    return {
+      data: {
+        data: {
+          id: p.id,
+          productName: p.productName,
+          productDescription: p.productDescription ?? null,
+          tags: p.tags,
+          updatedAt: p.updatedAt,
+        },
+      },
+    };
   },
 });
 
@@ -199,14 +221,26 @@ const listScenes = defineTool({
   name: 'list_scenes',
   description: 'List saved scenes (search by name, sort by name, created, used or recent).',
   scopes: ['styles:read'],
-  input: { limit: s.limit(50, 100), offset: s.offset(), search: z.string().min(1).max(200).optional().describe('Name search'), sort_by: sortBy },
+  input: {
+    limit: s.limit(50, 100),
+    offset: s.offset(),
+    search: z.string().min(1).max(200).optional().describe('Name search'),
+    sort_by: sortBy,
+  },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listScenes(
-      ListScenesRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0, search: args.search, sortBy: args.sort_by ?? 'name' }),
+      ListScenesRequest.fromPartial({
+        limit: args.limit ?? 50,
+        offset: args.offset ?? 0,
+        search: args.search,
+        sortBy: args.sort_by ?? 'name',
+      }),
       ctx.principal,
     );
-    return { data: { data: r.scenes.map(sceneListForm), pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore } } };
+    return {
+      data: { data: r.scenes.map(sceneListForm), pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore } },
+    };
   },
 });
 
@@ -217,7 +251,9 @@ const getScene = defineTool({
   input: { identifier: s.identifier('Scene') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    return { data: { data: sceneDetail(await ctx.deps.clients.assets.getScene({ identifier: idString(args.identifier) }, ctx.principal)) } };
+    return {
+      data: { data: sceneDetail(await ctx.deps.clients.assets.getScene({ identifier: idString(args.identifier) }, ctx.principal)) },
+    };
   },
 });
 
@@ -313,7 +349,10 @@ const listStylePresets = defineTool({
   input: { limit: s.limit(50, 100), offset: s.offset() },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.assets.listStylePresets(ListStylePresetsRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0 }), ctx.principal);
+    const r = await ctx.deps.clients.assets.listStylePresets(
+      ListStylePresetsRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0 }),
+      ctx.principal,
+    );
     return { data: { data: r.presets.map(stylePresetForm), pagination: { limit: r.limit, offset: r.offset, total: r.total } } };
   },
 });
@@ -325,7 +364,11 @@ const getStylePreset = defineTool({
   input: { identifier: s.identifier('Style preset') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    return { data: { data: stylePresetForm(await ctx.deps.clients.assets.getStylePreset({ identifier: idString(args.identifier) }, ctx.principal)) } };
+    return {
+      data: {
+        data: stylePresetForm(await ctx.deps.clients.assets.getStylePreset({ identifier: idString(args.identifier) }, ctx.principal)),
+      },
+    };
   },
 });
 
@@ -415,7 +458,9 @@ const searchFilters = z
     sortBy: z.enum(['newest', 'oldest', 'largest', 'smallest']).optional(),
   })
   .passthrough()
-  .describe('Gallery filters: search, searchMode, dateFrom, dateTo, aspectRatio, operationType, minSize, maxSize, sessionId, hasNegativePrompt, sortBy');
+  .describe(
+    'Gallery filters: search, searchMode, dateFrom, dateTo, aspectRatio, operationType, minSize, maxSize, sessionId, hasNegativePrompt, sortBy',
+  );
 
 const listSearchPresets = defineTool({
   name: 'list_search_presets',

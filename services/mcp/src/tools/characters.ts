@@ -23,15 +23,28 @@ const listCharacters = defineTool({
   name: 'list_characters',
   description: 'List saved characters (search by name, sort by name, created, used or recent).',
   scopes: ['characters:read'],
-  input: { limit: s.limit(50, 100), offset: s.offset(), search: z.string().min(1).max(200).optional().describe('Name search'), sort_by: sortBy },
+  input: {
+    limit: s.limit(50, 100),
+    offset: s.offset(),
+    search: z.string().min(1).max(200).optional().describe('Name search'),
+    sort_by: sortBy,
+  },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listCharacters(
-      ListCharactersRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0, search: args.search, sortBy: args.sort_by ?? 'name' }),
+      ListCharactersRequest.fromPartial({
+        limit: args.limit ?? 50,
+        offset: args.offset ?? 0,
+        search: args.search,
+        sortBy: args.sort_by ?? 'name',
+      }),
       ctx.principal,
     );
     return {
-      data: { data: r.characters.map(characterListForm), pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore } },
+      data: {
+        data: r.characters.map(characterListForm),
+        pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore },
+      },
     };
   },
 });
@@ -43,7 +56,9 @@ const getCharacter = defineTool({
   input: { identifier: s.identifier('Character') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    return { data: { data: characterDetail(await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal)) } };
+    return {
+      data: { data: characterDetail(await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal)) },
+    };
   },
 });
 

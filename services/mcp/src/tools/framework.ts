@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type Logger, type Principal } from '@imagegen/platform';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
 import type { Clients } from '../clients.js';
+import type { ToolLimiter } from '../rate-limit.js';
 import type { Scope } from '../scopes.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -28,6 +29,8 @@ export interface ToolDeps {
   publicBaseUrl: string;
   /** In-process registry of async generate_image runs (wait_for_execution returns their full result). */
   runs: AsyncRuns;
+  /** Per-tenant limits of tool calls (rate-limit.ts). */
+  limiter?: ToolLimiter;
 }
 
 export interface ToolContext {
@@ -82,7 +85,8 @@ export function toolResult(out: ToolOutput): CallToolResult {
 /** An MCP tool error carrying the spec's error text (and details) of the failed call. */
 export function toolError(status: number, body: { error: string; details?: unknown; [k: string]: unknown }): CallToolResult {
   let text = body.error;
-  if (Array.isArray(body.details) && body.details.length) text += `\n${body.details.map((d) => `- ${typeof d === 'string' ? d : JSON.stringify(d)}`).join('\n')}`;
+  if (Array.isArray(body.details) && body.details.length)
+    text += `\n${body.details.map((d) => `- ${typeof d === 'string' ? d : JSON.stringify(d)}`).join('\n')}`;
   else if (body.details !== undefined) text += `\n${JSON.stringify(body.details)}`;
   return { content: [{ type: 'text', text }], structuredContent: { status, ...body }, isError: true };
 }
@@ -132,54 +136,57 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
   const schemas = new Map(tools.map((t) => [t.name, z.object(t.input)]));
 
   for (const tool of tools) {
-    server.registerTool(
-      tool.name,
-      { description: tool.description, inputSchema: tool.input, annotations: tool.annotations },
-      (async (args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> => {
-        const auth = authOf(extra);
-        const scopes = auth.scopes;
-        if (scopes) {
-          const missing = tool.scopes.filter((s) => !scopes.includes(s));
-          const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));
-          if (missing.length || !anyOk) {
-            const needed = missing.length ? missing.join(' ') : `one of ${tool.anyScopes!.join(', ')}`;
-            return toolError(403, {
-              error: `Insufficient scope: ${tool.name} requires ${needed}`,
-              required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
-            });
-          }
+    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, (async (
+      args: Record<string, unknown>,
+      extra: Extra,
+    ): Promise<CallToolResult> => {
+      const auth = authOf(extra);
+      const scopes = auth.scopes;
+      if (scopes) {
+        const missing = tool.scopes.filter((s) => !scopes.includes(s));
+        const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));
+        if (missing.length || !anyOk) {
+          const needed = missing.length ? missing.join(' ') : `one of ${tool.anyScopes!.join(', ')}`;
+          return toolError(403, {
+            error: `Insufficient scope: ${tool.name} requires ${needed}`,
+            required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
+          });
         }
-        const parsed = await (schemas.get(tool.name) as z.ZodTypeAny).safeParseAsync(args ?? {});
-        if (!parsed.success) return toolError(400, { error: 'Invalid request payload', details: parsed.error.issues.map(formatIssue) });
-        args = parsed.data;
-        const principal: Principal = {
-          requestId: auth.requestId ? `${auth.requestId}:${randomUUID().slice(0, 8)}` : randomUUID(),
-          tenantId: auth.tenantId,
-          keyType: auth.keyType,
-          scopes: auth.scopes,
-          sessionId: typeof args.session_id === 'string' ? args.session_id : undefined,
-          source: 'mcp',
-        };
-        const progressToken = extra._meta?.progressToken;
-        const ctx: ToolContext = {
-          principal,
-          auth,
-          deps,
-          extra,
-          progress: async (progress, total, message) => {
-            if (progressToken === undefined) return;
-            await extra
-              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total, message } })
-              .catch(() => {});
-          },
-        };
-        try {
-          return toolResult(await tool.run(args as never, ctx));
-        } catch (err) {
-          return errorResult(err, deps.logger, tool.name);
-        }
-      }) as never,
-    );
+      }
+      const limit = deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.name);
+      if (limit && !limit.allowed) {
+        return toolError(429, { error: `Rate limit exceeded. Try again in ${limit.retryAfter} seconds.`, retryAfter: limit.retryAfter });
+      }
+      const parsed = await (schemas.get(tool.name) as z.ZodTypeAny).safeParseAsync(args ?? {});
+      if (!parsed.success) return toolError(400, { error: 'Invalid request payload', details: parsed.error.issues.map(formatIssue) });
+      args = parsed.data;
+      const principal: Principal = {
+        requestId: auth.requestId ? `${auth.requestId}:${randomUUID().slice(0, 8)}` : randomUUID(),
+        tenantId: auth.tenantId,
+        keyType: auth.keyType,
+        scopes: auth.scopes,
+        sessionId: typeof args.session_id === 'string' ? args.session_id : undefined,
+        source: 'mcp',
+      };
+      const progressToken = extra._meta?.progressToken;
+      const ctx: ToolContext = {
+        principal,
+        auth,
+        deps,
+        extra,
+        progress: async (progress, total, message) => {
+          if (progressToken === undefined) return;
+          await extra
+            .sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total, message } })
+            .catch(() => {});
+        },
+      };
+      try {
+        return toolResult(await tool.run(args as never, ctx));
+      } catch (err) {
+        return errorResult(err, deps.logger, tool.name);
+      }
+    }) as never);
   }
 }
 
@@ -187,8 +194,15 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
 
 export const s = {
   id: (what: string) => z.number().int().min(1).describe(what),
-  identifier: (what: string) => z.union([z.number().int().min(1), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
-  sessionId: () => z.string().min(1).max(200).optional().describe('Application session id: pass the same value to group operations (returned by generation tools)'),
+  identifier: (what: string) =>
+    z.union([z.number().int().min(1), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
+  sessionId: () =>
+    z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Application session id: pass the same value to group operations (returned by generation tools)'),
   limit: (def: number, max: number) => z.number().int().min(1).max(max).optional().describe(`Page size (default ${def}, max ${max})`),
   offset: () => z.number().int().min(0).optional().describe('Items to skip (default 0)'),
 };

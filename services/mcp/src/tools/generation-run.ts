@@ -28,7 +28,11 @@ export async function thumbnailsOf(ctx: ToolContext, keys: string[]): Promise<To
   return out.filter((x): x is ToolImage => !!x);
 }
 
-export const thumbnailsOfGenerated = (ctx: ToolContext, images: GeneratedImage[]) => thumbnailsOf(ctx, images.map((i) => i.thumbnailKey));
+export const thumbnailsOfGenerated = (ctx: ToolContext, images: GeneratedImage[]) =>
+  thumbnailsOf(
+    ctx,
+    images.map((i) => i.thumbnailKey),
+  );
 
 /**
  * Runs a generation call (which creates an execution in `sessionId`) and, while it runs, finds its
@@ -97,7 +101,13 @@ export async function runGeneration(
       } catch (err) {
         ctx.deps.logger.debug({ err }, 'mcp: progress polling failed');
       }
-      await Promise.race([sleep(POLL_MS), result.then(() => {}, () => {})]);
+      await Promise.race([
+        sleep(POLL_MS),
+        result.then(
+          () => {},
+          () => {},
+        ),
+      ]);
     }
     const out = await result;
     await ctx.progress(100, 100, 'completed');

@@ -15,7 +15,21 @@ export const MODEL_IDS = [
   'provB-image-2.5-sunburst',
 ] as const;
 
-export const ASPECT_RATIOS = ['square', 'portrait', 'landscape', '1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'] as const;
+export const ASPECT_RATIOS = [
+  'square',
+  'portrait',
+  'landscape',
+  '1:1',
+  '2:3',
+  '3:2',
+  '3:4',
+  '4:3',
+  '4:5',
+  '5:4',
+  '9:16',
+  '16:9',
+  '21:9',
+] as const;
 
 const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
@@ -56,14 +70,18 @@ const generateInput = {
 type GenerateArgs = z.infer<z.ZodObject<typeof generateInput>>;
 
 /** scene_name -> scene id (AssetsService.GetScene); a scene is a reference group for generation. */
-async function sceneGroups(args: GenerateArgs, ctx: ToolContext): Promise<Pick<GenerateImagesRequest, 'referenceGroupId' | 'referenceGroupIds'>> {
+async function sceneGroups(
+  args: GenerateArgs,
+  ctx: ToolContext,
+): Promise<Pick<GenerateImagesRequest, 'referenceGroupId' | 'referenceGroupIds'>> {
   if (args.scene_id === undefined && args.scene_name === undefined) {
     return {
       referenceGroupId: args.reference_group_id,
       referenceGroupIds: args.reference_group_ids ? Int64List.fromPartial({ values: args.reference_group_ids }) : undefined,
     };
   }
-  if (args.scene_id !== undefined && args.scene_name !== undefined) throw badRequest('Invalid request payload', ['use scene_id or scene_name, not both']);
+  if (args.scene_id !== undefined && args.scene_name !== undefined)
+    throw badRequest('Invalid request payload', ['use scene_id or scene_name, not both']);
   let sceneId = args.scene_id;
   if (sceneId === undefined) {
     const scene = await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string }, ctx.principal);
@@ -307,7 +325,13 @@ const uploadImageForEditing = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const res = await ctx.deps.clients.generation.uploadForEditing(
-      { imageUrl: args.image_url, fileName: args.file_name, mimeType: args.mime_type, sessionId: args.session_id, toolName: 'upload_image_for_editing' },
+      {
+        imageUrl: args.image_url,
+        fileName: args.file_name,
+        mimeType: args.mime_type,
+        sessionId: args.session_id,
+        toolName: 'upload_image_for_editing',
+      },
       ctx.principal,
       { timeoutMs: 120_000 },
     );
@@ -348,10 +372,16 @@ const downloadImages = defineTool({
     if (resolved.missingIds.length) throw new AppError(404, { error: 'Image not found', details: { missing_ids: resolved.missingIds } });
     const total = resolved.images.reduce((n, i) => n + (args.thumbnails ? i.thumbnailSizeBytes : i.sizeBytes), 0);
     if (total > MAX_DOWNLOAD_BYTES) {
-      throw badRequest('Requested images are too large to return at once (20 MB)', { total_bytes: total, hint: 'ask for fewer images or use fullUrl' });
+      throw badRequest('Requested images are too large to return at once (20 MB)', {
+        total_bytes: total,
+        hint: 'ask for fewer images or use fullUrl',
+      });
     }
     const images = args.thumbnails
-      ? await thumbnailsOf(ctx, resolved.images.map((i) => i.thumbnailKey))
+      ? await thumbnailsOf(
+          ctx,
+          resolved.images.map((i) => i.thumbnailKey),
+        )
       : await Promise.all(
           resolved.images.map(async (i) => {
             const d = await ctx.deps.clients.library.getImageData({ imageId: i.id }, ctx.principal);
@@ -374,4 +404,13 @@ const downloadImages = defineTool({
   },
 });
 
-export const imageTools = [generateImage, editImage, getImageInfo, listImages, deleteImage, deleteImages, uploadImageForEditing, downloadImages];
+export const imageTools = [
+  generateImage,
+  editImage,
+  getImageInfo,
+  listImages,
+  deleteImage,
+  deleteImages,
+  uploadImageForEditing,
+  downloadImages,
+];

@@ -7,11 +7,11 @@ import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/ge
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, internalPrincipal, type Principal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ImageServer, seeder, solidImage, startAssetsStack, startImageServer } from '../../../../test/e2e/products-support.js';
-import type { TestStack, TestTenant } from '../../../../test/support/stack.js';
-import type { Composer } from '../../../generation/src/compose.js';
-import { checkAssetFields, createAssetsComposer } from '../../src/assets/generation-composer.js';
-import { REFERENCE_MODE_INSTRUCTIONS } from '../../src/assets/resolve.js';
+import { type ImageServer, seeder, solidImage, startAssetsStack, startImageServer } from '../../../test/e2e/products-support.js';
+import type { TestStack, TestTenant } from '../../../test/support/stack.js';
+import type { Composer } from '../src/compose.js';
+import { checkAssetFields, createAssetsComposer } from '../src/assets-composer.js';
+import { REFERENCE_MODE_INSTRUCTIONS } from '../../library/src/assets/resolve.js';
 
 let s: TestStack;
 let t: TestTenant;

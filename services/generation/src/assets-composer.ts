@@ -1,11 +1,5 @@
 /**
- * The saved-assets composer FOR THE GENERATION SERVICE (it runs in generation's process and talks gRPC only):
- * it implements generation's `Composer` interface (services/generation/src/compose.ts) structurally, so
- * generation can use it with one line in its service.ts:
- *
- *   composer: opts.composer ?? createAssetsComposer(ctx)
- *
- * (or move this file to services/generation/src/assets-composer.ts; it imports nothing from the library).
+ * The saved-assets composer: generation's `Composer` (compose.ts) backed by the library's AssetsService over gRPC.
  * It applies SPEC 4.1 rules 1, 2, 4 and 5 and supplies the asset default of rule 3:
  *   check():   singular + array forms refused together; 1-5 characters, 1-6 products, 1-5 reference groups;
  *              reference_mode style|add; request reference_images within the model's total.
