@@ -1,6 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
-import { bind, createDb, migrate, type ServiceContext, type StartService, startGrpcServer, startOutboxRelay } from '@imagegen/platform';
+import {
+  type BreakerState,
+  bind,
+  createDb,
+  migrate,
+  type ServiceContext,
+  type StartService,
+  setBreakerState,
+  startGrpcServer,
+  startOutboxRelay,
+} from '@imagegen/platform';
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
 import { type Collaborators, grpcCollaborators } from './deps.js';
@@ -39,9 +49,12 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     const line = { provider: info.provider, from, to, consecutiveFailures: info.failures };
     if (to === 'open') logger.warn(line, `circuit breaker ${info.provider}: ${from} -> ${to}`);
     else logger.info(line, `circuit breaker ${info.provider}: ${from} -> ${to}`);
+    setBreakerState(info.provider, to as BreakerState);
   };
   const breakerOpts = { failureThreshold: settings.breakerFailureThreshold, resetTimeoutMs: settings.breakerResetTimeoutMs, onChange };
   const breakers = { provA: new CircuitBreaker('provA', breakerOpts), provB: new CircuitBreaker('provB', breakerOpts) };
+  setBreakerState('provA', 'closed');
+  setBreakerState('provB', 'closed');
   // Base URLs are read per call: in the all-in-one shape the sandbox's URL is filled in at start-up.
   const baseUrl = (name: 'provABaseUrl' | 'provBBaseUrl') => () => {
     const u = ctx.config[name];

@@ -129,11 +129,9 @@ describe('authenticator', () => {
         logger,
       });
       try {
-        expect(await auth.authenticate({ 'x-api-key': KEY, authorization: 'Bearer good-token' })).toMatchObject({
-          kind: 'api_key',
-          tenantId: 'acme',
-          scopes: undefined,
-        });
+        const byKey = await auth.authenticate({ 'x-api-key': KEY, authorization: 'Bearer good-token' });
+        expect(byKey).toMatchObject({ kind: 'api_key', tenantId: 'acme' });
+        expect(byKey.scopes).toBeUndefined();
         expect(await auth.authenticate({ authorization: `Bearer ${KEY}` })).toMatchObject({ kind: 'api_key', keyType: 'live' });
         expect(await auth.authenticate({ authorization: 'Bearer good-token' })).toMatchObject({
           kind: 'oauth',
@@ -141,7 +139,13 @@ describe('authenticator', () => {
           scopes: ['images:read'],
           keyType: 'live',
         });
-        const fail = async (h: Record<string, string>) => auth.authenticate(h).catch((e) => e as AuthFailure);
+        const fail = async (h: Record<string, string>): Promise<AuthFailure> =>
+          auth.authenticate(h).then(
+            () => {
+              throw new Error('expected a refusal');
+            },
+            (e) => e as AuthFailure,
+          );
         const none = await fail({});
         expect(none).toBeInstanceOf(AuthFailure);
         expect(none.status).toBe(401);

@@ -1,4 +1,4 @@
-import { AppError, badRequest } from '@imagegen/platform';
+import { AppError, badRequest, recordProviderCall } from '@imagegen/platform';
 import type { Provider } from '../models.js';
 import type { CircuitBreaker } from './breaker.js';
 import { type ProviderAdapter, type ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
@@ -44,12 +44,15 @@ export class ProviderClient {
       const idx = (start + i) % keys.length;
       const ticket = this.opts.breaker.acquire(); // 503 at once while the circuit is open
       const signal = AbortSignal.timeout(this.opts.timeoutMs);
+      const started = performance.now();
       try {
         const result = await this.opts.adapter.call(req, keys[idx], signal);
         ticket.success();
+        recordProviderCall(this.provider, 'success', (performance.now() - started) / 1000, req.model);
         return result;
       } catch (err) {
         const pe = transportFailure(err, signal, this.provider, this.opts.timeoutMs);
+        recordProviderCall(this.provider, pe.kind, (performance.now() - started) / 1000, req.model);
         // Anything the upstream answered deliberately (even a refusal) shows it is healthy.
         if (pe.breakerFailure) ticket.failure();
         else ticket.success();
