@@ -157,20 +157,13 @@ describe('POST /api/images', () => {
       ]);
     });
 
-    it('refuses saved-asset fields clearly instead of ignoring them', async () => {
-      const d = await invalid({
-        prompt: 'p',
-        character_id: 1,
-        product_ids: [1, 2],
-        style_preset_name: 'noir',
-        reference_group_id: 3,
-        reference_images: ['k'],
-      });
-      expect(d).toHaveLength(5);
-      for (const x of d)
-        expect(x).toMatch(
-          / is not supported yet: saved characters, products, style presets, reference groups and reference images are not available in this version$/,
-        );
+    it('applies the saved-asset rules: singular and array forms together refused, unknown assets 404', async () => {
+      const d = await invalid({ prompt: 'p', character_id: 1, character_ids: [1, 2], product_id: 1, product_ids: [2] });
+      expect(d.some((x) => /character_id/.test(x) && /character_ids/.test(x))).toBe(true);
+      expect(d.some((x) => /product_id/.test(x) && /product_ids/.test(x))).toBe(true);
+      const r = await gen({ prompt: 'p', character_id: 987654 });
+      expect(r.status).toBe(404);
+      expect(r.body.error).toBe('Character not found');
     });
 
     it('session_id and X-Session-Id: 1-200 characters', async () => {

@@ -107,8 +107,6 @@ async function expectError(client: Client, name: string, args: Record<string, un
   return r;
 }
 
-const notSupportedYet = (t: string) => /not supported yet/.test(t);
-
 beforeAll(async () => {
   stack = await startTestStack();
   // generous per-tenant limits: this file makes far more than 60 tool calls a minute
@@ -413,7 +411,7 @@ describe('saved assets', () => {
     refImageId = g.json.images[0].record_id;
   });
 
-  it('characters', async ({ skip }) => {
+  it('characters', async () => {
     const c = await expectOk(mcp, 'create_character', {
       character_name: 'Captain Nova',
       base_prompt: 'a space captain with a silver jacket',
@@ -454,7 +452,6 @@ describe('saved assets', () => {
     });
     expect((await expectOk(mcp, 'delete_character', { identifier: second.json.data.id })).json.data).toEqual({ deleted: true });
     await expectError(mcp, 'delete_character', { identifier: second.json.data.id }, 'Character not found');
-    if (notSupportedYet(gen.text)) skip('generation does not apply saved characters yet');
     expect(gen.ok, gen.text).toBe(true);
     expect(gen.json.data).toMatchObject({ sessionId: 'mcp-assets', message: 'Generated an image of Captain Nova' });
     expect(gen.images).toHaveLength(1);
@@ -462,7 +459,7 @@ describe('saved assets', () => {
     expect(multi.json.data.characterCount).toBe(2);
   });
 
-  it('products', async ({ skip }) => {
+  it('products', async () => {
     const p = await expectOk(mcp, 'create_product', { product_name: 'Mug', product_url: refImageUrl, tags: 'kitchen,ceramic' });
     expect(p.json.data).toMatchObject({ productName: 'Mug', message: 'Product created successfully' });
     await expectError(
@@ -483,13 +480,12 @@ describe('saved assets', () => {
     const gen = await call(mcp, 'generate_product_image', { identifier: 'Mug', scene_prompt: 'on a wooden table', number_of_images: 2 });
     expect((await expectOk(mcp, 'delete_product', { identifier: 'Mug' })).json.data).toEqual({ deleted: true });
     await expectError(mcp, 'delete_product', { identifier: 'Mug' }, 'Product not found');
-    if (notSupportedYet(gen.text)) skip('generation does not apply saved products yet');
     expect(gen.ok, gen.text).toBe(true);
     expect(gen.json.data.images).toHaveLength(2);
     expect(gen.images).toHaveLength(2);
   });
 
-  it('scenes (and generate_image with scene_name)', async ({ skip }) => {
+  it('scenes (and generate_image with scene_name)', async () => {
     const sc = await expectOk(mcp, 'create_scene', {
       scene_name: 'Beach',
       scene_prompt: 'a sunny beach',
@@ -514,7 +510,6 @@ describe('saved assets', () => {
     const del = await expectOk(mcp, 'delete_scene', { identifier: 'Beach' });
     expect(del.json.data).toMatchObject({ deleted: true, sceneName: 'Beach', imageCount: 1 });
     await expectError(mcp, 'delete_scene', { identifier: 'Beach' }, 'not found for this tenant');
-    if (notSupportedYet(gen.text)) skip('generation does not apply saved scenes yet');
     expect(gen.ok, gen.text).toBe(true);
     expect(gen.json.images[0].width).toBeGreaterThan(gen.json.images[0].height); // the scene's 16:9
   });

@@ -1,7 +1,7 @@
 import type { Logger, Sql } from '@imagegen/platform';
 import Provider, { errors } from 'oidc-provider';
 import { createAdapterClass } from './adapter.js';
-import { escapeHtml, page } from './html.js';
+import { escapeHtml, HTML_HEADERS, page } from './html.js';
 import { ALL_SCOPES } from './scopes.js';
 import type { OAuthSecrets } from './secrets.js';
 
@@ -139,6 +139,7 @@ export function createProvider(deps: ProviderDeps): Provider {
       if (body.error === 'invalid_redirect_uri') body.error = 'invalid_request';
       delete body.iss;
       if (wantsHtml(ctx.get('accept'))) {
+        for (const [k, v] of Object.entries(HTML_HEADERS)) ctx.set(k, v);
         ctx.type = 'html';
         ctx.body = page(
           'Authorization error',

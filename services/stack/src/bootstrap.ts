@@ -12,7 +12,7 @@ export async function ensureDemoTenant(stack: RunningStack): Promise<{ tenantId:
     body: JSON.stringify({
       tenant_id: 'demo',
       tenant_name: 'Demo tenant',
-      contact_email: 'demo@localhost',
+      contact_email: 'demo@example.com',
       // Keys for the sandbox provider, which accepts any key that is not marked bad.
       provider_credentials: { provA: 'sandbox-provA-key', provB: 'sandbox-provB-key' },
       allowed_models: [

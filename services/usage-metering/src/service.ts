@@ -12,8 +12,8 @@ import {
   startOutboxRelay,
 } from '@imagegen/platform';
 import { startUsageConsumer, USAGE_DURABLE } from './consumer.js';
-import { pruneOld } from './store.js';
 import { usageHandlers } from './grpc.js';
+import { pruneOld } from './store.js';
 import { TenantLimitsCache, type TenantLimitsSource, tenancySource } from './tenants.js';
 
 export const SCHEMA = 'usage';
