@@ -1,12 +1,13 @@
 import { benchGateway } from './gateway.js';
 
 /**
- * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, usage).
+ * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage).
  * Each prints its figures and the ratio against a baseline measured in the same run.
  */
 const all: Record<string, () => Promise<void>> = {
   gateway: benchGateway,
   generation: async () => (await import('./generation.js')).benchGeneration(),
+  library: async () => (await import('./library.js')).benchLibrary(),
   usage: async () => (await import('./usage.js')).benchUsage(),
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -6,7 +6,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
  * Prometheus metrics of one process (ARCHITECTURE rule 7), served at /metrics by the ops server of
  * `runStandalone` and by the gateway's ops routes. Every series carries a `service` label
  * (setMetricsService). Helpers below are what service code calls; names are stable (dashboards and
- * alerts use them), see docs/README-ops.md.
+ * alerts use them), see docs/design/ops.md.
  */
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];

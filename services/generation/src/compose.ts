@@ -8,7 +8,7 @@ import type { GeneratePlan } from './validate.js';
  * The compose step: turns the validated request plus any saved assets (characters, products, style
  * presets, reference groups, reference images) into what is sent upstream. This version has no saved
  * assets: every asset field is refused with a clear 400 detail. The saved-assets work replaces
- * `noAssetsComposer` with one that calls AssetsService.ResolveGenerationAssets (docs/README-generation.md).
+ * `noAssetsComposer` with one that calls AssetsService.ResolveGenerationAssets (docs/design/generation.md).
  */
 export interface Composition {
   /** Final prompt (style preset prefix, characters/products and the user prompt). */

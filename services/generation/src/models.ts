@@ -63,7 +63,7 @@ export function upstreamModel(model: ModelInfo, maps: { provA?: Record<string, s
 }
 
 export const RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'] as const;
-/** square = 1:1, portrait = 3:4, landscape = 4:3 (documented in docs/README-generation.md). */
+/** square = 1:1, portrait = 3:4, landscape = 4:3 (documented in docs/design/generation.md). */
 export const RATIO_ALIASES: Record<string, string> = { square: '1:1', portrait: '3:4', landscape: '4:3' };
 export const RATIO_CHOICES = [...Object.keys(RATIO_ALIASES), ...RATIOS];
 

@@ -27,7 +27,7 @@ import { failStaleExecutions } from './store.js';
  * generation: POST /api/images, edits, uploads for editing, executions. Owns schema `generation`
  * (executions, execution_logs, outbox). Provider adapters (provA generateContent, provB images API)
  * with per-tenant key rotation and failover, one circuit breaker per provider, per-provider timeouts.
- * See docs/README-generation.md.
+ * See docs/design/generation.md.
  */
 export interface GenerationOptions {
   settings?: Partial<GenerationSettings>;

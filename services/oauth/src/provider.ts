@@ -40,7 +40,7 @@ export function isOurResource(urls: Urls, indicator: string): boolean {
 
 const wantsHtml = (accept: string | undefined) => !!accept && accept.includes('text/html');
 
-/** The sign-in page URL a browser is sent to for an authorization request (see README-oauth-mcp.md). */
+/** The sign-in page URL a browser is sent to for an authorization request (see docs/design/oauth-mcp.md). */
 export function loginUrlFor(urls: Urls, params: Record<string, unknown>): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {

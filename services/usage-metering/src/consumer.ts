@@ -114,7 +114,7 @@ export function decodeUsageEvent(s: ReturnType<typeof usageSubjects>, m: EventMe
   if (m.subject === s.deleted) {
     const e = ImageDeleted.decode(m.data);
     if (!e.tenantId) return null;
-    // Counted on the month the image was billed to; never reduces total_bytes (see README-usage).
+    // Counted on the month the image was billed to; never reduces total_bytes (see docs/design/usage.md).
     return {
       ...zeroMonth(),
       id: m.id,

@@ -5,7 +5,7 @@ import type { RouteModule } from '../app.js';
 
 /**
  * Scene presets (SPEC 4.5), camelCase output, snake_case bodies. A scene is also a "reference group" for
- * generation (reference_group_id(s) = scene ids, reference_group_name = scene name; docs/README-assets.md).
+ * generation (reference_group_id(s) = scene ids, reference_group_name = scene name; docs/design/assets.md).
  * Body problems answer 400 'Invalid scene preset payload' with details, as SPEC 7 says for scenes.
  */
 const TAGS = ['Scenes'];

@@ -4,7 +4,7 @@ import type { RouteModule } from '../app.js';
 import { tenantSecurity } from '../auth.js';
 
 /**
- * Webhooks (SPEC 4.11, shapes designed here; see docs/README-usage.md):
+ * Webhooks (SPEC 4.11, shapes designed here; see docs/design/usage.md):
  *   GET    /api/webhooks                       -> {data: Webhook[]}
  *   POST   /api/webhooks {url, events?, description?} -> 201 {data: Webhook & {secret}} (secret shown once)
  *   GET    /api/webhooks/:id                   -> {data: Webhook}

@@ -12,7 +12,7 @@ import { stylePresetHandlers } from './style-presets.js';
  * Saved assets of the library service (AssetsService, proto/imagegen/library/v1/assets.proto): characters,
  * products, scene presets (= reference groups), style presets, search presets, and the generation-facing
  * ResolveGenerationAssets / MarkAssetsUsed. Served on the library's gRPC server, tables in schema `library`
- * (migrations 100+). See docs/README-assets.md.
+ * (migrations 100+). See docs/design/assets.md.
  */
 export function createAssets(deps: { sql: Sql; ctx: ServiceContext }): { binding: GrpcServiceBinding; stop(): Promise<void> } {
   const { sql, ctx } = deps;

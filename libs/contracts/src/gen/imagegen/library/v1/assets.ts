@@ -334,7 +334,7 @@ export interface ResolveGenerationAssetsRequest {
   sceneName?:
     | string
     | undefined;
-  /** = scene ids (see docs/README-assets.md) */
+  /** = scene ids (see docs/design/assets.md) */
   referenceGroupIds: number[];
   /** = a scene name */
   referenceGroupName?:

@@ -1,0 +1,73 @@
+import { createDb } from '@imagegen/platform';
+import { startTestStack } from '../support/stack.js';
+import { fmt, load } from './util.js';
+
+/**
+ * Issue 4 benchmark, list part: p50/p99 of `GET /api/images?limit=20` (gateway -> auth -> library gRPC ->
+ * PostgreSQL) with 10,000 images in one tenant, 20 connections. Target: p99 < 25 ms.
+ *
+ * Seeding: one direct bulk INSERT ... SELECT generate_series into the library schema of the stack's test
+ * database (10 sessions of 1,000 images, the session limit, created_at spread over the last 10,000 minutes),
+ * then ANALYZE. StoreImage would cost 10,000 sharp decodes + thumbnails + file writes for rows the list
+ * never opens; the rows are the same shape (the tenant_stats triggers count bulk inserts too).
+ * BENCH_SECONDS (default 10), BENCH_LIST_IMAGES (default 10000), BENCH_LIST_CONNECTIONS (default 20).
+ */
+export async function benchLibrary(): Promise<void> {
+  const durationSec = Number(process.env.BENCH_SECONDS ?? 10);
+  const count = Number(process.env.BENCH_LIST_IMAGES ?? 10_000);
+  const connections = Number(process.env.BENCH_LIST_CONNECTIONS ?? 20);
+  const prev = process.env.RATE_LIMIT_DISABLED;
+  process.env.RATE_LIMIT_DISABLED = '1';
+  const stack = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
+  try {
+    const tenant = await stack.createTenant({ rate_limit_per_minute: 100_000_000 });
+    const t = tenant.tenantId;
+    const sql = createDb(stack.env.DATABASE_URL, { schema: 'library', max: 1 });
+    const seeded = performance.now();
+    try {
+      const sessions = Math.ceil(count / 1000);
+      await sql.begin(async (tx) => {
+        await tx`
+          INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
+          SELECT ${t}, 'bench-session-' || s, false, LEAST(1000, ${count} - s * 1000), now(), now()
+          FROM generate_series(0, ${sessions - 1}) s`;
+        await tx`
+          INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
+            width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
+            resolution_tier, is_reference, key_type, tokens, created_at)
+          SELECT ${t}, 'bench-session-' || (i / 1000),
+            'tenants/' || ${t} || '/images/bench-' || i || '.png',
+            'tenants/' || ${t} || '/thumbnails/bench-' || i || '.webp',
+            'image/png', 'png', 'image/webp', 1024, 1024, 1200000 + i, 9000 + (i % 500),
+            'a benchmark picture number ' || i || ' of a lighthouse at dusk', CASE WHEN i % 7 = 0 THEN 'blurry' END,
+            'generate', '1:1', 'provA-flash-lite-image', '1k', false, 'live', 1290,
+            now() - make_interval(mins => ${count} - i)
+          FROM generate_series(0, ${count - 1}) i`;
+      });
+      await sql`ANALYZE images`;
+      await sql`ANALYZE sessions`;
+    } finally {
+      await sql.end();
+    }
+    const seedMs = performance.now() - seeded;
+
+    const url = `${stack.baseUrl}/api/images?limit=20`;
+    const headers = { 'x-api-key': tenant.liveKey };
+    const check = await fetch(url, { headers });
+    const body = (await check.json()) as { data: unknown[]; pagination: { total: number } };
+    if (check.status !== 200 || body.data.length !== 20 || body.pagination.total !== count) {
+      throw new Error(`list sanity check failed: ${check.status} ${JSON.stringify(body).slice(0, 300)}`);
+    }
+    await load(url, { connections, durationSec: 2, headers }); // warm-up (JIT, pools, plan cache)
+    const r = await load(url, { connections, durationSec, headers });
+    console.log(`\n== library: GET /api/images?limit=20 with ${count} images in the tenant (${connections} connections) ==`);
+    console.log(`seeded by bulk INSERT in ${fmt(seedMs, 0)} ms`);
+    console.log(
+      `GET /api/images?limit=20  ${fmt(r.reqPerSec, 0)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms (target < 25 ms)  non-2xx ${r.non2xx}  errors ${r.errors}`,
+    );
+  } finally {
+    await stack.stop();
+    if (prev === undefined) delete process.env.RATE_LIMIT_DISABLED;
+    else process.env.RATE_LIMIT_DISABLED = prev;
+  }
+}
