@@ -22,33 +22,8 @@ export async function benchLibrary(): Promise<void> {
   try {
     const tenant = await stack.createTenant({ rate_limit_per_minute: 100_000_000 });
     const t = tenant.tenantId;
-    const sql = createDb(stack.env.DATABASE_URL, { schema: 'library', max: 1 });
     const seeded = performance.now();
-    try {
-      const sessions = Math.ceil(count / 1000);
-      await sql.begin(async (tx) => {
-        await tx`
-          INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
-          SELECT ${t}, 'bench-session-' || s, false, LEAST(1000, ${count} - s * 1000), now(), now()
-          FROM generate_series(0, ${sessions - 1}) s`;
-        await tx`
-          INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
-            width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
-            resolution_tier, is_reference, key_type, tokens, created_at)
-          SELECT ${t}, 'bench-session-' || (i / 1000),
-            'tenants/' || ${t} || '/images/bench-' || i || '.png',
-            'tenants/' || ${t} || '/thumbnails/bench-' || i || '.webp',
-            'image/png', 'png', 'image/webp', 1024, 1024, 1200000 + i, 9000 + (i % 500),
-            'a benchmark picture number ' || i || ' of a lighthouse at dusk', CASE WHEN i % 7 = 0 THEN 'blurry' END,
-            'generate', '1:1', 'provA-flash-lite-image', '1k', false, 'live', 1290,
-            now() - make_interval(mins => ${count} - i)
-          FROM generate_series(0, ${count - 1}) i`;
-      });
-      await sql`ANALYZE images`;
-      await sql`ANALYZE sessions`;
-    } finally {
-      await sql.end();
-    }
+    await seedImages(stack.env.DATABASE_URL, t, count);
     const seedMs = performance.now() - seeded;
 
     const url = `${stack.baseUrl}/api/images?limit=20`;
@@ -69,5 +44,39 @@ export async function benchLibrary(): Promise<void> {
     await stack.stop();
     if (prev === undefined) delete process.env.RATE_LIMIT_DISABLED;
     else process.env.RATE_LIMIT_DISABLED = prev;
+  }
+}
+
+/**
+ * Bulk-inserts `count` image rows (sessions of 1,000, the session limit) for `tenantId` into the library
+ * schema of `databaseUrl`, newest last, then ANALYZE. No files are written: listing never opens them.
+ */
+export async function seedImages(databaseUrl: string, tenantId: string, count: number): Promise<void> {
+  const t = tenantId;
+  const sql = createDb(databaseUrl, { schema: 'library', max: 1 });
+  try {
+    const sessions = Math.ceil(count / 1000);
+    await sql.begin(async (tx) => {
+      await tx`
+        INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
+        SELECT ${t}, 'bench-session-' || s, false, LEAST(1000, ${count} - s * 1000), now(), now()
+        FROM generate_series(0, ${sessions - 1}) s`;
+      await tx`
+        INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
+          width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
+          resolution_tier, is_reference, key_type, tokens, created_at)
+        SELECT ${t}, 'bench-session-' || (i / 1000),
+          'tenants/' || ${t} || '/images/bench-' || i || '.png',
+          'tenants/' || ${t} || '/thumbnails/bench-' || i || '.webp',
+          'image/png', 'png', 'image/webp', 1024, 1024, 1200000 + i, 9000 + (i % 500),
+          'a benchmark picture number ' || i || ' of a lighthouse at dusk', CASE WHEN i % 7 = 0 THEN 'blurry' END,
+          'generate', '1:1', 'provA-flash-lite-image', '1k', false, 'live', 1290,
+          now() - make_interval(mins => ${count} - i)
+        FROM generate_series(0, ${count - 1}) i`;
+    });
+    await sql`ANALYZE images`;
+    await sql`ANALYZE sessions`;
+  } finally {
+    await sql.end();
   }
 }

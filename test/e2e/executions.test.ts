@@ -11,8 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { sleep } from './generation-support.js';
 
-process.env.RATE_LIMIT_DISABLED = '1';
-
 let s: TestStack;
 let t: TestTenant;
 let other: TestTenant;
@@ -20,7 +18,7 @@ let sub: Subscription;
 const finished: ExecutionFinished[] = [];
 
 beforeAll(async () => {
-  s = await startTestStack({ nats: true });
+  s = await startTestStack({ nats: true, env: { RATE_LIMIT_DISABLED: '1' } });
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
   sub = await s.stack.ctx.events.subscribe({
     durable: 'executions-e2e',

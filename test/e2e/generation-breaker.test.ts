@@ -7,15 +7,11 @@ import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { lastSandboxId, receivedSince, sandboxMode, sleep } from './generation-support.js';
 
-process.env.PROVIDER_BREAKER_THRESHOLD = '3';
-process.env.PROVIDER_BREAKER_RESET_MS = '800';
-process.env.RATE_LIMIT_DISABLED = '1';
-
 let s: TestStack;
 let t: TestTenant;
 
 beforeAll(async () => {
-  s = await startTestStack();
+  s = await startTestStack({ env: { PROVIDER_BREAKER_THRESHOLD: '3', PROVIDER_BREAKER_RESET_MS: '800', RATE_LIMIT_DISABLED: '1' } });
   t = await s.createTenant();
 });
 afterAll(async () => {

@@ -10,8 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { sharp } from './generation-support.js';
 
-process.env.RATE_LIMIT_DISABLED = '1';
-
 let s: TestStack;
 let t: TestTenant;
 let other: TestTenant;
@@ -26,7 +24,7 @@ const solid = (w: number, h: number, format: 'png' | 'jpeg' | 'webp' | 'gif' = '
 
 beforeAll(async () => {
   const [stack] = await Promise.all([
-    startTestStack(),
+    startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } }),
     (async () => {
       routes.set('/photo.png', { status: 200, type: 'image/png', body: await solid(640, 480) });
       routes.set('/photo.jpg', { status: 200, type: 'image/jpeg', body: await solid(300, 200, 'jpeg') });

@@ -7,16 +7,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { lastSandboxId, receivedSince, sharp, sleep } from './generation-support.js';
 
-// Many generations per tenant: the gateway's per-minute limits are not what this file tests.
-process.env.RATE_LIMIT_DISABLED = '1';
-
 let s: TestStack;
 let t: TestTenant;
 let other: TestTenant;
 let since = 0;
 
 beforeAll(async () => {
-  s = await startTestStack();
+  // Many generations per tenant: the gateway's per-minute limits are not what this file tests.
+  s = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
   [t, other] = await Promise.all([s.createTenant(), s.createTenant()]);
 });
 afterAll(async () => {

@@ -111,11 +111,10 @@ export function seeder(s: TestStack) {
 
 /**
  * The test stack for the assets tests. These tests make many requests per tenant within a minute, so the
- * gateway's rate limits (SPEC 8, read from the environment at gateway start) are switched off here; they
+ * gateway's rate limits (SPEC 8, RATE_LIMIT_DISABLED in the stack's config) are switched off here; they
  * have their own tests.
  */
 export async function startAssetsStack(): Promise<TestStack> {
-  process.env.RATE_LIMIT_DISABLED = '1';
   return startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
 }
 

@@ -176,6 +176,18 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     expect(storeServer!.parentSpanId).toBe(storeClient!.spanId);
     expect(ancestors(storeClient!)).toContain(genServer);
 
+    // Queries: every service pool traces its queries (createDb while tracing runs); StoreImage's INSERT is one.
+    const insert = trace.find(
+      (s) =>
+        s.service === 'imagegen-library' &&
+        s.kind === KIND.CLIENT &&
+        s.name === 'pg INSERT' &&
+        String(s.attributes['db.query.text']).includes('INSERT INTO images'),
+    );
+    expect(insert, 'library INSERT span').toBeDefined();
+    expect(insert!.attributes['db.system']).toBe('postgresql');
+    expect(ancestors(insert!)).toContain(storeServer);
+
     // The outbox relay publishes in a PRODUCER span whose parent is the request that wrote the row.
     const publish = trace.find((s) => s.kind === KIND.PRODUCER && s.name === `publish ${subject}`);
     expect(publish?.service).toBe('imagegen-library');

@@ -3,10 +3,6 @@ import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from '../.
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { MIB, noisePng, startImageServer, until } from './usage-support.js';
 
-// Fast retries for this file (read by the webhook dispatcher at start): 20 ms, 80 ms, 320 ms, ...
-process.env.WEBHOOK_RETRY_BASE_MS = '20';
-process.env.WEBHOOK_POLL_MS = '10';
-
 let s: TestStack;
 let rx: Receiver;
 let A: TestTenant;
@@ -16,7 +12,8 @@ let images: Awaited<ReturnType<typeof startImageServer>>;
 beforeAll(async () => {
   rx = await startReceiver();
   // The stack trusts the receiver's self-signed certificate; ALLOW_LOOPBACK_FETCH=1 is set by startTestStack.
-  s = await startTestStack({ env: { WEBHOOK_CA_FILE: rx.caFile } });
+  // Fast retries for this file (read by the webhook dispatcher at start): 20 ms, 80 ms, 320 ms, ...
+  s = await startTestStack({ env: { WEBHOOK_CA_FILE: rx.caFile, WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_POLL_MS: '10' } });
   [A, B] = await Promise.all([s.createTenant({ rate_limit_per_minute: 100_000 }), s.createTenant({ rate_limit_per_minute: 100_000 })]);
   images = await startImageServer();
 });

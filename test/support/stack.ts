@@ -51,6 +51,20 @@ export interface TestStack {
 let tenantSeq = 0;
 
 /**
+ * Settings a test file or benchmark may also set in this process's environment (e.g. RATE_LIMIT_DISABLED=1
+ * before startTestStack()): they are copied into the stack's env, where loadConfig reads them; opts.env wins.
+ * Nothing else of process.env reaches the stack.
+ */
+const PASSED_THROUGH =
+  /^(RATE_LIMIT_[A-Z_]+|WEBHOOK_(TIMEOUT|POLL|RETRY_BASE|RETRY_MAX)_MS|WEBHOOK_MAX_ATTEMPTS|PROVIDER_BREAKER_[A-Z_]+|PROV[AB]_TIMEOUT_MS|UPLOAD_FETCH_TIMEOUT_MS|USAGE_[A-Z_]+|GRPC_DEADLINE_MS|LOG_REQUESTS)$/;
+
+export function passedThroughEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASSED_THROUGH.test(k)) out[k] = v;
+  return out;
+}
+
+/**
  * The whole stack in this process on a fresh database of the machine's PostgreSQL, files in a temp dir,
  * the sandbox provider, in-process events (or JetStream with `nats: true`, isolated by EVENTS_PREFIX).
  */
@@ -74,6 +88,7 @@ export async function startTestStack(opts: { env?: Record<string, string>; nats?
     EVENTS_PREFIX: `e2e${randomBytes(4).toString('hex')}`,
     DB_POOL_MAX: '2',
     ...(opts.nats ? { NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' } : {}),
+    ...passedThroughEnv(),
     ...opts.env,
   };
   const logger = createLogger('e2e', env.LOG_LEVEL);

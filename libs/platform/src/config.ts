@@ -18,6 +18,14 @@ const bool = z
   .enum(['0', '1', 'true', 'false', ''])
   .optional()
   .transform((v) => v === '1' || v === 'true');
+/** Unset and empty are the same: the default applies. */
+const blank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : typeof v === 'string' ? v.trim() : v);
+/** A whole number >= min (a count, a limit per minute, milliseconds). */
+const int = (def: number, min = 0) => z.preprocess(blank, z.coerce.number().int().min(min).default(def));
+/** A number > 0 (milliseconds, thresholds). */
+const positive = (def: number) => z.preprocess(blank, z.coerce.number().finite().positive().default(def));
+/** A number >= 0 whose default the using service derives. */
+const optionalNumber = z.preprocess(blank, z.coerce.number().finite().min(0).optional());
 
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -62,6 +70,31 @@ const schema = z.object({
   WEBHOOK_CA_FILE: optionalString,
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
+  GRPC_DEADLINE_MS: int(30_000, 1),
+  OPS_PORT: z.preprocess(blank, z.coerce.number().int().min(0).max(65535).optional()),
+  SHUTDOWN_DRAIN_MS: int(0),
+  LOG_REQUESTS: bool,
+  RATE_LIMIT_DISABLED: bool,
+  RATE_LIMIT_DEFAULT_PER_MINUTE: int(60),
+  RATE_LIMIT_GENERATIONS_PER_MINUTE: int(30),
+  RATE_LIMIT_UPLOADS_PER_MINUTE: int(20),
+  RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE: int(30),
+  RATE_LIMIT_ADMIN_PER_MINUTE: int(300),
+  RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE: int(10),
+  RATE_LIMIT_PREFIX: optionalString,
+  WEBHOOK_TIMEOUT_MS: int(10_000),
+  WEBHOOK_POLL_MS: optionalNumber,
+  WEBHOOK_RETRY_BASE_MS: optionalNumber,
+  WEBHOOK_RETRY_MAX_MS: optionalNumber,
+  WEBHOOK_MAX_ATTEMPTS: optionalNumber,
+  PROVIDER_BREAKER_THRESHOLD: positive(5),
+  PROVIDER_BREAKER_RESET_MS: positive(30_000),
+  PROVA_TIMEOUT_MS: positive(120_000),
+  PROVB_TIMEOUT_MS: positive(240_000),
+  UPLOAD_FETCH_TIMEOUT_MS: positive(30_000),
+  USAGE_TENANT_CACHE_MS: int(5000),
+  USAGE_CONSUMER_CONCURRENCY: int(64, 1),
+  USAGE_CONSUMER_PARALLEL_BATCHES: int(2, 1),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -98,6 +131,39 @@ export interface Config {
   webhookCaFile?: string;
   apiKeyCacheTtlMs: number;
   dbPoolMax: number;
+  /** Default deadline of gRPC client calls (GRPC_DEADLINE_MS). */
+  grpcDeadlineMs: number;
+  /** Port of a standalone service's ops server (/metrics, /livez, /readyz); unset: HTTP_PORT. */
+  opsPort?: number;
+  /** A standalone service answers 503 on /readyz this long before it stops taking work. */
+  shutdownDrainMs: number;
+  /** One log line per HTTP request (gateway, oauth, mcp). */
+  logRequests: boolean;
+  /** Rate limits of the gateway (SPEC 8) and of MCP tool calls; see services/gateway/src/rate-limit.ts. */
+  rateLimits: {
+    disabled: boolean;
+    /** A tenant's API rate when its rate_limit_per_minute is not set. */
+    defaultPerMinute: number;
+    generationsPerMinute: number;
+    uploadsPerMinute: number;
+    oauthTokenPerMinute: number;
+    adminPerMinute: number;
+    adminLoginPerMinute: number;
+    /** Redis key prefix (default: EVENTS_PREFIX). */
+    prefix?: string;
+  };
+  /** Webhook delivery; unset values take the dispatcher's defaults (DEFAULT_POLICY). */
+  webhooks: { timeoutMs: number; pollMs?: number; retryBaseMs?: number; retryMaxMs?: number; maxAttempts?: number };
+  /** Generation tunables (services/generation/src/settings.ts). */
+  generation: {
+    breakerFailureThreshold: number;
+    breakerResetTimeoutMs: number;
+    provATimeoutMs: number;
+    provBTimeoutMs: number;
+    uploadTimeoutMs: number;
+  };
+  /** usage-metering: tenant quota cache lifetime and the consumer's parallelism. */
+  usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number };
 }
 
 export type ServiceName =
@@ -179,5 +245,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     dbPoolMax: e.DB_POOL_MAX,
+    grpcDeadlineMs: e.GRPC_DEADLINE_MS,
+    opsPort: e.OPS_PORT,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    logRequests: e.LOG_REQUESTS,
+    rateLimits: {
+      disabled: e.RATE_LIMIT_DISABLED,
+      defaultPerMinute: e.RATE_LIMIT_DEFAULT_PER_MINUTE,
+      generationsPerMinute: e.RATE_LIMIT_GENERATIONS_PER_MINUTE,
+      uploadsPerMinute: e.RATE_LIMIT_UPLOADS_PER_MINUTE,
+      oauthTokenPerMinute: e.RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE,
+      adminPerMinute: e.RATE_LIMIT_ADMIN_PER_MINUTE,
+      adminLoginPerMinute: e.RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE,
+      prefix: e.RATE_LIMIT_PREFIX,
+    },
+    webhooks: {
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      pollMs: e.WEBHOOK_POLL_MS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: e.WEBHOOK_RETRY_MAX_MS,
+      maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+    },
+    generation: {
+      breakerFailureThreshold: e.PROVIDER_BREAKER_THRESHOLD,
+      breakerResetTimeoutMs: e.PROVIDER_BREAKER_RESET_MS,
+      provATimeoutMs: e.PROVA_TIMEOUT_MS,
+      provBTimeoutMs: e.PROVB_TIMEOUT_MS,
+      uploadTimeoutMs: e.UPLOAD_FETCH_TIMEOUT_MS,
+    },
+    usage: {
+      tenantCacheMs: e.USAGE_TENANT_CACHE_MS,
+      consumerConcurrency: e.USAGE_CONSUMER_CONCURRENCY,
+      consumerParallelBatches: e.USAGE_CONSUMER_PARALLEL_BATCHES,
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { telemetryRunning, traceSql } from './telemetry.js';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
 export type TransactionSql = postgres.TransactionSql<Record<string, unknown>>;
@@ -12,10 +13,15 @@ export interface DbOptions {
   applicationName?: string;
 }
 
-/** A postgres.js pool whose search_path is the service's own schema (ARCHITECTURE rule 1). */
+/**
+ * A postgres.js pool whose search_path is the service's own schema (ARCHITECTURE rule 1). When tracing runs
+ * in this process (the preload, runStandalone and the stack start it before any service makes its pool), the
+ * pool is wrapped by traceSql: awaited queries and transactions inside a trace get client spans. Without
+ * tracing the pool is returned as is, at no cost.
+ */
 export function createDb(url: string, opts: DbOptions): Sql {
-  return postgres(url, {
-    max: opts.max ?? Number(process.env.DB_POOL_MAX ?? 5),
+  const sql = postgres(url, {
+    max: opts.max ?? 5,
     idle_timeout: 30,
     connect_timeout: 10,
     onnotice: () => {},
@@ -29,6 +35,7 @@ export function createDb(url: string, opts: DbOptions): Sql {
     },
     transform: { undefined: null },
   }) as unknown as Sql;
+  return telemetryRunning() ? traceSql(sql, opts.schema) : sql;
 }
 
 /** Platform-owned tables every schema gets: the transactional outbox and the consumer dedupe table. */

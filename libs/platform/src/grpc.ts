@@ -228,7 +228,16 @@ export type Client<D extends AnyDefinition> = {
   [K in keyof D]: (req: ReqOf<D[K]>, principal: Principal, opts?: { timeoutMs?: number }) => Promise<ResOf<D[K]>>;
 } & { close(): void };
 
-const DEFAULT_DEADLINE_MS = Number(process.env.GRPC_DEADLINE_MS ?? 30_000);
+let defaultDeadlineMs = 30_000;
+
+/**
+ * Process-wide defaults of the clients createClient makes: the deadline of calls without their own
+ * timeoutMs (Config.grpcDeadlineMs, GRPC_DEADLINE_MS). Set by whoever loads the config (runStandalone,
+ * the stack) before services start.
+ */
+export function configureGrpcClients(opts: { deadlineMs: number }): void {
+  defaultDeadlineMs = opts.deadlineMs;
+}
 
 /**
  * A promise-returning client for `definition` at `address` (host:port). Every call carries the principal
@@ -260,7 +269,7 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
   for (const name of Object.keys(definition)) {
     out[name] = (req: unknown, principal: Principal, opts?: { timeoutMs?: number }) =>
       new Promise((resolve, reject) => {
-        const deadline = new Date(Date.now() + (opts?.timeoutMs ?? DEFAULT_DEADLINE_MS));
+        const deadline = new Date(Date.now() + (opts?.timeoutMs ?? defaultDeadlineMs));
         get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
           err ? reject(fromServiceError(err, principal.requestId)) : resolve(res),
         );

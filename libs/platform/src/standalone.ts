@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { configureGrpcClients } from './grpc.js';
 import { createLogger } from './logger.js';
 import { metricsText, setMetricsService, setReadyGauge } from './metrics.js';
 import { createEventTransport } from './runtime.js';
@@ -65,6 +66,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     throw err;
   }
   const logger = createLogger(name, config.logLevel);
+  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs });
   setMetricsService(name);
   installCrashHandlers(logger);
 
@@ -92,7 +94,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
   };
 
   const opsWanted = opts.opsServer !== false;
-  const opsPortEnv = opsWanted ? env.OPS_PORT?.trim() : undefined;
+  const opsPort = opsWanted ? config.opsPort : undefined;
   let ops: { server: Server; url: string } | undefined;
   const startOps = async (port: number) => {
     ops = await startOpsServer({ host: config.host, port, readiness, logger });
@@ -105,8 +107,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     stopping ??= (async () => {
       lifecycle.stopping = true;
       setReadyGauge(false);
-      const drainMs = Number(env.SHUTDOWN_DRAIN_MS ?? 0);
-      if (drainMs > 0) await sleep(drainMs);
+      if (config.shutdownDrainMs > 0) await sleep(config.shutdownDrainMs);
       if (running) await running.stop().catch((err) => logger.error({ err }, 'error while stopping the service'));
       for (const c of cleanups.reverse()) {
         await c.fn().catch((err) => logger.warn({ err }, `error while closing ${c.what}`));
@@ -130,7 +131,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
           logger.error({ graceMs: config.shutdownGraceMs }, 'graceful shutdown took too long; exiting');
           process.exit(1);
         },
-        config.shutdownGraceMs + Number(env.SHUTDOWN_DRAIN_MS ?? 0),
+        config.shutdownGraceMs + config.shutdownDrainMs,
       );
       force.unref();
       stop().then(
@@ -149,7 +150,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
   }
 
   try {
-    if (opsPortEnv) await startOps(Number(opsPortEnv));
+    if (opsPort !== undefined) await startOps(opsPort);
     const events = await createEventTransport(config, logger);
     cleanups.push({ what: 'event transport', fn: () => events.close() });
     const storage = createStorage({

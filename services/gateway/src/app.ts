@@ -46,7 +46,7 @@ function validatorCompiler() {
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ component: 'http' }),
-    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
+    logController: new LogController({ disableRequestLogging: !ctx.config.logRequests }),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();

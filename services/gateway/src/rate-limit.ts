@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import { AppError } from '@imagegen/platform';
+import { AppError, type Config } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
@@ -26,10 +26,10 @@ import type { GatewayDeps } from './app.js';
  * address when the header is absent. The hook runs after authentication (it needs the tenant), so
  * requests refused with 401/403 are not counted.
  *
- * Environment (read at gateway start): RATE_LIMIT_GENERATIONS_PER_MINUTE, RATE_LIMIT_UPLOADS_PER_MINUTE,
- * RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE, RATE_LIMIT_ADMIN_PER_MINUTE, RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE,
- * RATE_LIMIT_DEFAULT_PER_MINUTE (tenant fallback, 60), RATE_LIMIT_PREFIX (Redis key prefix; default
- * EVENTS_PREFIX), RATE_LIMIT_DISABLED=1 (no limits, no headers: load tests).
+ * Settings (Config.rateLimits, read at gateway start from RATE_LIMIT_GENERATIONS_PER_MINUTE,
+ * RATE_LIMIT_UPLOADS_PER_MINUTE, RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE, RATE_LIMIT_ADMIN_PER_MINUTE,
+ * RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE, RATE_LIMIT_DEFAULT_PER_MINUTE (tenant fallback, 60), RATE_LIMIT_PREFIX
+ * (Redis key prefix; default EVENTS_PREFIX), RATE_LIMIT_DISABLED=1 (no limits, no headers: load tests).
  */
 
 export interface RateLimitSettings {
@@ -44,25 +44,8 @@ export interface RateLimitSettings {
   prefix?: string;
 }
 
-export function rateLimitSettings(env: NodeJS.ProcessEnv = process.env): RateLimitSettings {
-  const int = (name: string, def: number) => {
-    const v = env[name];
-    if (v === undefined || v === '') return def;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-    return n;
-  };
-  return {
-    disabled: env.RATE_LIMIT_DISABLED === '1' || env.RATE_LIMIT_DISABLED === 'true',
-    defaultPerMinute: int('RATE_LIMIT_DEFAULT_PER_MINUTE', 60),
-    generationsPerMinute: int('RATE_LIMIT_GENERATIONS_PER_MINUTE', 30),
-    uploadsPerMinute: int('RATE_LIMIT_UPLOADS_PER_MINUTE', 20),
-    oauthTokenPerMinute: int('RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE', 30),
-    adminPerMinute: int('RATE_LIMIT_ADMIN_PER_MINUTE', 300),
-    adminLoginPerMinute: int('RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE', 10),
-    windowMs: 60_000,
-    prefix: env.RATE_LIMIT_PREFIX || undefined,
-  };
+export function rateLimitSettings(config: Config): RateLimitSettings {
+  return { ...config.rateLimits, windowMs: 60_000 };
 }
 
 type Bucket = 'api' | 'generation' | 'upload' | 'oauth-token' | 'admin' | 'admin-login';
@@ -136,7 +119,7 @@ declare module 'fastify' {
  */
 export async function registerRateLimits(app: FastifyInstance<any, any, any, any, any>, deps: GatewayDeps): Promise<void> {
   const { ctx } = deps;
-  const s = rateLimitSettings();
+  const s = rateLimitSettings(ctx.config);
   if (s.disabled) {
     ctx.logger.warn('rate limits are disabled (RATE_LIMIT_DISABLED)');
     return;

@@ -1,5 +1,25 @@
-import { isAppError, type Logger, type Sql } from '@imagegen/platform';
-import { appendLog, createExecution, finishExecution, type NewExecution } from './store.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
+import { appendLog, createExecution, executionExists, executionIdTaken, finishExecution, type NewExecution } from './store.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The execution id a GenerateImages / EditImage caller chose (execution_id), for the one execution the call starts. */
+const requestedId = new AsyncLocalStorage<{ executionId: string; taken: boolean }>();
+
+/**
+ * Runs `fn` (one generate or edit call) so that the execution it starts gets the caller's `executionId`
+ * (lower-cased) instead of a random one. The id must be a UUID (400) and unused (409), checked here before
+ * any work; the insert's unique key settles two concurrent calls with the same id. Without an id, `fn` as is.
+ * (Carried in async context rather than as a parameter so the pipeline's startExecution picks it up as it is.)
+ */
+export async function withRequestedExecutionId<T>(sql: Sql, executionId: string | undefined, fn: () => Promise<T>): Promise<T> {
+  if (executionId === undefined) return fn();
+  if (!UUID.test(executionId)) throw invalidPayload(['execution_id must be a UUID']);
+  const id = executionId.toLowerCase();
+  if (await executionIdTaken(sql, id)) throw executionExists(id);
+  return requestedId.run({ executionId: id, taken: false }, fn);
+}
 
 /**
  * The execution of one generate / edit / upload: status running -> completed | failed, progress,
@@ -20,6 +40,12 @@ export class ExecutionTracker {
   ) {}
 
   static async start(sql: Sql, e: NewExecution, eventsPrefix: string, logger: Logger): Promise<ExecutionTracker> {
+    const requested = requestedId.getStore();
+    if (requested && !requested.taken) {
+      // The first execution of the call is the caller's; any further one (none today) gets its own id.
+      requested.taken = true;
+      e = { ...e, executionId: requested.executionId };
+    }
     await createExecution(sql, e);
     return new ExecutionTracker(sql, e.executionId, e.tenantId, eventsPrefix, logger.child({ executionId: e.executionId }));
   }

@@ -1,5 +1,6 @@
 import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { type Handlers, notFound } from '@imagegen/platform';
+import { withRequestedExecutionId } from './executions.js';
 import { type GenerationPipeline, type PipelineDeps, requireTenant } from './pipeline.js';
 import type { CircuitBreaker } from './providers/breaker.js';
 import { getExecution, listActiveExecutions, listSessionExecutions } from './store.js';
@@ -13,8 +14,14 @@ export function generationHandlers(
   breakers: CircuitBreaker[],
 ): Handlers<typeof GenerationServiceService> {
   return {
-    generateImages: (req, { principal }) => pipeline.generate(req, principal),
-    editImage: (req, { principal }) => pipeline.edit(req, principal),
+    generateImages: (req, { principal }) => {
+      requireTenant(principal);
+      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.generate(req, principal));
+    },
+    editImage: (req, { principal }) => {
+      requireTenant(principal);
+      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.edit(req, principal));
+    },
     uploadForEditing: (req, { principal }) => uploadForEditing(pipeline, deps, req, principal),
 
     async getExecution(req, { principal }) {

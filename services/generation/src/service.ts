@@ -41,8 +41,8 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function startGeneration(ctx: ServiceContext, opts: GenerationOptions = {}) {
   const logger = ctx.logger;
-  const settings = loadSettings(ctx.config, process.env, opts.settings);
-  const sql = createDb(ctx.config.databaseUrl as string, { schema: 'generation' });
+  const settings = loadSettings(ctx.config, opts.settings);
+  const sql = createDb(ctx.config.databaseUrl as string, { schema: 'generation', max: ctx.config.dbPoolMax });
   await migrate(sql, 'generation', MIGRATIONS);
 
   const onChange = (from: string, to: string, info: { provider: string; failures: number }) => {

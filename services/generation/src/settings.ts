@@ -1,8 +1,9 @@
 import type { Config } from '@imagegen/platform';
 
 /**
- * Generation tunables. They are read from `config.generation` when the platform config carries them,
- * else from the process environment (names below), else the defaults. Tests pass small breaker values.
+ * Generation tunables: the platform config's `generation` group (Config.generation, from the environment
+ * names below, validated by loadConfig), the fixed limits of SPEC 8, then per-call overrides (service tests
+ * pass small breaker values).
  */
 export interface GenerationSettings {
   /** PROVIDER_BREAKER_THRESHOLD: consecutive failures that open a provider's circuit (default 5). */
@@ -34,27 +35,6 @@ export const DEFAULT_SETTINGS: GenerationSettings = {
   staleExecutionMs: 15 * 60_000,
 };
 
-const ENV: Partial<Record<keyof GenerationSettings, string>> = {
-  breakerFailureThreshold: 'PROVIDER_BREAKER_THRESHOLD',
-  breakerResetTimeoutMs: 'PROVIDER_BREAKER_RESET_MS',
-  provATimeoutMs: 'PROVA_TIMEOUT_MS',
-  provBTimeoutMs: 'PROVB_TIMEOUT_MS',
-  uploadTimeoutMs: 'UPLOAD_FETCH_TIMEOUT_MS',
-};
-
-export function loadSettings(
-  config: Config,
-  env: NodeJS.ProcessEnv = process.env,
-  overrides: Partial<GenerationSettings> = {},
-): GenerationSettings {
-  const fromConfig = ((config as unknown as { generation?: Partial<GenerationSettings> }).generation ?? {}) as Partial<GenerationSettings>;
-  const out: GenerationSettings = { ...DEFAULT_SETTINGS };
-  for (const k of Object.keys(out) as (keyof GenerationSettings)[]) {
-    const name = ENV[k];
-    const raw = name ? env[name] : undefined;
-    const n = raw !== undefined && raw !== '' ? Number(raw) : Number.NaN;
-    if (fromConfig[k] !== undefined) out[k] = fromConfig[k] as number;
-    else if (Number.isFinite(n) && n > 0) out[k] = n;
-  }
-  return { ...out, ...overrides };
+export function loadSettings(config: Config, overrides: Partial<GenerationSettings> = {}): GenerationSettings {
+  return { ...DEFAULT_SETTINGS, ...config.generation, ...overrides };
 }

@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type Sql, subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
+import { type AppError, conflict, type Sql, subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -58,15 +58,34 @@ function toExecution(r: Row, logs: LogEntry[] = []): Execution {
   };
 }
 
-/** The execution row and its first log line, in one statement (hence one transaction). */
+export const executionExists = (executionId: string): AppError => conflict(`Execution ${executionId} already exists`);
+
+/**
+ * True when an execution has this id. Ids are unique across tenants (caller-chosen ones too), so this looks
+ * at every tenant; callers answer the same 409 whoever owns it and never show another tenant's execution.
+ */
+export async function executionIdTaken(sql: Sql, executionId: string): Promise<boolean> {
+  const [r] = await sql`SELECT 1 FROM executions WHERE execution_id = ${executionId}`;
+  return !!r;
+}
+
+/**
+ * The execution row and its first log line, in one statement (hence one transaction). An id that is taken
+ * (a caller-chosen execution_id used twice) is 409 'Execution <id> already exists'.
+ */
 export async function createExecution(sql: Sql, e: NewExecution): Promise<void> {
-  await sql`
-    WITH x AS (
-      INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count)
-      VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1)
-      RETURNING execution_id, tenant_id
-    )
-    INSERT INTO execution_logs (execution_id, tenant_id, message) SELECT execution_id, tenant_id, ${e.firstLog} FROM x`;
+  try {
+    await sql`
+      WITH x AS (
+        INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count)
+        VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1)
+        RETURNING execution_id, tenant_id
+      )
+      INSERT INTO execution_logs (execution_id, tenant_id, message) SELECT execution_id, tenant_id, ${e.firstLog} FROM x`;
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw executionExists(e.executionId);
+    throw err;
+  }
 }
 
 /** Appends a log line and, when given, moves progress and the current step (one round trip). */

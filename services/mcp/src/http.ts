@@ -47,6 +47,8 @@ export interface McpAppDeps {
   tools: ToolDeps;
   authenticator: Authenticator;
   logger: Logger;
+  /** One log line per request (LOG_REQUESTS). */
+  logRequests?: boolean;
 }
 
 /**
@@ -61,7 +63,7 @@ export interface McpAppDeps {
 export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInstance; closeSessions(): Promise<void> }> {
   const app = Fastify({
     loggerInstance: deps.logger.child({ component: 'mcp-http' }),
-    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
+    logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
   });
   // The SDK transports read the request bodies themselves.

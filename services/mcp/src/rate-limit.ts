@@ -1,3 +1,5 @@
+import type { Config } from '@imagegen/platform';
+
 /**
  * Per-tenant limits of MCP tool calls (SPEC 8), with the gateway's buckets and wording: every call
  * counts as an API request (the tenant's rate_limit_per_minute, default 60); generation tools also
@@ -22,16 +24,14 @@ export interface ToolLimiterSettings {
   windowMs: number;
 }
 
-export function toolLimiterSettings(env: NodeJS.ProcessEnv = process.env): ToolLimiterSettings {
-  const int = (name: string, def: number) => {
-    const n = Number(env[name]);
-    return env[name] !== undefined && env[name] !== '' && Number.isInteger(n) && n >= 0 ? n : def;
-  };
+/** From Config.rateLimits (RATE_LIMIT_DISABLED, RATE_LIMIT_DEFAULT/GENERATIONS/UPLOADS_PER_MINUTE), as the gateway. */
+export function toolLimiterSettings(config: Config): ToolLimiterSettings {
+  const r = config.rateLimits;
   return {
-    disabled: env.RATE_LIMIT_DISABLED === '1' || env.RATE_LIMIT_DISABLED === 'true',
-    defaultPerMinute: int('RATE_LIMIT_DEFAULT_PER_MINUTE', 60),
-    generationsPerMinute: int('RATE_LIMIT_GENERATIONS_PER_MINUTE', 30),
-    uploadsPerMinute: int('RATE_LIMIT_UPLOADS_PER_MINUTE', 20),
+    disabled: r.disabled,
+    defaultPerMinute: r.defaultPerMinute,
+    generationsPerMinute: r.generationsPerMinute,
+    uploadsPerMinute: r.uploadsPerMinute,
     windowMs: 60_000,
   };
 }
@@ -42,7 +42,7 @@ export type ToolLimiter = (
   tool: string,
 ) => { allowed: true } | { allowed: false; retryAfter: number };
 
-export function createToolLimiter(s: ToolLimiterSettings = toolLimiterSettings()): ToolLimiter {
+export function createToolLimiter(s: ToolLimiterSettings): ToolLimiter {
   const windows = new Map<string, { start: number; count: number }>();
   const hit = (key: string, max: number, now: number) => {
     let w = windows.get(key);

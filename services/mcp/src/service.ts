@@ -3,7 +3,7 @@ import { createClient, type StartService } from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
-import { createToolLimiter } from './rate-limit.js';
+import { createToolLimiter, toolLimiterSettings } from './rate-limit.js';
 import { AsyncRuns } from './tools/framework.js';
 
 /**
@@ -22,9 +22,10 @@ export const start: StartService = async (ctx) => {
     logger,
   });
   const { app, closeSessions } = await buildMcpApp({
-    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns(), limiter: createToolLimiter() },
+    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns(), limiter: createToolLimiter(toolLimiterSettings(config)) },
     authenticator,
     logger,
+    logRequests: config.logRequests,
   });
   const host = config.grpcHost;
   await app.listen({ host, port: config.httpPort });

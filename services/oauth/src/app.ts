@@ -23,6 +23,8 @@ export interface OAuthAppDeps {
   logger: Logger;
   signin: SigninDeps;
   getTenant: SigninDeps['getTenant'];
+  /** One log line per request (LOG_REQUESTS). */
+  logRequests?: boolean;
 }
 
 /** Body of GET /.well-known/oauth-protected-resource (RFC 9728). */
@@ -45,7 +47,7 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
   const { provider, urls } = deps;
   const app = Fastify({
     loggerInstance: deps.logger.child({ component: 'oauth-http' }),
-    logController: new LogController({ disableRequestLogging: process.env.LOG_REQUESTS !== '1' }),
+    logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
   });
   const callback = provider.callback();

@@ -72,6 +72,7 @@ export const start: StartService = async (ctx) => {
       logger,
       getTenant,
       signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
+      logRequests: config.logRequests,
     });
     const host = config.grpcHost;
     await app.listen({ host, port: config.httpPort });

@@ -1,5 +1,6 @@
 import {
   type Config,
+  configureGrpcClients,
   createEventTransport,
   createLogger,
   createResolver,
@@ -50,6 +51,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
   env.ADMIN_EMAIL ||= 'admin@localhost';
   env.ADMIN_PASSWORD ||= secrets.adminPassword;
   const config = loadConfig(env);
+  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs });
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {

@@ -22,9 +22,9 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta
 export interface UsageOptions {
   /** Replaces tenancy's GetTenant as the source of quotas (service tests). */
   tenantLimits?: TenantLimitsSource;
-  /** Cache lifetime of a tenant's quota and rate limit (default 5 s, env USAGE_TENANT_CACHE_MS). */
+  /** Cache lifetime of a tenant's quota and rate limit (default: Config.usage.tenantCacheMs, USAGE_TENANT_CACHE_MS). */
   tenantCacheMs?: number;
-  /** Events in flight on the durable consumer, applied together (default 64, env USAGE_CONSUMER_CONCURRENCY). */
+  /** Events in flight on the durable consumer, applied together (default: Config.usage.consumerConcurrency, USAGE_CONSUMER_CONCURRENCY). */
   concurrency?: number;
   /** JetStream durable name (default 'usage-metering'); the dedupe key stays the same, so a new
    * durable replays the stream without counting anything twice (tests). */
@@ -55,7 +55,7 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       source = t.source;
       cleanups.push(async () => t.close());
     }
-    const tenants = new TenantLimitsCache(source, opts.tenantCacheMs ?? Number(process.env.USAGE_TENANT_CACHE_MS ?? 5000));
+    const tenants = new TenantLimitsCache(source, opts.tenantCacheMs ?? ctx.config.usage.tenantCacheMs);
     const grpc = await startGrpcServer({
       host: ctx.config.grpcHost,
       port: ctx.config.grpcPort,
@@ -71,8 +71,8 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       eventsPrefix: ctx.config.eventsPrefix,
       tenants,
       logger,
-      concurrency: opts.concurrency ?? Number(process.env.USAGE_CONSUMER_CONCURRENCY ?? 64),
-      parallelBatches: Number(process.env.USAGE_CONSUMER_PARALLEL_BATCHES ?? 2),
+      concurrency: opts.concurrency ?? ctx.config.usage.consumerConcurrency,
+      parallelBatches: ctx.config.usage.consumerParallelBatches,
       onApplied: opts.onApplied,
       durable: opts.durable,
     });

@@ -25,19 +25,11 @@ export const QUOTA_DURABLE = 'webhook-dispatcher-quota';
 
 export interface WebhookOptions {
   policy?: Partial<RetryPolicy>;
-  /** Per-attempt timeout (default 10 s, env WEBHOOK_TIMEOUT_MS). */
+  /** Per-attempt timeout (default: Config.webhooks.timeoutMs, WEBHOOK_TIMEOUT_MS, 10 s). */
   timeoutMs?: number;
-  /** Longest sleep of the delivery loop (default min(1 s, base/4), env WEBHOOK_POLL_MS). */
+  /** Longest sleep of the delivery loop (default: WEBHOOK_POLL_MS, else min(1 s, base/4)). */
   pollMs?: number;
 }
-
-const envInt = (name: string): number | undefined => {
-  const v = process.env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number`);
-  return n;
-};
 
 /** The payload of SPEC 6 for a QuotaCrossed event. */
 export function quotaPayload(e: QuotaCrossed): { event: string; body: string } {
@@ -62,15 +54,16 @@ export function quotaPayload(e: QuotaCrossed): { event: string; body: string } {
 export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookOptions = {}): Promise<RunningService> {
   const logger = ctx.logger;
   if (!ctx.config.databaseUrl) throw new Error('webhook-dispatcher needs DATABASE_URL');
+  const w = ctx.config.webhooks;
   const policy: RetryPolicy = {
     ...DEFAULT_POLICY,
-    ...(envInt('WEBHOOK_RETRY_BASE_MS') !== undefined ? { baseMs: envInt('WEBHOOK_RETRY_BASE_MS') } : {}),
-    ...(envInt('WEBHOOK_RETRY_MAX_MS') !== undefined ? { maxMs: envInt('WEBHOOK_RETRY_MAX_MS') } : {}),
-    ...(envInt('WEBHOOK_MAX_ATTEMPTS') !== undefined ? { maxAttempts: envInt('WEBHOOK_MAX_ATTEMPTS') } : {}),
+    ...(w.retryBaseMs !== undefined ? { baseMs: w.retryBaseMs } : {}),
+    ...(w.retryMaxMs !== undefined ? { maxMs: w.retryMaxMs } : {}),
+    ...(w.maxAttempts !== undefined ? { maxAttempts: w.maxAttempts } : {}),
     ...opts.policy,
-  } as RetryPolicy;
-  const timeoutMs = opts.timeoutMs ?? envInt('WEBHOOK_TIMEOUT_MS') ?? 10_000;
-  const pollMs = opts.pollMs ?? envInt('WEBHOOK_POLL_MS') ?? Math.max(10, Math.min(1000, Math.floor(policy.baseMs / 4)));
+  };
+  const timeoutMs = opts.timeoutMs ?? w.timeoutMs;
+  const pollMs = opts.pollMs ?? w.pollMs ?? Math.max(10, Math.min(1000, Math.floor(policy.baseMs / 4)));
   const ca = ctx.config.webhookCaFile ? readFileSync(ctx.config.webhookCaFile, 'utf8') : undefined;
   const allowLoopback = ctx.config.allowLoopbackFetch;
   const secrets = new SecretBox(ctx.config.credentialsKey);

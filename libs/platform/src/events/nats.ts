@@ -1,18 +1,17 @@
 import {
   AckPolicy,
   type ConsumerConfig,
-  type ConsumerMessages,
   DeliverPolicy,
-  type JetStreamClient,
   JetStreamApiCodes,
   JetStreamApiError,
+  type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
   jetstream,
   jetstreamManager,
   StorageType,
 } from '@nats-io/jetstream';
-import { connect, headers as natsHeaders, nanos } from '@nats-io/transport-node';
+import { connect, nanos, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { matchesAny, sanitizeDurable } from './subjects.js';
 import { handleTraced } from './trace.js';
@@ -39,7 +38,16 @@ export interface NatsTransportOptions {
   reconnectTimeWaitMs?: number;
   publishTimeoutMs?: number;
   retry?: RetryPolicy;
+  /**
+   * Lifetime of one pull request (default 2 s, at least 1 s). A stopping subscription waits for its
+   * current pull request to end (at most this long) so that none outlives it; see startConsumer.
+   */
+  pullExpiresMs?: number;
 }
+
+/** Messages asked for per pull request. */
+const PULL_BATCH = 10;
+const DEFAULT_PULL_EXPIRES_MS = 2000;
 
 /** Headers the transport adds itself; stripped on delivery so handlers see what was published. */
 const EVENT_ID = 'event-id';
@@ -97,7 +105,20 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
 
     async subscribe(o) {
       if (closed) throw new Error('transport closed');
-      const sub = await startConsumer({ js, jsm, ensure, log, streamName: opts.streamName, prefix: opts.subjectPrefix, multiFilter, retry }, o);
+      const sub = await startConsumer(
+        {
+          js,
+          jsm,
+          ensure,
+          log,
+          streamName: opts.streamName,
+          prefix: opts.subjectPrefix,
+          multiFilter,
+          retry,
+          pullExpiresMs: Math.max(1000, opts.pullExpiresMs ?? DEFAULT_PULL_EXPIRES_MS),
+        },
+        o,
+      );
       subs.add(sub);
       return {
         async stop() {
@@ -148,6 +169,7 @@ interface ConsumerCtx {
   prefix: string;
   multiFilter: boolean;
   retry: RetryPolicy;
+  pullExpiresMs: number;
 }
 
 async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subscription> {
@@ -181,15 +203,11 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
   await ensureConsumer();
 
   let stopped = false;
-  let iter: ConsumerMessages | undefined;
   let wake: (() => void) | undefined;
+  /** Delivered to us after stop() began and never handled: handed back once our pull requests ended. */
+  const unhandled: JsMsg[] = [];
 
   const handle = async (m: JsMsg) => {
-    if (stopped) {
-      // Prefetched but not started: hand it back now rather than after ack_wait.
-      m.nak();
-      return;
-    }
     const msg = toEventMessage(m);
     if (!matchesAny(o.subjects, msg.subject)) {
       m.ack();
@@ -214,27 +232,43 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     }
   };
 
-  // The library's consume() re-pulls after reconnects; this outer loop re-creates it
-  // if it ends anyway (consumer or stream lost, heartbeats, errors).
+  /*
+   * One pull request at a time (fetch), each ending by itself: when its batch is filled or it expires.
+   * stop() never abandons a pull request: it stops asking for more, lets the current one end while keeping
+   * what still arrives unhandled, and only then naks those messages. A pull request abandoned while still
+   * open on the server (what closing a consume() iterator does) swallows messages: JetStream hands a nak'ed
+   * (redelivery) message to the first waiting request, and when that request has no listener the message
+   * stays unacked until ack_wait runs out; the prefetched ones of a stopped consumer came back only then.
+   */
   const loop = (async () => {
     while (!stopped) {
       try {
         const consumer = await c.js.consumers.get(c.streamName, durable);
-        if (stopped) break;
-        const it = await consumer.consume({ max_messages: 10 });
-        iter = it;
-        if (stopped) void it.close(); // stop() ran while consume() was starting
-        void watch(it);
-        for await (const m of it) await handle(m);
+        while (!stopped) {
+          const batch = await consumer.fetch({ max_messages: PULL_BATCH, expires: c.pullExpiresMs });
+          for await (const m of batch) {
+            if (stopped) unhandled.push(m);
+            else await handle(m);
+          }
+        }
       } catch (err) {
         if (stopped) break;
         log.warn({ err }, 'consume loop failed; retrying');
         await recover().catch((e) => log.debug({ err: e }, 're-creating consumer failed'));
       }
-      if (!stopped) await new Promise<void>((r) => {
-        wake = r;
-        setTimeout(r, 1000).unref();
-      });
+      if (!stopped)
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 1000).unref();
+        });
+    }
+    // No pull request of ours is open any more: the server redelivers these at once, to live requests only.
+    for (const m of unhandled.splice(0)) {
+      try {
+        m.nak();
+      } catch (err) {
+        log.debug({ err }, 'could not hand back an unhandled message');
+      }
     }
   })();
 
@@ -243,22 +277,11 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     await ensureConsumer();
   }
 
-  // consume() keeps running when the consumer vanishes (e.g. a memory-storage server restarted);
-  // re-create it so messages flow again.
-  async function watch(it: ConsumerMessages) {
-    for await (const s of it.status()) {
-      if (s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
-        log.warn({ status: s.type }, 'consumer missing; re-creating');
-        await recover().catch((err) => log.warn({ err }, 're-creating consumer failed'));
-      }
-    }
-  }
-
   return {
+    /** Waits for the in-flight handler and the end of the current pull request (at most pullExpiresMs). */
     async stop() {
       if (stopped) return loop;
       stopped = true;
-      await iter?.close();
       wake?.();
       await loop;
     },

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, type FileHandle, mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { contentTypeFromKey } from './content-type.js';
-import { encodeKeyPath, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
+import { encodeKeyPath, MAX_KEY_LENGTH, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
 import type { ObjectStorage, ObjectStream } from './types.js';
 
 export interface FsStorageOptions {
@@ -14,6 +14,15 @@ export interface FsStorageOptions {
 // Errors meaning "no object at this key" (ENOTDIR: a parent segment is a file; EISDIR: key is a prefix).
 const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 const isMissing = (e: unknown): boolean => MISSING.has((e as NodeJS.ErrnoException)?.code ?? '');
+const isEnoent = (e: unknown): boolean => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
+
+/**
+ * Keys that validateKey accepts and encodeKeyPath leaves unchanged (segments of unreserved URL
+ * characters, none empty or starting with '.'; '..' is checked apart): publicUrl skips both for them.
+ */
+const PLAIN_KEY = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$/;
+/** How many created directories put() remembers (it skips mkdir for them). */
+const MAX_KNOWN_DIRS = 10_000;
 
 /** Objects as plain files under `dir/<key>`; the content type in a hidden sidecar `.<name>.ct`. */
 export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
@@ -22,15 +31,41 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
   const pathOf = (key: string): string => join(root, validateKey(key));
   const sidecarOf = (path: string): string => join(dirname(path), `.${basename(path)}.ct`);
 
+  // Directories put() has created or found, so a put into a known directory costs no mkdir. A directory
+  // removed behind our back (e.g. by hand) is noticed as ENOENT on the temp file, created again, retried.
+  const knownDirs = new Set<string>();
+  async function ensureDir(dir: string): Promise<void> {
+    if (knownDirs.has(dir)) return;
+    await mkdir(dir, { recursive: true });
+    if (knownDirs.size >= MAX_KNOWN_DIRS) knownDirs.clear();
+    knownDirs.add(dir);
+  }
+
   // Temp file + rename, so readers never see a half-written object.
   async function writeAtomic(path: string, data: Buffer | string): Promise<void> {
-    const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+    const dir = dirname(path);
+    const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      await writeFile(tmp, data);
+      try {
+        await writeFile(tmp, data);
+      } catch (e) {
+        if (!isEnoent(e) || !knownDirs.has(dir)) throw e;
+        knownDirs.delete(dir);
+        await ensureDir(dir);
+        await writeFile(tmp, data);
+      }
       await rename(tmp, path);
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
+    }
+  }
+
+  async function unlinkIfPresent(path: string): Promise<void> {
+    try {
+      await unlink(path);
+    } catch (e) {
+      if (!isEnoent(e)) throw e;
     }
   }
 
@@ -54,9 +89,13 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
 
     async put(key, data, contentType) {
       const path = pathOf(key);
-      await mkdir(dirname(path), { recursive: true });
+      await ensureDir(dirname(path));
       // Sidecar first: a concurrent reader may see the new type with the old bytes, never a missing type.
-      await writeAtomic(sidecarOf(path), contentType);
+      // A type the key's extension already implies (the usual case: image/png for .png) needs no sidecar,
+      // readers fall back to it; only a stale one from an earlier put of another type is removed.
+      const sidecar = sidecarOf(path);
+      if (contentType === contentTypeFromKey(key)) await unlinkIfPresent(sidecar);
+      else await writeAtomic(sidecar, contentType);
       await writeAtomic(path, data);
     },
 
@@ -72,7 +111,7 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
     async getStream(key) {
       const path = pathOf(key);
       // Open first so a missing key fails here with 404 rather than later as a stream error.
-      let handle;
+      let handle: FileHandle;
       try {
         handle = await open(path, 'r');
       } catch (e) {
@@ -110,6 +149,9 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
     },
 
     publicUrl(key) {
+      if (typeof key === 'string' && key.length <= MAX_KEY_LENGTH && PLAIN_KEY.test(key) && !key.includes('..')) {
+        return `${base}/files/${key}`;
+      }
       return `${base}/files/${encodeKeyPath(validateKey(key))}`;
     },
 

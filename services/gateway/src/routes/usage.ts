@@ -1,4 +1,4 @@
-import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
+import { type Quota, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { badRequest, createClient, type Principal } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenancyClient, tenantSecurity } from '../auth.js';
@@ -12,6 +12,14 @@ const TAGS = ['Usage'];
 
 /** Tenant names change rarely: cached for a few seconds per gateway (one gRPC call less per profile). */
 const NAME_TTL_MS = 5000;
+/**
+ * The profile's quota object is kept for a moment per tenant and gateway, and concurrent profile
+ * requests of a tenant share one usage call: a busy tenant costs usage-metering at most one GetQuota
+ * per QUOTA_TTL_MS instead of one per request. Used MB is fed by events anyway (never instant); a quota
+ * or rate-limit change by an admin shows within usage's own tenant cache time plus this.
+ */
+const QUOTA_TTL_MS = 1000;
+const MAX_CACHED_TENANTS = 10_000;
 
 const usageRoutes: RouteModule = (app, { ctx }) => {
   const usage = createClient(UsageServiceService, () => ctx.resolve('usage'));
@@ -24,9 +32,26 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     if (hit && now - hit.at < NAME_TTL_MS) return hit.name;
     const name = tenancy.getTenant({ tenantId }, principal).then((t) => t.tenantName);
     name.catch(() => names.get(tenantId)?.name === name && names.delete(tenantId));
-    if (names.size >= 10_000) names.clear();
+    if (names.size >= MAX_CACHED_TENANTS) names.clear();
     names.set(tenantId, { at: now, name });
     return name;
+  };
+  // Entries are stamped when the call answers (a slow call does not shorten the next one's life); a
+  // failed call is forgotten at once, so errors are never served from the cache.
+  const quotas = new Map<string, { at: number; quota: Promise<Quota> }>();
+  const tenantQuota = (tenantId: string, principal: Principal): Promise<Quota> => {
+    const hit = quotas.get(tenantId);
+    if (hit && Date.now() - hit.at < QUOTA_TTL_MS) return hit.quota;
+    const entry = { at: Number.POSITIVE_INFINITY, quota: usage.getQuota({ tenantId }, principal) };
+    entry.quota.then(
+      () => {
+        entry.at = Date.now();
+      },
+      () => quotas.get(tenantId) === entry && quotas.delete(tenantId),
+    );
+    if (quotas.size >= MAX_CACHED_TENANTS) quotas.clear();
+    quotas.set(tenantId, entry);
+    return entry.quota;
   };
 
   app.get(
@@ -81,7 +106,7 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     },
     async (request) => {
       const tenantId = request.principal.tenantId as string;
-      const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), usage.getQuota({ tenantId }, request.principal)]);
+      const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
       return { tenant: { tenantId, tenantName: name, quotas: quota } };
     },
   );

@@ -21,7 +21,7 @@ export function createAssets(deps: { sql: Sql; ctx: ServiceContext }): { binding
   const storage = ctx.storage;
   const binding = bind(AssetsServiceService, {
     ...characterHandlers({ sql, storage }),
-    ...productHandlers({ sql, storage, quota, logger, allowLoopback: ctx.config.allowLoopbackFetch }),
+    ...productHandlers({ sql, storage, config: ctx.config, quota, logger }),
     ...sceneHandlers({ sql, storage, config: ctx.config, quota, logger }),
     ...stylePresetHandlers({ sql }),
     ...searchPresetHandlers({ sql }),

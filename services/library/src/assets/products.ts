@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ImageDeleted, ImageStored } from '@imagegen/contracts/events/v1/events';
 import type {
   CreateProductRequest,
   DeleteAssetResponse,
@@ -12,14 +13,17 @@ import {
   type AppError,
   badRequest,
   type CallContext,
+  type Config,
   conflict,
   invalidPayload,
   type Logger,
   notFound,
   type ObjectStorage,
   type Sql,
+  subjectFor,
   type TransactionSql,
   tenantKey,
+  writeOutbox,
 } from '@imagegen/platform';
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
 import { iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, parseIdentifier, strOrUndef, tenantOf } from './common.js';
@@ -123,8 +127,44 @@ function validateName(p: Problems, name: string | null | undefined): void {
   p.maxLength('product_name', n, LIMITS.productName);
 }
 
-export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; quota: QuotaGuard; logger: Logger; allowLoopback: boolean }) {
-  const { sql, storage, quota } = deps;
+/**
+ * A product's image is stored bytes like any library image: ImageStored (operation 'product') in the
+ * transaction that inserts the row, ImageDeleted in the one that deletes it, so usage metering bills it
+ * and platform storage totals drop again when it goes. The event's image_id is the product id.
+ */
+async function productStored(tx: TransactionSql, config: Config, tenantId: string, row: ProductRow, call: CallContext): Promise<void> {
+  await writeOutbox(tx, {
+    subject: subjectFor(config.eventsPrefix, 'library.image_stored'),
+    data: ImageStored.encode({
+      tenantId,
+      imageId: row.id,
+      sizeBytes: row.sizeBytes,
+      thumbnailSizeBytes: row.thumbnailSizeBytes,
+      modelId: '',
+      operation: 'product',
+      sessionId: call.principal.sessionId ?? '',
+      occurredAt: row.createdAt.toISOString(),
+      keyType: call.principal.keyType || 'live',
+    }).finish(),
+  });
+}
+
+async function productDeleted(tx: TransactionSql, config: Config, tenantId: string, row: ProductRow): Promise<void> {
+  await writeOutbox(tx, {
+    subject: subjectFor(config.eventsPrefix, 'library.image_deleted'),
+    data: ImageDeleted.encode({
+      tenantId,
+      imageId: row.id,
+      sizeBytes: row.sizeBytes,
+      thumbnailSizeBytes: row.thumbnailSizeBytes,
+      occurredAt: new Date().toISOString(),
+      storedAt: row.createdAt.toISOString(),
+    }).finish(),
+  });
+}
+
+export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config: Config; quota: QuotaGuard; logger: Logger }) {
+  const { sql, storage, quota, config } = deps;
   return {
     async listProducts(req: ListProductsRequest, call: CallContext): Promise<ListProductsResponse> {
       const tenantId = tenantOf(call);
@@ -177,7 +217,7 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; quota:
       const [dup] = await sql`SELECT 1 FROM products WHERE tenant_id = ${tenantId} AND product_name = ${name}`;
       if (dup) throw duplicateName(name);
 
-      const fetched = await fetchImage(url, { invalidUrl, logger: call.logger, allowLoopback: deps.allowLoopback });
+      const fetched = await fetchImage(url, { invalidUrl, logger: call.logger, allowLoopback: config.allowLoopbackFetch });
       const img = await processImage(fetched.data);
       await quota.check(tenantId, fetched.data.length + img.thumbnail.length, call);
 
@@ -192,13 +232,18 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; quota:
         throw err;
       });
       try {
-        const [r] = await sql`
-          INSERT INTO products (tenant_id, product_name, product_description, product_url, tags, object_key, object_thumbnail_key,
-            width, height, size_bytes, thumbnail_size_bytes, format, mime_type)
-          VALUES (${tenantId}, ${name}, ${req.productDescription ?? null}, ${url}, ${(req.tags ?? '').trim()}, ${objectKey}, ${thumbKey},
-            ${img.width}, ${img.height}, ${fetched.data.length}, ${img.thumbnail.length}, ${img.format}, ${img.mimeType})
-          RETURNING *`;
-        return toProduct(productFromDb(r), storage);
+        const row = await sql.begin(async (tx) => {
+          const [r] = await tx`
+            INSERT INTO products (tenant_id, product_name, product_description, product_url, tags, object_key, object_thumbnail_key,
+              width, height, size_bytes, thumbnail_size_bytes, format, mime_type)
+            VALUES (${tenantId}, ${name}, ${req.productDescription ?? null}, ${url}, ${(req.tags ?? '').trim()}, ${objectKey}, ${thumbKey},
+              ${img.width}, ${img.height}, ${fetched.data.length}, ${img.thumbnail.length}, ${img.format}, ${img.mimeType})
+            RETURNING *`;
+          const created = productFromDb(r);
+          await productStored(tx, config, tenantId, created, call);
+          return created;
+        });
+        return toProduct(row, storage);
       } catch (err) {
         await storage.deleteMany([objectKey, thumbKey]).catch(() => {});
         if (isUniqueViolation(err)) throw duplicateName(name);
@@ -238,8 +283,12 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; quota:
 
     async deleteProduct(req: GetAssetRequest, call: CallContext): Promise<DeleteAssetResponse> {
       const tenantId = tenantOf(call);
-      const row = await findProduct(sql, tenantId, req.identifier);
-      await sql`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${row.id}`;
+      const row = await sql.begin(async (tx) => {
+        const found = await findProduct(tx, tenantId, req.identifier, true);
+        await tx`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${found.id}`;
+        await productDeleted(tx, config, tenantId, found);
+        return found;
+      });
       // The product's own image goes; generated images (library rows with product_reference_id) stay.
       await storage
         .deleteMany([row.objectKey, row.objectThumbnailKey])

@@ -148,7 +148,11 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
       const session = await lockSession(tx, tenantId, sessionId);
       if (session.imageCount >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, session.imageCount);
       const negative = input.negativePrompt == null ? null : input.negativePrompt;
-      const [r] = await tx`
+      // The row and the session count do not depend on each other: both go out in one write (pipelined
+      // on the transaction's connection), executed in this order, so the lock order stays session row,
+      // then tenant_stats (taken by the insert trigger) as in deleteImage.
+      const [[r]] = await Promise.all([
+        tx`
         INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
           width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
           resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
@@ -160,9 +164,10 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
           ${referenceGroupIds === null ? null : `{${referenceGroupIds.join(',')}}`}::bigint[],
           ${input.isReference ?? false}, ${input.executionId || null}, ${input.hasSynthid ?? false},
           ${input.keyType || 'live'}, ${Math.max(0, Math.trunc(input.tokens ?? 0))})
-        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
+        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`,
+        adjustSessionCount(tx, tenantId, sessionId, 1),
+      ]);
       const row = rowFromDb(r as Record<string, unknown>);
-      await adjustSessionCount(tx, tenantId, sessionId, 1);
       await writeOutbox(tx, {
         subject: subjectFor(config.eventsPrefix, 'library.image_stored'),
         data: ImageStored.encode({

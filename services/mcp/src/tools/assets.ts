@@ -170,9 +170,8 @@ const generateProductImage = defineTool({
     const product = await ctx.deps.clients.assets.getProduct({ identifier: idString(args.identifier) }, ctx.principal);
     const sessionId = args.session_id ?? newSessionId();
     return runGeneration(ctx, {
-      toolName: 'generate_product_image',
       sessionId,
-      call: async (principal) => {
+      call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generation.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
@@ -182,6 +181,7 @@ const generateProductImage = defineTool({
             n: args.number_of_images ?? 1,
             sessionId,
             toolName: 'generate_product_image',
+            executionId,
           },
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },

@@ -174,9 +174,8 @@ const generateCharacterImage = defineTool({
     const character = await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal);
     const sessionId = args.session_id ?? newSessionId();
     return runGeneration(ctx, {
-      toolName: 'generate_character_image',
       sessionId,
-      call: async (principal) => {
+      call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generation.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
@@ -186,6 +185,7 @@ const generateCharacterImage = defineTool({
             n: 1,
             sessionId,
             toolName: 'generate_character_image',
+            executionId,
           },
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },
@@ -233,9 +233,8 @@ const generateMultiCharacterImage = defineTool({
     if (characterIds.length < 2) throw invalidPayload(['character_ids must have at least 2 distinct items']);
     const sessionId = args.session_id ?? newSessionId();
     return runGeneration(ctx, {
-      toolName: 'generate_multi_character_image',
       sessionId,
-      call: async (principal) => {
+      call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generation.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
@@ -244,6 +243,7 @@ const generateMultiCharacterImage = defineTool({
             n: 1,
             sessionId,
             toolName: 'generate_multi_character_image',
+            executionId,
           },
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },

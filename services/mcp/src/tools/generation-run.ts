@@ -7,9 +7,6 @@ import type { ToolContext, ToolImage, ToolOutput } from './framework.js';
 export const GENERATION_TIMEOUT_MS = 300_000;
 const POLL_MS = 500;
 
-/** Execution ids already attributed to a running call of this process (concurrent calls in one session). */
-const claimed = new Set<string>();
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Thumbnails of produced images, fetched from the library (GetObjectData), as MCP image content. */
@@ -35,87 +32,65 @@ export const thumbnailsOfGenerated = (ctx: ToolContext, images: GeneratedImage[]
   );
 
 /**
- * Runs a generation call (which creates an execution in `sessionId`) and, while it runs, finds its
- * execution (ListSessionExecutions) to send progress notifications; with `async`, answers as soon as
- * the execution exists with its id (the call goes on; wait_for_execution picks up the result).
+ * Runs a generation call with an execution id chosen here (passed to `call`, which must send it as the
+ * request's execution_id), so progress and async follow exactly this call's execution, never another call's
+ * in the same session. While it runs, sends progress notifications from that execution; with `async`,
+ * answers as soon as the execution exists with its id (the call goes on; wait_for_execution picks up the
+ * result).
  */
 export async function runGeneration(
   ctx: ToolContext,
   opts: {
-    toolName: string;
     sessionId: string;
     async?: boolean;
-    call: (principal: Principal) => Promise<ToolOutput & { executionId: string }>;
+    call: (principal: Principal, executionId: string) => Promise<ToolOutput & { executionId: string }>;
   },
 ): Promise<ToolOutput> {
   const principal: Principal = { ...ctx.principal, sessionId: opts.sessionId };
-  const since = new Date(Date.now() - 5000).toISOString();
+  const executionId = randomUUID();
   const tracking = opts.async || ctx.extra._meta?.progressToken !== undefined;
   let settled = false;
-  const result = opts.call(principal).finally(() => {
+  const result = opts.call(principal, executionId).finally(() => {
     settled = true;
   });
   result.catch(() => {});
   if (!tracking) return result;
 
   await ctx.progress(0, 100, 'started');
-  let executionId: string | undefined;
   let lastPercent = -1;
-  const findExecution = async () => {
-    const r = await ctx.deps.clients.generation.listSessionExecutions(
-      { sessionId: opts.sessionId, limit: 20, includeLogs: false, activeOrFinishedSince: since },
-      principal,
-    );
-    const mine = r.executions
-      .filter((e) => e.toolName === opts.toolName && !claimed.has(e.executionId))
-      .sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
-    if (mine) {
-      claimed.add(mine.executionId);
-      return mine.executionId;
-    }
-    return undefined;
-  };
-  try {
-    while (!settled) {
-      try {
-        if (!executionId) executionId = await findExecution();
-        if (executionId && opts.async) {
-          const id = executionId;
-          ctx.deps.runs.add(id, principal.tenantId ?? '', result);
-          return {
-            data: {
-              executionId: id,
-              status: 'running',
-              session_id: opts.sessionId,
-              message: `Started; call wait_for_execution with execution_id ${id} for the result`,
-            },
-          };
-        }
-        if (executionId) {
-          const e = await ctx.deps.clients.generation.getExecution({ executionId, includeLogs: false }, principal);
-          if (e.progressPercent !== lastPercent && e.status === 'running') {
-            lastPercent = e.progressPercent;
-            await ctx.progress(e.progressPercent, 100, e.currentStep);
-          }
-        }
-      } catch (err) {
-        ctx.deps.logger.debug({ err }, 'mcp: progress polling failed');
+  while (!settled) {
+    try {
+      // 404 until the call has validated its request and created the execution.
+      const e = await ctx.deps.clients.generation.getExecution({ executionId, includeLogs: false }, principal);
+      if (opts.async) {
+        ctx.deps.runs.add(executionId, principal.tenantId ?? '', result);
+        return {
+          data: {
+            executionId,
+            status: 'running',
+            session_id: opts.sessionId,
+            message: `Started; call wait_for_execution with execution_id ${executionId} for the result`,
+          },
+        };
       }
-      await Promise.race([
-        sleep(POLL_MS),
-        result.then(
-          () => {},
-          () => {},
-        ),
-      ]);
+      if (e.progressPercent !== lastPercent && e.status === 'running') {
+        lastPercent = e.progressPercent;
+        await ctx.progress(e.progressPercent, 100, e.currentStep);
+      }
+    } catch (err) {
+      ctx.deps.logger.debug({ err, executionId }, 'mcp: progress polling failed');
     }
-    const out = await result;
-    await ctx.progress(100, 100, 'completed');
-    return out;
-  } finally {
-    if (executionId && settled) claimed.delete(executionId);
-    else if (executionId) result.finally(() => claimed.delete(executionId as string)).catch(() => {});
+    await Promise.race([
+      sleep(POLL_MS),
+      result.then(
+        () => {},
+        () => {},
+      ),
+    ]);
   }
+  const out = await result;
+  await ctx.progress(100, 100, 'completed');
+  return out;
 }
 
 export const newSessionId = () => randomUUID();

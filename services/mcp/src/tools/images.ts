@@ -133,11 +133,12 @@ const generateImage = defineTool({
       toolName: 'generate_image',
     };
     return runGeneration(ctx, {
-      toolName: 'generate_image',
       sessionId,
       async: args.async,
-      call: async (principal) => {
-        const res = await ctx.deps.clients.generation.generateImages(req, principal, { timeoutMs: GENERATION_TIMEOUT_MS });
+      call: async (principal, executionId) => {
+        const res = await ctx.deps.clients.generation.generateImages({ ...req, executionId }, principal, {
+          timeoutMs: GENERATION_TIMEOUT_MS,
+        });
         return {
           executionId: res.executionId,
           data: {
@@ -168,9 +169,8 @@ const editImage = defineTool({
   async run(args, ctx) {
     const sessionId = args.session_id ?? newSessionId();
     return runGeneration(ctx, {
-      toolName: 'edit_image',
       sessionId,
-      call: async (principal) => {
+      call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generation.editImage(
           {
             imageId: args.image_id,
@@ -180,6 +180,7 @@ const editImage = defineTool({
             modelId: args.model_id,
             sessionId,
             toolName: 'edit_image',
+            executionId,
           },
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },

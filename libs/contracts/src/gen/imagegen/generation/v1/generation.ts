@@ -76,7 +76,14 @@ export interface GenerateImagesRequest {
    * Execution tool name (default generate_image, or edit_image with image_to_edit_id); MCP and the
    * character/product generate endpoints set their own.
    */
-  toolName?: string | undefined;
+  toolName?:
+    | string
+    | undefined;
+  /**
+   * Caller-chosen id of the execution this call creates (a UUID, unique per tenant; 409 when taken), so the
+   * caller can follow it (GetExecution) while the call runs. Default: a new random UUID.
+   */
+  executionId?: string | undefined;
 }
 
 /** SPEC 2 "Generated image" plus what callers need to build other shapes (edit response, MCP). */
@@ -123,7 +130,11 @@ export interface EditImageRequest {
     | undefined;
   /** default: the tenant's model */
   modelId?: string | undefined;
-  toolName?: string | undefined;
+  toolName?:
+    | string
+    | undefined;
+  /** as in GenerateImagesRequest */
+  executionId?: string | undefined;
 }
 
 export interface EditImageResponse {
@@ -413,6 +424,7 @@ function createBaseGenerateImagesRequest(): GenerateImagesRequest {
     productIds: undefined,
     imageToEditId: undefined,
     toolName: undefined,
+    executionId: undefined,
   };
 }
 
@@ -504,6 +516,9 @@ export const GenerateImagesRequest: MessageFns<GenerateImagesRequest> = {
     }
     if (message.toolName !== undefined) {
       writer.uint32(234).string(message.toolName);
+    }
+    if (message.executionId !== undefined) {
+      writer.uint32(242).string(message.executionId);
     }
     return writer;
   },
@@ -753,6 +768,14 @@ export const GenerateImagesRequest: MessageFns<GenerateImagesRequest> = {
             message.toolName = reader.string();
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -888,6 +911,11 @@ export const GenerateImagesRequest: MessageFns<GenerateImagesRequest> = {
         : isSet(object.tool_name)
         ? globalThis.String(object.tool_name)
         : undefined,
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : undefined,
     };
   },
 
@@ -980,6 +1008,9 @@ export const GenerateImagesRequest: MessageFns<GenerateImagesRequest> = {
     if (message.toolName !== undefined) {
       obj.toolName = message.toolName;
     }
+    if (message.executionId !== undefined) {
+      obj.executionId = message.executionId;
+    }
     return obj;
   },
 
@@ -1025,6 +1056,7 @@ export const GenerateImagesRequest: MessageFns<GenerateImagesRequest> = {
       : undefined;
     message.imageToEditId = object.imageToEditId ?? undefined;
     message.toolName = object.toolName ?? undefined;
+    message.executionId = object.executionId ?? undefined;
     return message;
   },
 };
@@ -1616,6 +1648,7 @@ function createBaseEditImageRequest(): EditImageRequest {
     sessionId: undefined,
     modelId: undefined,
     toolName: undefined,
+    executionId: undefined,
   };
 }
 
@@ -1641,6 +1674,9 @@ export const EditImageRequest: MessageFns<EditImageRequest> = {
     }
     if (message.toolName !== undefined) {
       writer.uint32(58).string(message.toolName);
+    }
+    if (message.executionId !== undefined) {
+      writer.uint32(66).string(message.executionId);
     }
     return writer;
   },
@@ -1714,6 +1750,14 @@ export const EditImageRequest: MessageFns<EditImageRequest> = {
             message.toolName = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1759,6 +1803,11 @@ export const EditImageRequest: MessageFns<EditImageRequest> = {
         : isSet(object.tool_name)
         ? globalThis.String(object.tool_name)
         : undefined,
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : undefined,
     };
   },
 
@@ -1785,6 +1834,9 @@ export const EditImageRequest: MessageFns<EditImageRequest> = {
     if (message.toolName !== undefined) {
       obj.toolName = message.toolName;
     }
+    if (message.executionId !== undefined) {
+      obj.executionId = message.executionId;
+    }
     return obj;
   },
 
@@ -1800,6 +1852,7 @@ export const EditImageRequest: MessageFns<EditImageRequest> = {
     message.sessionId = object.sessionId ?? undefined;
     message.modelId = object.modelId ?? undefined;
     message.toolName = object.toolName ?? undefined;
+    message.executionId = object.executionId ?? undefined;
     return message;
   },
 };

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNatsTransport, type EventTransport, subjectFor } from '../../src/events/index.js';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const logger = pino({ level: 'silent' });
+/** Far longer than the test may run: a message that is only redelivered after ack wait fails the test. */
+const ACK_WAIT_MS = 10 * 60_000;
+
+async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+describe('nats transport: stopping a durable subscription', () => {
+  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+  const streamName = `TEST_${tag}`;
+  let transport: EventTransport;
+
+  beforeAll(async () => {
+    transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
+  });
+  afterAll(async () => {
+    await transport?.close();
+    const nc = await connect({ servers: NATS_URL });
+    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
+    await nc.close();
+  });
+
+  it('hands prefetched, unhandled messages back so a restarted consumer gets them at once', { timeout: 120_000 }, async () => {
+    const subject = subjectFor(tag, 'stop.queued');
+    const durable = 'queued';
+    const total = 20;
+    for (let i = 1; i <= total; i++) await transport.publish({ id: randomUUID(), subject, data: bytes(String(i)), headers: {} });
+
+    // The first handler call blocks, so the transport holds further messages it pulled but did not handle.
+    const first: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const sub = await transport.subscribe({
+      durable,
+      subjects: [subject],
+      ackWaitMs: ACK_WAIT_MS,
+      handler: async (m) => {
+        first.push(text(m.data));
+        await gate;
+      },
+    });
+    const nc = await connect({ servers: NATS_URL });
+    try {
+      const jsm = await jetstreamManager(nc);
+      // Delivered to this process and not acked: the one being handled plus the prefetched ones.
+      await until(async () => (await jsm.consumers.info(streamName, durable)).num_ack_pending > 1, 30_000, 'prefetched messages');
+      const stopping = sub.stop();
+      release();
+      await stopping;
+      expect(first).toEqual(['1']);
+
+      const second: string[] = [];
+      const again = await transport.subscribe({
+        durable,
+        subjects: [subject],
+        ackWaitMs: ACK_WAIT_MS,
+        handler: async (m) => void second.push(text(m.data)),
+      });
+      // Everything not handled before the stop arrives now, not after the ack wait.
+      await until(() => second.length >= total - 1, 60_000, 'the messages the stopped subscription did not handle');
+      await again.stop();
+      expect([...second].sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: total - 1 }, (_, i) => String(i + 2)));
+      expect((await jsm.consumers.info(streamName, durable)).num_ack_pending).toBe(0);
+    } finally {
+      await nc.close();
+    }
+  });
+});
