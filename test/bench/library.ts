@@ -1,6 +1,6 @@
 import { createDb } from '@imagegen/platform';
 import { startTestStack } from '../support/stack.js';
-import { fmt, load } from './util.js';
+import { fmt, load, machineLoad } from './util.js';
 
 /**
  * Issue 4 benchmark, list part: p50/p99 of `GET /api/images?limit=20` (gateway -> auth -> library gRPC ->
@@ -34,9 +34,10 @@ export async function benchLibrary(): Promise<void> {
       throw new Error(`list sanity check failed: ${check.status} ${JSON.stringify(body).slice(0, 300)}`);
     }
     await load(url, { connections, durationSec: 2, headers }); // warm-up (JIT, pools, plan cache)
+    const machine = machineLoad();
     const r = await load(url, { connections, durationSec, headers });
     console.log(`\n== library: GET /api/images?limit=20 with ${count} images in the tenant (${connections} connections) ==`);
-    console.log(`seeded by bulk INSERT in ${fmt(seedMs, 0)} ms`);
+    console.log(`seeded by bulk INSERT in ${fmt(seedMs, 0)} ms; ${machine}`);
     console.log(
       `GET /api/images?limit=20  ${fmt(r.reqPerSec, 0)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms (target < 25 ms)  non-2xx ${r.non2xx}  errors ${r.errors}`,
     );

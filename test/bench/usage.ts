@@ -15,7 +15,7 @@ import {
   writeOutbox,
 } from '@imagegen/platform';
 import { startUsageMetering } from '../../services/usage-metering/src/service.js';
-import { fmt, percentile } from './util.js';
+import { fmt, machineLoad, percentile } from './util.js';
 
 /**
  * Issue 6 benchmark: the usage event path on JetStream. A simulated library commits ImageStored to its
@@ -107,6 +107,7 @@ export async function benchUsage(): Promise<void> {
     applied = 0;
 
     // 1. Latency: commits paced at `rate` events/s over 50 tenants.
+    const machine = machineLoad();
     const start = performance.now();
     for (let i = 0; i < events; i++) {
       const due = start + (i * 1000) / rate;
@@ -152,7 +153,7 @@ export async function benchUsage(): Promise<void> {
     const usageSql = createDb(db.url, { schema: 'usage', max: 1 });
     const check = await usageSql`SELECT sum(total_images)::int AS n FROM usage_months WHERE tenant_id LIKE 'bulk-%'`;
     await usageSql.end();
-    console.log('\n== usage: ImageStored commit -> usage row updated, on JetStream ==');
+    console.log(`\n== usage: ImageStored commit -> usage row updated, on JetStream (${machine}) ==`);
     console.log(`latency over ${sorted.length} events at ${rate}/s   p50 ${fmt(p50)} ms  p99 ${fmt(p99)} ms (target p99 < 100 ms)`);
     console.log(
       `consumer throughput (backlog of ${backlog})  ${fmt(perSec, 0)} events/s (target >= 1000)  counted ${check[0].n}/${backlog}`,

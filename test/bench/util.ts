@@ -1,3 +1,4 @@
+import { availableParallelism, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 
 export interface LoadResult {
@@ -9,7 +10,10 @@ export interface LoadResult {
 }
 
 /** Runs autocannon against `url` and returns average req/s and latency percentiles (ms). */
-export async function load(url: string, opts: { connections: number; durationSec: number; headers?: Record<string, string> }): Promise<LoadResult> {
+export async function load(
+  url: string,
+  opts: { connections: number; durationSec: number; headers?: Record<string, string> },
+): Promise<LoadResult> {
   const r = await autocannon({ url, connections: opts.connections, duration: opts.durationSec, headers: opts.headers });
   return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
@@ -21,4 +25,16 @@ export function fmt(n: number, digits = 1): string {
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** The machine's 1-minute load average and core count, printed with every figure (the bench machine is shared). */
+export function machineLoad(): string {
+  return `load ${loadavg()[0].toFixed(2)} on ${availableParallelism()} cores`;
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }

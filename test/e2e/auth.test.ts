@@ -43,7 +43,7 @@ describe('tenant API keys', () => {
   });
 
   it('answers 401 for a missing, malformed or unknown key', async () => {
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       {},
       { 'x-api-key': 'nope' },
       { 'x-api-key': 'sk_live_short' },

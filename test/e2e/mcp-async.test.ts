@@ -119,10 +119,16 @@ describe('GenerateImages / EditImage execution_id', () => {
     const used = randomUUID();
     await generation.generateImages({ prompt: 'first use', n: 1, executionId: used }, principal(a.tenantId));
     const conflict = { status: 409, body: { error: `Execution ${used} already exists` } };
-    expect(await err(generation.generateImages({ prompt: 'second use', n: 1, executionId: used }, principal(a.tenantId)))).toEqual(conflict);
+    expect(await err(generation.generateImages({ prompt: 'second use', n: 1, executionId: used }, principal(a.tenantId)))).toEqual(
+      conflict,
+    );
     // Another tenant cannot take it either, and learns nothing about the execution.
-    expect(await err(generation.generateImages({ prompt: 'other tenant', n: 1, executionId: used }, principal(b.tenantId)))).toEqual(conflict);
-    expect(await err(generation.getExecution({ executionId: used, includeLogs: false }, principal(b.tenantId)))).toMatchObject({ status: 404 });
+    expect(await err(generation.generateImages({ prompt: 'other tenant', n: 1, executionId: used }, principal(b.tenantId)))).toEqual(
+      conflict,
+    );
+    expect(await err(generation.getExecution({ executionId: used, includeLogs: false }, principal(b.tenantId)))).toMatchObject({
+      status: 404,
+    });
 
     // Two calls racing with one new id: one execution, the other call refused.
     const racing = randomUUID();

@@ -44,7 +44,10 @@ export interface TestStack {
   env: Record<string, string>;
   createTenant(body?: Record<string, unknown>): Promise<TestTenant>;
   /** fetch against the gateway with JSON helpers. */
-  api(path: string, init?: { method?: string; key?: string; admin?: boolean; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  api(
+    path: string,
+    init?: { method?: string; key?: string; admin?: boolean; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   stop(): Promise<void>;
 }
 

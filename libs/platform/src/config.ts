@@ -166,14 +166,7 @@ export interface Config {
   usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number };
 }
 
-export type ServiceName =
-  | 'tenancy'
-  | 'library'
-  | 'generation'
-  | 'usage'
-  | 'webhooks'
-  | 'oauth'
-  | 'mcp';
+export type ServiceName = 'tenancy' | 'library' | 'generation' | 'usage' | 'webhooks' | 'oauth' | 'mcp';
 
 export class ConfigError extends Error {}
 

@@ -68,9 +68,7 @@ export async function migrate(sql: Sql, schema: string, dir?: string): Promise<s
     await tx`SELECT pg_advisory_xact_lock(hashtext(${`imagegen-migrate:${schema}`}))`;
     await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
-    await tx.unsafe(
-      `CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     await tx.unsafe(PLATFORM_TABLES);
     const done = new Set((await tx`SELECT name FROM schema_migrations`).map((r) => r.name as string));
     for (const file of files) {

@@ -101,10 +101,7 @@ export function httpStatusToGrpc(status: number): grpc.status {
 
 /** Turns an error raised by a handler into a gRPC ServiceError carrying the exact HTTP body. */
 export function toServiceError(err: unknown, requestId: string, logger?: Logger): Partial<grpc.ServiceError> {
-  const app =
-    err instanceof AppError
-      ? err
-      : new AppError(500, { error: 'Internal server error', requestId });
+  const app = err instanceof AppError ? err : new AppError(500, { error: 'Internal server error', requestId });
   if (!(err instanceof AppError)) logger?.error({ err, requestId }, 'unhandled error in gRPC handler');
   const metadata = new grpc.Metadata();
   metadata.set(ERROR_BODY_KEY, Buffer.from(JSON.stringify({ status: app.status, body: app.body })));
@@ -202,9 +199,7 @@ export async function startGrpcServer(opts: {
   }
   const host = opts.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(`${host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   const address = `${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   return {

@@ -126,13 +126,10 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
       }
       signalled = true;
       logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
-      const force = setTimeout(
-        () => {
-          logger.error({ graceMs: config.shutdownGraceMs }, 'graceful shutdown took too long; exiting');
-          process.exit(1);
-        },
-        config.shutdownGraceMs + config.shutdownDrainMs,
-      );
+      const force = setTimeout(() => {
+        logger.error({ graceMs: config.shutdownGraceMs }, 'graceful shutdown took too long; exiting');
+        process.exit(1);
+      }, config.shutdownGraceMs + config.shutdownDrainMs);
       force.unref();
       stop().then(
         () => {

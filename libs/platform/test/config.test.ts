@@ -45,7 +45,13 @@ describe('loadConfig', () => {
       adminLoginPerMinute: 10,
       prefix: undefined,
     });
-    expect(c.webhooks).toEqual({ timeoutMs: 10_000, pollMs: undefined, retryBaseMs: undefined, retryMaxMs: undefined, maxAttempts: undefined });
+    expect(c.webhooks).toEqual({
+      timeoutMs: 10_000,
+      pollMs: undefined,
+      retryBaseMs: undefined,
+      retryMaxMs: undefined,
+      maxAttempts: undefined,
+    });
     expect(c.generation).toEqual({
       breakerFailureThreshold: 5,
       breakerResetTimeoutMs: 30_000,

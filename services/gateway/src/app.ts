@@ -4,11 +4,10 @@ import swaggerUi from '@fastify/swagger-ui';
 import { AppError, type Principal, type ServiceContext } from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, {
-  LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { registerAuth } from './auth.js';
-import { formatValidationErrors } from './validation.js';
 import { routeModules } from './routes/index.js';
+import { formatValidationErrors } from './validation.js';
 
 /** How a route is protected; set per route as `config: { auth: ... }`. Default: 'tenant'. */
 export type RouteAuth = 'none' | 'tenant' | 'admin' | 'super_admin';
@@ -39,8 +38,7 @@ function validatorCompiler() {
   const bodyAjv = new Ajv({ ...common, coerceTypes: false, removeAdditional: false });
   const queryAjv = new Ajv({ ...common, coerceTypes: 'array', removeAdditional: false });
   for (const a of [bodyAjv, queryAjv]) addFormats(a);
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema);
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema);
 }
 
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
@@ -71,7 +69,9 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     }
     const fe = err as FastifyError;
     if (fe.validation) {
-      return reply.status(400).send({ error: 'Invalid request payload', details: formatValidationErrors(fe.validation, fe.validationContext) });
+      return reply
+        .status(400)
+        .send({ error: 'Invalid request payload', details: formatValidationErrors(fe.validation, fe.validationContext) });
     }
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return reply.status(415).send({ error: 'Unsupported Media Type: send application/json' });

@@ -22,7 +22,13 @@ export const start: StartService = async (ctx) => {
     logger,
   });
   const { app, closeSessions } = await buildMcpApp({
-    tools: { clients, logger, publicBaseUrl: config.publicBaseUrl, runs: new AsyncRuns(), limiter: createToolLimiter(toolLimiterSettings(config)) },
+    tools: {
+      clients,
+      logger,
+      publicBaseUrl: config.publicBaseUrl,
+      runs: new AsyncRuns(),
+      limiter: createToolLimiter(toolLimiterSettings(config)),
+    },
     authenticator,
     logger,
     logRequests: config.logRequests,

