@@ -320,7 +320,11 @@ describe('admin route protection', () => {
   });
 
   it('answers 401 with an invalid, logged-out or tenant credential', async () => {
-    for (const headers of <Record<string, string>[]>[{ authorization: 'Bearer adms_nope' }, { 'x-admin-token': 'nope' }, { 'x-api-key': tenant.liveKey }]) {
+    for (const headers of <Record<string, string>[]>[
+      { authorization: 'Bearer adms_nope' },
+      { 'x-admin-token': 'nope' },
+      { 'x-api-key': tenant.liveKey },
+    ]) {
       const r = await api('/admin/tenants', { headers });
       expect(r.status, JSON.stringify(headers)).toBe(401);
     }

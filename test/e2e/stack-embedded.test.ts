@@ -44,7 +44,11 @@ async function stop(proc: ChildProcess): Promise<number | null> {
 
 function postgresProcessesUsing(dir: string): number {
   try {
-    return execFileSync('pgrep', ['-f', join(dir, 'pg')]).toString().trim().split('\n').filter(Boolean).length;
+    return execFileSync('pgrep', ['-f', join(dir, 'pg')])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean).length;
   } catch {
     return 0;
   }

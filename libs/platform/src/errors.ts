@@ -25,16 +25,13 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (error: string, details?: unknown) =>
-  new AppError(400, details === undefined ? { error } : { error, details });
+export const badRequest = (error: string, details?: unknown) => new AppError(400, details === undefined ? { error } : { error, details });
 export const invalidPayload = (details: string[]) => badRequest('Invalid request payload', details);
 export const unauthorized = (error = 'Invalid or missing API key') => new AppError(401, { error });
 export const forbidden = (error: string) => new AppError(403, { error });
 export const notFound = (error: string) => new AppError(404, { error });
-export const conflict = (error: string, details?: unknown) =>
-  new AppError(409, details === undefined ? { error } : { error, details });
-export const quotaExceeded = () =>
-  new AppError(402, { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
+export const conflict = (error: string, details?: unknown) => new AppError(409, details === undefined ? { error } : { error, details });
+export const quotaExceeded = () => new AppError(402, { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
 export const unavailable = (error = 'Service temporarily unavailable') => new AppError(503, { error });
 
 export function isAppError(e: unknown): e is AppError {

@@ -123,7 +123,7 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
   const status = GRPC_TO_HTTP[err.code] ?? 500;
   if (status === 503) return new AppError(503, { error: 'Service temporarily unavailable', requestId });
   if (status === 504) return new AppError(504, { error: 'Upstream service timed out', requestId });
-  return new AppError(status >= 500 ? 500 : status, { error: status >= 500 ? 'Internal server error' : err.details, requestId });
+  return new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
 }
 
 // ---- typed server and client built from ts-proto grpc-js service definitions ----

@@ -8,7 +8,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import ipaddr from 'ipaddr.js';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 
 export interface SafeFetchOptions {
   maxBytes: number;
@@ -72,9 +72,7 @@ export function isPublicAddress(ip: string, opts: { allowLoopback?: boolean } = 
   } catch {
     return false;
   }
-  return addr.kind() === 'ipv4'
-    ? isPublicV4(addr as ipaddr.IPv4, allowLoopback)
-    : isPublicV6(addr as ipaddr.IPv6, allowLoopback);
+  return addr.kind() === 'ipv4' ? isPublicV4(addr as ipaddr.IPv4, allowLoopback) : isPublicV6(addr as ipaddr.IPv6, allowLoopback);
 }
 
 function isPublicV4(addr: ipaddr.IPv4, allowLoopback: boolean): boolean {
@@ -84,8 +82,7 @@ function isPublicV4(addr: ipaddr.IPv4, allowLoopback: boolean): boolean {
   return range === 'unicast' || (range === 'loopback' && allowLoopback);
 }
 
-const v4From = (hi: number, lo: number): ipaddr.IPv4 =>
-  new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+const v4From = (hi: number, lo: number): ipaddr.IPv4 => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
 
 function isPublicV6(addr: ipaddr.IPv6, allowLoopback: boolean): boolean {
   const p = addr.parts;
@@ -137,8 +134,14 @@ function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> 
     const onAbort = () => reject(timeoutError(signal.reason));
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
-      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
-      (e) => (signal.removeEventListener('abort', onAbort), reject(e)),
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
     );
   });
 }
@@ -175,8 +178,7 @@ export async function resolvePublicAddress(
   return { address: chosen.address, family: chosen.family === 6 ? 6 : 4 };
 }
 
-const blocked = (address: string) =>
-  new SafeFetchError('blocked_address', `Address ${address} is not allowed`);
+const blocked = (address: string) => new SafeFetchError('blocked_address', `Address ${address} is not allowed`);
 
 // ---------------------------------------------------------------------------------------------------
 // Fetching
@@ -292,8 +294,7 @@ function discard(res: Response): void {
   res.body.destroy();
 }
 
-const tooLarge = (maxBytes: number) =>
-  new SafeFetchError('too_large', `Response body exceeds ${maxBytes} bytes`);
+const tooLarge = (maxBytes: number) => new SafeFetchError('too_large', `Response body exceeds ${maxBytes} bytes`);
 
 function nextHop(prev: Hop, status: number, location: string, requireHttps: boolean): Hop {
   let target: URL;

@@ -7,14 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  isPublicAddress,
-  pinnedAgent,
-  resolvePublicAddress,
-  safeFetch,
-  SafeFetchError,
-  type SafeFetchOptions,
-} from '../src/safe-fetch.js';
+import { isPublicAddress, pinnedAgent, resolvePublicAddress, SafeFetchError, type SafeFetchOptions, safeFetch } from '../src/safe-fetch.js';
 
 // Real local servers; 127.0.0.1 is reachable only with allowLoopback (the test-only switch).
 const LOOP: SafeFetchOptions = { maxBytes: 1024, timeoutMs: 3000, allowLoopback: true };
@@ -31,7 +24,14 @@ const handler: http.RequestListener = (req, res) => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ method: req.method, host: req.headers.host, auth: req.headers.authorization ?? null, body: Buffer.concat(chunks).toString() }));
+        res.end(
+          JSON.stringify({
+            method: req.method,
+            host: req.headers.host,
+            auth: req.headers.authorization ?? null,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
       });
       return;
     }
@@ -227,11 +227,27 @@ describe('safeFetch over https with a self-signed certificate', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'safe-fetch-tls-'));
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-      '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     ca = await readFile(join(dir, 'cert.pem'));
     tlsServer = https.createServer({ key: await readFile(join(dir, 'key.pem')), cert: ca }, handler);
     await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
@@ -323,6 +339,9 @@ describe('resolvePublicAddress', () => {
 
   it('resolves names and refuses when an answer is not public', async () => {
     expect(await reason(resolvePublicAddress(new URL('http://localhost/')))).toBe('blocked_address');
-    expect(await resolvePublicAddress(new URL('http://localhost/'), { allowLoopback: true })).toMatchObject({ address: '127.0.0.1', family: 4 });
+    expect(await resolvePublicAddress(new URL('http://localhost/'), { allowLoopback: true })).toMatchObject({
+      address: '127.0.0.1',
+      family: 4,
+    });
   });
 });

@@ -4,13 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.js';
-import {
-  createFsStorage,
-  createS3Storage,
-  createStorage,
-  tenantKey,
-  type ObjectStorage,
-} from '../src/storage/index.js';
+import { createFsStorage, createS3Storage, createStorage, type ObjectStorage, tenantKey } from '../src/storage/index.js';
 
 // s3rver ships no type declarations; this is the slice the test uses.
 interface S3rverInstance {

@@ -202,7 +202,9 @@ export class GenerationPipeline {
   ): Promise<GeneratedImage[]> {
     const { collaborators } = this.deps;
     if (prepared.remaining < plan.n) {
-      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [`the session accepts ${prepared.remaining} more image(s)`]);
+      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [
+        `the session accepts ${prepared.remaining} more image(s)`,
+      ]);
     }
 
     let source: { id: number; image: InputImage; width: number; height: number } | undefined;

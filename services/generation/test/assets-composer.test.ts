@@ -9,9 +9,9 @@ import { createClient, internalPrincipal, type Principal } from '@imagegen/platf
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImageServer, seeder, solidImage, startAssetsStack, startImageServer } from '../../../test/e2e/products-support.js';
 import type { TestStack, TestTenant } from '../../../test/support/stack.js';
-import type { Composer } from '../src/compose.js';
-import { checkAssetFields, createAssetsComposer } from '../src/assets-composer.js';
 import { REFERENCE_MODE_INSTRUCTIONS } from '../../library/src/assets/resolve.js';
+import { checkAssetFields, createAssetsComposer } from '../src/assets-composer.js';
+import type { Composer } from '../src/compose.js';
 
 let s: TestStack;
 let t: TestTenant;

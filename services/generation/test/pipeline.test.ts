@@ -419,7 +419,12 @@ describe('upload for editing', () => {
     const { uploadForEditing } = await import('../src/upload.js');
     expect(gen.deps.config.allowLoopbackFetch).toBe(false);
     const t = newTenant();
-    for (const url of [`${sandbox.httpUrl}/_sandbox/health`, 'http://localhost:1/x.png', 'http://[::1]:1/x.png', 'http://169.254.169.254/latest/meta-data/']) {
+    for (const url of [
+      `${sandbox.httpUrl}/_sandbox/health`,
+      'http://localhost:1/x.png',
+      'http://[::1]:1/x.png',
+      'http://169.254.169.254/latest/meta-data/',
+    ]) {
       const err = await fails(uploadForEditing(gen.pipeline, gen.deps, { imageUrl: url }, principal(t)));
       expect(err.status, url).toBe(400);
       expect(err.body.error).toBe('Image URL is not allowed: it points to a private, loopback, link-local or metadata address');

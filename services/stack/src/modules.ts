@@ -28,14 +28,24 @@ export const MODULES: ModuleDef[] = [
   { name: 'sandbox-provider', dependsOn: [], load: async () => (await import('@imagegen/sandbox-provider/service')).start },
   { name: 'tenancy', registersAs: 'tenancy', dependsOn: [], load: async () => (await import('@imagegen/tenancy/service')).start },
   { name: 'library', registersAs: 'library', dependsOn: [], load: async () => (await import('@imagegen/library/service')).start },
-  { name: 'usage-metering', registersAs: 'usage', dependsOn: ['tenancy'], load: async () => (await import('@imagegen/usage-metering/service')).start },
+  {
+    name: 'usage-metering',
+    registersAs: 'usage',
+    dependsOn: ['tenancy'],
+    load: async () => (await import('@imagegen/usage-metering/service')).start,
+  },
   {
     name: 'generation',
     registersAs: 'generation',
     dependsOn: ['tenancy', 'library', 'usage-metering'],
     load: async () => (await import('@imagegen/generation/service')).start,
   },
-  { name: 'webhook-dispatcher', registersAs: 'webhooks', dependsOn: [], load: async () => (await import('@imagegen/webhook-dispatcher/service')).start },
+  {
+    name: 'webhook-dispatcher',
+    registersAs: 'webhooks',
+    dependsOn: [],
+    load: async () => (await import('@imagegen/webhook-dispatcher/service')).start,
+  },
   { name: 'oauth', registersAs: 'oauth', dependsOn: ['tenancy'], load: async () => (await import('@imagegen/oauth/service')).start },
   {
     name: 'mcp',

@@ -15,7 +15,9 @@ export interface LocalSecrets {
   demoTenant?: { tenantId: string; testKey: string };
 }
 
-export async function loadOrCreateSecrets(dataDir: string): Promise<{ secrets: LocalSecrets; firstStart: boolean; save(s: LocalSecrets): Promise<void> }> {
+export async function loadOrCreateSecrets(
+  dataDir: string,
+): Promise<{ secrets: LocalSecrets; firstStart: boolean; save(s: LocalSecrets): Promise<void> }> {
   const file = join(dataDir, 'secrets.json');
   await mkdir(dataDir, { recursive: true });
   const save = (s: LocalSecrets) => writeFile(file, JSON.stringify(s, null, 2), { mode: 0o600 });

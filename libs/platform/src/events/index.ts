@@ -1,8 +1,6 @@
-export type { EventMessage, EventTransport, OutgoingEvent, RetryPolicy, SubscribeOptions, Subscription } from './types.js';
-export { DEFAULT_RETRY, retryDelay } from './types.js';
-export { matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
-export { createNatsTransport, type NatsTransportOptions } from './nats.js';
+export { consumeOnce } from './consume.js';
 export { createInProcessTransport, type InProcessTransportOptions } from './inprocess.js';
+export { createNatsTransport, type NatsTransportOptions } from './nats.js';
 export {
   type OutboxEvent,
   type OutboxRelay,
@@ -11,5 +9,7 @@ export {
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';
-export { consumeOnce } from './consume.js';
+export { matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
 export { extractContext, injectContext } from './trace.js';
+export type { EventMessage, EventTransport, OutgoingEvent, RetryPolicy, SubscribeOptions, Subscription } from './types.js';
+export { DEFAULT_RETRY, retryDelay } from './types.js';

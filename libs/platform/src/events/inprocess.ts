@@ -73,11 +73,14 @@ export function createInProcessTransport(opts: InProcessTransportOptions): Event
     if (d.timer && d.timerAt !== undefined && d.timerAt <= at) return;
     if (d.timer) clearTimeout(d.timer);
     d.timerAt = at;
-    d.timer = setTimeout(() => {
-      d.timer = undefined;
-      d.timerAt = undefined;
-      pump(d);
-    }, Math.max(0, at - Date.now()));
+    d.timer = setTimeout(
+      () => {
+        d.timer = undefined;
+        d.timerAt = undefined;
+        pump(d);
+      },
+      Math.max(0, at - Date.now()),
+    );
     d.timer.unref();
   }
 

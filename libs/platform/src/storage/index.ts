@@ -3,10 +3,10 @@ import { createFsStorage } from './fs.js';
 import { createS3Storage } from './s3.js';
 import type { ObjectStorage } from './types.js';
 
-export type { ObjectStorage, ObjectStream } from './types.js';
 export { createFsStorage, type FsStorageOptions } from './fs.js';
+export { MAX_KEY_LENGTH, tenantKey, validateKey } from './keys.js';
 export { createS3Storage, type S3StorageOptions } from './s3.js';
-export { tenantKey, validateKey, MAX_KEY_LENGTH } from './keys.js';
+export type { ObjectStorage, ObjectStream } from './types.js';
 
 export interface StorageConfig {
   s3Endpoint?: string;

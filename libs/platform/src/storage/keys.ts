@@ -1,4 +1,4 @@
-import { AppError, badRequest, notFound } from '../errors.js';
+import { type AppError, badRequest, notFound } from '../errors.js';
 
 export const MAX_KEY_LENGTH = 1024;
 
@@ -13,7 +13,7 @@ export function validateKey(key: string): string {
   if (key.includes('\\')) throw bad('backslash');
   if (key.startsWith('/')) throw bad('absolute path');
   if (key.includes('..')) throw bad("'..'");
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(key)) throw bad('control character');
   for (const segment of key.split('/')) {
     if (segment === '') throw bad('empty path segment');

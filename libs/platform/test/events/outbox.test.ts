@@ -144,7 +144,9 @@ describe('outbox', () => {
     const inner = createInProcessTransport({ logger, duplicateWindowMs: 0 }); // count raw publishes
     const received: EventMessage[] = [];
     await inner.subscribe({ durable: 'all', subjects: ['imagegen.>'], handler: async (m) => void received.push(m) });
-    const relays = await Promise.all([1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: inner, logger, pollMs: 50, batch: 5 })));
+    const relays = await Promise.all(
+      [1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: inner, logger, pollMs: 50, batch: 5 })),
+    );
     await sql.begin(async (tx) => {
       for (let i = 0; i < 40; i++) await writeOutbox(tx, { subject: 'imagegen.library.bulk', data: bytes(`${i}`) });
     });
@@ -160,8 +162,7 @@ describe('outbox', () => {
 const bump = (eventId: string) => async (tx: TransactionSql) => {
   await tx`INSERT INTO counter (event_id, n) VALUES (${eventId}, 1)`;
 };
-const count = async (eventId: string) =>
-  (await sql`SELECT count(*)::int AS n FROM counter WHERE event_id = ${eventId}`)[0].n as number;
+const count = async (eventId: string) => (await sql`SELECT count(*)::int AS n FROM counter WHERE event_id = ${eventId}`)[0].n as number;
 
 describe('consumeOnce', () => {
   it('counts a duplicate event once', async () => {

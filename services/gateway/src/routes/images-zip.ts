@@ -24,6 +24,8 @@ export function zipStream(entries: ZipEntry[]): { stream: Readable; size: Promis
       );
     });
   }
-  const size = new Promise<number>((resolve) => zip.end({ forceZip64Format: false, comment: '' }, ((total: number) => resolve(total)) as unknown as () => void));
+  const size = new Promise<number>((resolve) =>
+    zip.end({ forceZip64Format: false, comment: '' }, ((total: number) => resolve(total)) as unknown as () => void),
+  );
   return { stream: zip.outputStream as unknown as Readable, size };
 }

@@ -4,7 +4,7 @@ import {
   LibraryServiceService,
   type ListImagesRequest,
 } from '@imagegen/contracts/library/v1/library';
-import { badRequest, createClient, notFound, type ServiceContext } from '@imagegen/platform';
+import { createClient, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { zipStream } from './images-zip.js';
