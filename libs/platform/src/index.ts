@@ -7,6 +7,7 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './runtime.js';
 export * from './safe-fetch.js';
+export * from './scopes.js';
 export * from './service.js';
 export * from './standalone.js';
 export * from './storage/index.js';

@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import formbody from '@fastify/formbody';
 import type { Logger } from '@imagegen/platform';
+import { ALL_SCOPES } from '@imagegen/platform';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type Provider from 'oidc-provider';
 import { MOUNT, type Urls } from './provider.js';
-import { ALL_SCOPES } from './scopes.js';
 import { handleSigninPage, handleSigninSubmit, type SigninDeps } from './signin.js';
 
 export interface IntrospectionResult {

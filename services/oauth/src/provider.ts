@@ -1,8 +1,8 @@
 import type { Logger, Sql } from '@imagegen/platform';
+import { ALL_SCOPES } from '@imagegen/platform';
 import Provider, { errors } from 'oidc-provider';
 import { createAdapterClass } from './adapter.js';
 import { escapeHtml, HTML_HEADERS, page } from './html.js';
-import { ALL_SCOPES } from './scopes.js';
 import type { OAuthSecrets } from './secrets.js';
 
 /** Where the authorization server lives below PUBLIC_BASE_URL; the issuer is `${base}${MOUNT}`. */

@@ -1,10 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, type Logger } from '@imagegen/platform';
+import { AppError, isScope, type Logger, SCOPES } from '@imagegen/platform';
 import type Provider from 'oidc-provider';
 import { escapeHtml, HTML_HEADERS, page } from './html.js';
 import type { Urls } from './provider.js';
-import { isScope, SCOPES } from './scopes.js';
 
 export const API_KEY_PATTERN = /^sk_(live|test)_[a-zA-Z0-9]{32,}$/;
 

@@ -1,5 +1,5 @@
+import { ALL_SCOPES } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES } from '../src/scopes.js';
 import { CookieJar, keyFor, type OAuthHarness, pkce, startOAuth } from './helpers.js';
 
 let h: OAuthHarness;

@@ -12,13 +12,7 @@ const TAGS = ['Usage'];
 
 /** Tenant names change rarely: cached for a few seconds per gateway (one gRPC call less per profile). */
 const NAME_TTL_MS = 5000;
-/**
- * The profile's quota object is kept for a moment per tenant and gateway, and concurrent profile
- * requests of a tenant share one usage call: a busy tenant costs usage-metering at most one GetQuota
- * per QUOTA_TTL_MS instead of one per request. Used MB is fed by events anyway (never instant); a quota
- * or rate-limit change by an admin shows within usage's own tenant cache time plus this.
- */
-const QUOTA_TTL_MS = 1000;
+/** Bound of the name cache (cleared when reached). */
 const MAX_CACHED_TENANTS = 10_000;
 
 const usageRoutes: RouteModule = (app, { ctx }) => {
@@ -36,22 +30,20 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     names.set(tenantId, { at: now, name });
     return name;
   };
-  // Entries are stamped when the call answers (a slow call does not shorten the next one's life); a
-  // failed call is forgotten at once, so errors are never served from the cache.
-  const quotas = new Map<string, { at: number; quota: Promise<Quota> }>();
+  // Concurrent profile requests of one tenant share one in-flight GetQuota (nothing is kept once it has
+  // answered): a busy tenant costs usage-metering one call per round trip instead of one per request,
+  // and every answer still comes from a call that was running when the request arrived.
+  const inflightQuotas = new Map<string, Promise<Quota>>();
   const tenantQuota = (tenantId: string, principal: Principal): Promise<Quota> => {
-    const hit = quotas.get(tenantId);
-    if (hit && Date.now() - hit.at < QUOTA_TTL_MS) return hit.quota;
-    const entry = { at: Number.POSITIVE_INFINITY, quota: usage.getQuota({ tenantId }, principal) };
-    entry.quota.then(
-      () => {
-        entry.at = Date.now();
-      },
-      () => quotas.get(tenantId) === entry && quotas.delete(tenantId),
-    );
-    if (quotas.size >= MAX_CACHED_TENANTS) quotas.clear();
-    quotas.set(tenantId, entry);
-    return entry.quota;
+    const running = inflightQuotas.get(tenantId);
+    if (running) return running;
+    const quota = usage.getQuota({ tenantId }, principal);
+    inflightQuotas.set(tenantId, quota);
+    const forget = () => {
+      if (inflightQuotas.get(tenantId) === quota) inflightQuotas.delete(tenantId);
+    };
+    quota.then(forget, forget);
+    return quota;
   };
 
   app.get(

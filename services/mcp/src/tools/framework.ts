@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Scope } from '@imagegen/platform';
 import { AppError, type Logger, type Principal } from '@imagegen/platform';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -7,7 +8,6 @@ import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
 import type { Clients } from '../clients.js';
 import type { ToolLimiter } from '../rate-limit.js';
-import type { Scope } from '../scopes.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 

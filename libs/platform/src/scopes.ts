@@ -1,4 +1,4 @@
-/** The twelve scopes of SPEC 5 (OAuth 2.1 for MCP), with the text the sign-in page shows for each. */
+/** The twelve OAuth scopes of SPEC 5, with the wording the sign-in page shows. Issued by oauth, checked by mcp. */
 export const SCOPES = {
   'images:generate': 'Generate new images',
   'images:edit': 'Edit images and upload images for editing',
