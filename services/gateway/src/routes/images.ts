@@ -1,10 +1,5 @@
-import {
-  type EditHistoryEntry,
-  type ImageRecord,
-  LibraryServiceService,
-  type ListImagesRequest,
-} from '@imagegen/contracts/library/v1/library';
-import { createClient, notFound, type ServiceContext } from '@imagegen/platform';
+import { LibraryServiceService, type ListImagesRequest } from '@imagegen/contracts/library/v1/library';
+import { createClient, imageDetailJson, imageJson, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { zipStream } from './images-zip.js';
@@ -34,72 +29,6 @@ export function libraryClient(ctx: ServiceContext) {
     clients.set(ctx, c);
   }
   return c;
-}
-
-// ---- JSON forms (SPEC 2, Image: camelCase) ----
-
-/** The list form of an image. */
-export function imageJson(r: ImageRecord) {
-  return {
-    id: r.id,
-    sessionId: r.sessionId,
-    fullUrl: r.fullUrl,
-    thumbnailUrl: r.thumbnailUrl,
-    width: r.width,
-    height: r.height,
-    sizeBytes: r.sizeBytes,
-    prompt: r.prompt,
-    negativePrompt: r.negativePrompt ?? null,
-    operation: r.operation,
-    aspectRatio: r.aspectRatio,
-    createdAt: r.createdAt,
-  };
-}
-
-function detailFields(r: ImageRecord) {
-  return {
-    modelId: r.modelId,
-    stylePresetId: r.stylePresetId ?? null,
-    productReferenceId: r.productReferenceId ?? null,
-    referenceGroupIds: r.hasReferenceGroupIds ? r.referenceGroupIds : null,
-    parent_image_id: r.parentImageId ?? null,
-    resolutionTier: r.resolutionTier || null,
-    format: r.format,
-    mimeType: r.mimeType,
-    isReference: r.isReference,
-  };
-}
-
-function historyJson(e: EditHistoryEntry) {
-  return {
-    id: e.id,
-    operation: e.operation,
-    prompt: e.prompt,
-    parent_image_id: e.parentImageId ?? null,
-    createdAt: e.createdAt,
-    fullUrl: e.fullUrl,
-    thumbnailUrl: e.thumbnailUrl,
-  };
-}
-
-/** The detail form: list fields + modelId, stylePresetId, productReferenceId, referenceGroupIds, parent_image_id, editHistory. */
-export function imageDetailJson(r: ImageRecord, ancestors: EditHistoryEntry[], edits: EditHistoryEntry[]) {
-  return {
-    ...imageJson(r),
-    ...detailFields(r),
-    editHistory: { ancestors: ancestors.map(historyJson), edits: edits.map(historyJson) },
-  };
-}
-
-/** Images inside a session detail: the Image form plus thumbnailSizeBytes, objectKey, objectThumbnailKey. */
-export function sessionImageJson(r: ImageRecord) {
-  return {
-    ...imageJson(r),
-    ...detailFields(r),
-    thumbnailSizeBytes: r.thumbnailSizeBytes,
-    objectKey: r.objectKey,
-    objectThumbnailKey: r.thumbnailKey,
-  };
 }
 
 // ---- schemas ----
@@ -215,7 +144,7 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   app.get('/api/images/:id', { schema: { tags: ['Images'], summary: 'Image detail with edit history', params: idParams } }, async (req) => {
     const { id } = req.params as { id: number };
     const d = await library.getImage({ imageId: id }, req.principal);
-    return { data: imageDetailJson(d.image as ImageRecord, d.ancestors, d.edits) };
+    return { data: imageDetailJson(d) };
   });
 
   app.delete(

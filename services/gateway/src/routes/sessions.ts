@@ -1,40 +1,13 @@
 import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
+import { sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
-import { libraryClient, sessionImageJson } from './images.js';
+import { libraryClient } from './images.js';
 
 /**
  * Sessions (SPEC 4.8): GET /api/sessions and GET /api/sessions/:sessionId. The /logs routes and
  * executions belong to routes/generation.ts.
  */
-
-const MB = 1024 * 1024;
-
-/** The list form (camelCase, isActive boolean). */
-export function sessionJson(s: SessionSummary) {
-  return {
-    sessionId: s.sessionId,
-    isActive: s.isActive,
-    createdAt: s.createdAt,
-    lastActivityAt: s.lastActivityAt,
-    totalImages: s.totalImages,
-    totalEdits: s.totalEdits,
-    totalBytes: s.totalBytes,
-    totalMegabytes: Math.round((s.totalBytes / MB) * 100) / 100,
-    totalTokens: s.totalTokens,
-  };
-}
-
-/** The raw record of the detail form (snake_case, is_active 0/1). */
-export function sessionRecordJson(s: SessionSummary) {
-  return {
-    session_id: s.sessionId,
-    tenant_id: s.tenantId,
-    is_active: s.isActive ? 1 : 0,
-    created_at: s.createdAt,
-    last_activity_at: s.lastActivityAt,
-  };
-}
 
 const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   const library = libraryClient(ctx);

@@ -2,9 +2,8 @@ import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imag
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { AppError } from '@imagegen/platform';
+import { AppError, executionJson, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '@imagegen/platform';
 import { z } from 'zod';
-import { executionJson, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '../format.js';
 import { defineTool, s, type ToolImage } from './framework.js';
 import { thumbnailsOf } from './generation-run.js';
 import { MODEL_IDS } from './images.js';

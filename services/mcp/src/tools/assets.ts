@@ -11,9 +11,17 @@ import {
   UpdateSceneRequest,
   UpdateStylePresetRequest,
 } from '@imagegen/contracts/library/v1/assets';
-import { invalidPayload } from '@imagegen/platform';
+import {
+  imageJson,
+  invalidPayload,
+  productDetail,
+  productListForm,
+  sceneDetail,
+  sceneListForm,
+  searchPresetForm,
+  stylePresetForm,
+} from '@imagegen/platform';
 import { z } from 'zod';
-import { imageJson, productDetail, productListForm, sceneDetail, sceneListForm, searchPresetForm, stylePresetForm } from '../format.js';
 import { scenePromptWithDetails } from './characters.js';
 import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';

@@ -1,8 +1,7 @@
 import { Int64List } from '@imagegen/contracts/generation/v1/generation';
 import { CreateCharacterRequest, ListCharactersRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
-import { invalidPayload } from '@imagegen/platform';
+import { characterDetail, characterListForm, invalidPayload } from '@imagegen/platform';
 import { z } from 'zod';
-import { characterDetail, characterListForm } from '../format.js';
 import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 import { ASPECT_RATIOS } from './images.js';

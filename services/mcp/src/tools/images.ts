@@ -1,8 +1,7 @@
 import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { AppError, badRequest, notFound } from '@imagegen/platform';
+import { AppError, badRequest, generatedImageJson, imageDetailJson, imageJson, notFound } from '@imagegen/platform';
 import { z } from 'zod';
-import { generatedImageJson, imageDetailJson, imageJson } from '../format.js';
 import { defineTool, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
 

@@ -4,8 +4,8 @@ import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from 
 import type { Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
 
 /**
- * The JSON forms the tools return: the same field names and case as the REST API (SPEC 2), so an
- * MCP client sees the resources exactly as documented.
+ * One definition of each resource's JSON form (SPEC 2: field names and case per resource), used by the
+ * gateway's REST routes and the mcp tools alike, so both surfaces show resources exactly as documented.
  */
 
 export function imageJson(r: ImageRecord) {
