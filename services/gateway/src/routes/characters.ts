@@ -1,7 +1,7 @@
 import { type GeneratedImage, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
-import { AssetsServiceService, type Character } from '@imagegen/contracts/library/v1/assets';
+import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
-import { createClient, invalidPayload } from '@imagegen/platform';
+import { characterDetail, characterListForm, createClient, invalidPayload } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 
 /**
@@ -28,44 +28,6 @@ const identifierParams = {
   required: ['identifier'],
   properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
 };
-
-/** The list form of SPEC 2 (reference_image_count and thumbnail_url instead of reference_images). */
-export function characterListForm(c: Character) {
-  return {
-    id: c.id,
-    character_name: c.characterName,
-    description: c.description ?? null,
-    base_prompt: c.basePrompt,
-    negative_prompt: c.negativePrompt ?? null,
-    system_instruction: c.systemInstruction ?? null,
-    preferred_aspect_ratio: c.preferredAspectRatio ?? null,
-    tags: c.tags,
-    reference_image_count: c.referenceImageCount,
-    thumbnail_url: c.thumbnailUrl ?? null,
-    times_used: c.timesUsed,
-    created_at: c.createdAt,
-    updated_at: c.updatedAt,
-    last_used_at: c.lastUsedAt ?? null,
-  };
-}
-
-export function characterDetail(c: Character) {
-  return {
-    id: c.id,
-    character_name: c.characterName,
-    description: c.description ?? null,
-    base_prompt: c.basePrompt,
-    negative_prompt: c.negativePrompt ?? null,
-    system_instruction: c.systemInstruction ?? null,
-    reference_images: c.referenceImages.map((r) => ({ id: r.id, url: r.url, thumbnail_url: r.thumbnailUrl })),
-    preferred_aspect_ratio: c.preferredAspectRatio ?? null,
-    tags: c.tags,
-    times_used: c.timesUsed,
-    created_at: c.createdAt,
-    updated_at: c.updatedAt,
-    last_used_at: c.lastUsedAt ?? null,
-  };
-}
 
 type Body = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

@@ -1,6 +1,6 @@
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
-import { AssetsServiceService, type Product } from '@imagegen/contracts/library/v1/assets';
-import { createClient, invalidPayload } from '@imagegen/platform';
+import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
+import { createClient, invalidPayload, productDetail, productListForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 
 /**
@@ -14,35 +14,6 @@ const identifierParams = {
   required: ['identifier'],
   properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
 };
-
-export function productListForm(p: Product) {
-  return {
-    id: p.id,
-    productName: p.productName,
-    productDescription: p.productDescription ?? null,
-    productUrl: p.productUrl,
-    tags: p.tags,
-    timesUsed: p.timesUsed,
-    lastUsedAt: p.lastUsedAt ?? null,
-    createdAt: p.createdAt,
-    updatedAt: p.updatedAt,
-    fullUrl: p.fullUrl,
-    thumbnailUrl: p.thumbnailUrl,
-  };
-}
-
-export function productDetail(p: Product) {
-  return {
-    ...productListForm(p),
-    width: p.width,
-    height: p.height,
-    sizeBytes: p.sizeBytes,
-    format: p.format,
-    mimeType: p.mimeType,
-    objectKey: p.objectKey,
-    objectThumbnailKey: p.objectThumbnailKey,
-  };
-}
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 

@@ -1,5 +1,5 @@
-import { AssetsServiceService, type Scene } from '@imagegen/contracts/library/v1/assets';
-import { badRequest, createClient } from '@imagegen/platform';
+import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
+import { badRequest, createClient, sceneDetail, sceneListForm } from '@imagegen/platform';
 import type { FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
 
@@ -25,28 +25,6 @@ const common = {
   preferred_aspect_ratio: nullable('string'),
   tags: nullable('array', { items: { type: 'string' } }),
 };
-
-export function sceneDetail(s: Scene) {
-  return {
-    id: s.id,
-    sceneName: s.sceneName,
-    description: s.description ?? null,
-    scenePrompt: s.scenePrompt ?? null,
-    referenceImages: s.referenceImages.map((r) => ({ id: r.id, objectKey: r.objectKey, url: r.url, thumbnailUrl: r.thumbnailUrl })),
-    defaultReferenceMode: s.defaultReferenceMode ?? null,
-    preferredAspectRatio: s.preferredAspectRatio ?? null,
-    tags: s.tags,
-    timesUsed: s.timesUsed,
-    createdAt: s.createdAt,
-    updatedAt: s.updatedAt,
-    lastUsedAt: s.lastUsedAt ?? null,
-  };
-}
-
-export function sceneListForm(s: Scene) {
-  const { referenceImages: _r, ...rest } = sceneDetail(s);
-  return { ...rest, imageCount: s.imageCount, thumbnailUrl: s.thumbnailUrl ?? null };
-}
 
 type Body = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

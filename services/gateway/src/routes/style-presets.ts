@@ -1,5 +1,5 @@
-import { AssetsServiceService, type StylePreset } from '@imagegen/contracts/library/v1/assets';
-import { createClient } from '@imagegen/platform';
+import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
+import { createClient, stylePresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 
 /**
@@ -16,19 +16,6 @@ const presetFields = {
   system_instruction: nullable('string', { maxLength: 512 }),
   aspect_ratio: nullable('string'),
 };
-
-export function stylePresetForm(p: StylePreset) {
-  return {
-    id: p.id,
-    name: p.name,
-    prompt: p.prompt ?? null,
-    negative_prompt: p.negativePrompt ?? null,
-    system_instruction: p.systemInstruction ?? null,
-    aspect_ratio: p.aspectRatio ?? null,
-    created_at: p.createdAt,
-    updated_at: p.updatedAt,
-  };
-}
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
