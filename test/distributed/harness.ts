@@ -7,6 +7,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '@imagegen/platform';
+import { type Api, createApi, createTestTenant, type TestTenant } from '../support/api.js';
+import { freePort } from '../support/processes.js';
+
+export { ALL_MODELS } from '../support/api.js';
+export { freePort } from '../support/processes.js';
 
 /**
  * The distributed shape under test: every service as its own OS process
@@ -20,15 +25,6 @@ const require = createRequire(import.meta.url);
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PRELOAD = join(REPO_ROOT, 'libs/platform/src/telemetry-preload.ts');
-
-export const ALL_MODELS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
 
 /** Dependency order (processes start together; they stop in reverse order, one step at a time). */
 export const SERVICE_STEPS = [
@@ -65,17 +61,6 @@ export async function reservePort(): Promise<number> {
   return freePort();
 }
 const reserved = new Set<number>();
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -211,11 +196,9 @@ export interface Journey {
   env: Record<string, string>;
   services: Map<ServiceName, ServiceProcess>;
   logDir: string;
-  api(
-    path: string,
-    init?: { method?: string; key?: string; admin?: boolean; body?: unknown; headers?: Record<string, string> },
-  ): Promise<{ status: number; body: any; headers: Headers }>;
-  createTenant(body?: Record<string, unknown>): Promise<{ tenantId: string; liveKey: string; testKey: string; body: any }>;
+  /** fetch against the gateway with JSON helpers (test/support/api.ts). */
+  api: Api;
+  createTenant(body?: Record<string, unknown>): Promise<TestTenant>;
   /** Starts (or restarts) one service process and waits until it is ready. */
   start(name: ServiceName): Promise<void>;
   /** SIGKILL (crash) or SIGTERM (graceful); resolves when the process has exited. */
@@ -361,23 +344,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     return r;
   };
 
-  const api: Journey['api'] = async (path, init = {}) => {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.key) headers['x-api-key'] = init.key;
-    if (init.admin) headers['x-admin-token'] = env.ADMIN_TOKEN;
-    let body: string | undefined;
-    if (init.body !== undefined) {
-      headers['content-type'] ??= 'application/json';
-      body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
-    }
-    const res = await fetch(`http://127.0.0.1:${gatewayPort}${path}`, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {}
-    return { status: res.status, body: parsed as any, headers: res.headers };
-  };
+  const api = createApi(`http://127.0.0.1:${gatewayPort}`, env.ADMIN_TOKEN);
 
   const stopAll = async () => {
     const order = [...SERVICE_STEPS].reverse();
@@ -404,28 +371,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     services,
     logDir,
     api,
-    async createTenant(body = {}) {
-      const tenantId = `d${++tenantSeq}${randomBytes(3).toString('hex')}`;
-      const res = await api('/admin/tenants', {
-        admin: true,
-        body: {
-          tenant_id: tenantId,
-          tenant_name: `Tenant ${tenantId}`,
-          contact_email: `${tenantId}@example.com`,
-          provider_credentials: { provA: 'sandbox-key-a1', provB: 'sandbox-key-b1' },
-          allowed_models: ALL_MODELS,
-          ...body,
-        },
-      });
-      if (res.status !== 200) throw new Error(`createTenant failed: ${res.status} ${JSON.stringify(res.body)}`);
-      const keys = res.body.data.apiKeys as { apiKey: string; type: string }[];
-      return {
-        tenantId: res.body.data.tenant.tenantId,
-        liveKey: keys.find((k) => k.type === 'live')?.apiKey as string,
-        testKey: keys.find((k) => k.type === 'test')?.apiKey as string,
-        body: res.body,
-      };
-    },
+    createTenant: (body = {}) => createTestTenant(api, `d${++tenantSeq}${randomBytes(3).toString('hex')}`, body),
     start,
     kill,
     logs: (name) => (existsSync(services.get(name)?.logFile ?? '') ? readFileSync(services.get(name)?.logFile as string, 'utf8') : ''),

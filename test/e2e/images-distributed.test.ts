@@ -1,31 +1,22 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ImageDeleted, ImageStored } from '@imagegen/contracts/events/v1/events';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
-import {
-  createClient,
-  createEventTransport,
-  createLogger,
-  createTestDatabase,
-  type EventTransport,
-  internalPrincipal,
-} from '@imagegen/platform';
+import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort } from '../support/stack.js';
-import { solidPng } from './images-seed.js';
+import { type Api, createApi } from '../support/api.js';
+import { freePort, type ServiceProcesses, startServiceProcesses, waitForUrl } from '../support/processes.js';
+import { solidPng, storeImageRequest } from './images-seed.js';
 
 /**
  * The distributed shape for the image library: tenancy, library and the gateway as separate processes
  * (standalone entries) on the machine's PostgreSQL and NATS JetStream, objects on a shared filesystem
  * directory that the gateway serves under /files. ImageStored / ImageDeleted arrive over JetStream.
  */
-const root = new URL('../..', import.meta.url).pathname;
-const procs: ChildProcess[] = [];
-let db: { url: string; drop: () => Promise<void> };
-let events: EventTransport;
+let split: ServiceProcesses;
+let api: Api;
 let baseUrl: string;
 let libraryAddr: string;
 let dataDir: string;
@@ -33,96 +24,55 @@ const seen: { subject: string; data: Uint8Array }[] = [];
 const prefix = `dimg${randomBytes(4).toString('hex')}`;
 const adminToken = `adm_${randomBytes(16).toString('hex')}`;
 
-function run(entry: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'fatal', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  procs.push(child);
-  return child;
-}
-
-async function waitFor(url: string, timeoutMs = 90_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const r = await fetch(url);
-      if (r.ok) return;
-    } catch {}
-    if (Date.now() > until) throw new Error(`${url} did not come up`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function api(path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method: init.method ?? (init.body ? 'POST' : 'GET'),
-    headers: { ...(init.body ? { 'content-type': 'application/json' } : {}), ...(init.headers ?? {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
-
 beforeAll(async () => {
-  db = await createTestDatabase(undefined, 'dimg');
-  dataDir = mkdtempSync(join(tmpdir(), 'imagegen-dimg-'));
-  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-  events = await createEventTransport({ natsUrl, eventsPrefix: prefix }, createLogger('dimg-test', 'silent'));
-  await events.subscribe({
-    durable: 'dimg-test',
+  split = await startServiceProcesses({
+    name: 'dimg',
+    eventsPrefix: prefix,
     subjects: [`${prefix}.library.>`],
     handler: async (m) => {
       seen.push({ subject: m.subject, data: m.data });
     },
   });
+  dataDir = mkdtempSync(join(tmpdir(), 'imagegen-dimg-'));
   const [tenancyGrpc, tenancyOps, libraryGrpc, libraryOps, gatewayPort] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
   baseUrl = `http://127.0.0.1:${gatewayPort}`;
+  api = createApi(baseUrl);
   libraryAddr = `127.0.0.1:${libraryGrpc}`;
   const common = {
-    DATABASE_URL: db.url,
-    NATS_URL: natsUrl,
+    DATABASE_URL: split.db.url,
+    NATS_URL: split.natsUrl,
     EVENTS_PREFIX: prefix,
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
     PUBLIC_BASE_URL: baseUrl,
   };
-  run('services/tenancy/src/main.ts', {
+  split.run('services/tenancy/src/main.ts', {
     ...common,
     GRPC_HOST: '127.0.0.1',
     GRPC_PORT: String(tenancyGrpc),
     HTTP_PORT: String(tenancyOps),
     CREDENTIALS_KEY: randomBytes(32).toString('base64'),
   });
-  run('services/library/src/main.ts', {
+  split.run('services/library/src/main.ts', {
     ...common,
     GRPC_HOST: '127.0.0.1',
     GRPC_PORT: String(libraryGrpc),
     HTTP_PORT: String(libraryOps),
     USAGE_ADDR: '127.0.0.1:1',
   });
-  await Promise.all([waitFor(`http://127.0.0.1:${tenancyOps}/readyz`), waitFor(`http://127.0.0.1:${libraryOps}/readyz`)]);
-  run('services/gateway/src/main.ts', {
+  await Promise.all([waitForUrl(`http://127.0.0.1:${tenancyOps}/readyz`), waitForUrl(`http://127.0.0.1:${libraryOps}/readyz`)]);
+  split.run('services/gateway/src/main.ts', {
     ...common,
     PORT: String(gatewayPort),
     TENANCY_ADDR: `127.0.0.1:${tenancyGrpc}`,
     LIBRARY_ADDR: libraryAddr,
     ADMIN_TOKEN: adminToken,
   });
-  await waitFor(`${baseUrl}/health`);
+  await waitForUrl(`${baseUrl}/health`);
 }, 180_000);
 
 afterAll(async () => {
-  for (const p of procs.reverse()) {
-    if (p.exitCode !== null) continue;
-    const exited = new Promise((r) => p.once('exit', r));
-    p.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
-    if (p.exitCode === null) p.kill('SIGKILL');
-  }
-  await events?.close();
-  await db?.drop();
+  await split?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -139,23 +89,7 @@ it('stores, lists, serves, zips and deletes images across processes with events 
   const library = createClient(LibraryServiceService, libraryAddr);
   const png = solidPng(90, 60, '#c63');
   const rec = await library.storeImage(
-    {
-      tenantId,
-      sessionId: 'dist-session',
-      data: png,
-      mimeType: 'image/png',
-      prompt: 'distributed fox',
-      operation: 'generate',
-      aspectRatio: '3:2',
-      modelId: 'provA-flash-lite-image',
-      resolutionTier: '1k',
-      referenceGroupIds: [],
-      isReference: false,
-      executionId: '',
-      hasSynthid: false,
-      keyType: 'live',
-      tokens: 0,
-    },
+    storeImageRequest(tenantId, { sessionId: 'dist-session', data: png, prompt: 'distributed fox', aspectRatio: '3:2' }),
     internalPrincipal(tenantId),
   );
   library.close();

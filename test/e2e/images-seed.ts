@@ -3,6 +3,27 @@ import { type ImageRecord, LibraryServiceService, type StoreImageRequest } from 
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import type { TestStack } from '../support/stack.js';
 
+/** A StoreImage request of a generated 1:1 PNG in session 'seed-session', with `over` applied. */
+export function storeImageRequest(tenantId: string, over: Partial<StoreImageRequest> & { data: Buffer }): StoreImageRequest {
+  return {
+    tenantId,
+    sessionId: 'seed-session',
+    mimeType: 'image/png',
+    prompt: 'seeded image',
+    operation: 'generate',
+    aspectRatio: '1:1',
+    modelId: 'provA-flash-lite-image',
+    resolutionTier: '1k',
+    referenceGroupIds: [],
+    isReference: false,
+    executionId: '',
+    hasSynthid: false,
+    keyType: 'live',
+    tokens: 0,
+    ...over,
+  };
+}
+
 /** Seeds images through the library's StoreImage RPC (the same call generation makes), with sharp-made images. */
 export function librarySeeder(s: TestStack) {
   const client = createClient(LibraryServiceService, () => s.stack.ctx.resolve('library'));
@@ -14,27 +35,7 @@ export function librarySeeder(s: TestStack) {
     ): Promise<ImageRecord> {
       const { width = 64, height = 64, color = '#36c', ...rest } = over;
       const data = rest.data && rest.data.length > 0 ? rest.data : solidPng(width, height, color);
-      return client.storeImage(
-        {
-          tenantId,
-          sessionId: 'seed-session',
-          mimeType: 'image/png',
-          prompt: 'seeded image',
-          operation: 'generate',
-          aspectRatio: '1:1',
-          modelId: 'provA-flash-lite-image',
-          resolutionTier: '1k',
-          referenceGroupIds: [],
-          isReference: false,
-          executionId: '',
-          hasSynthid: false,
-          keyType: 'live',
-          tokens: 0,
-          ...rest,
-          data,
-        },
-        internalPrincipal(tenantId),
-      );
+      return client.storeImage(storeImageRequest(tenantId, { ...rest, data }), internalPrincipal(tenantId));
     },
     close: () => client.close(),
   };

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../distributed/harness.js';
 import { type K8sObject, kustomize, parseYamlDocs } from '../distributed/kustomize.js';
+import { CODE_ENV, readRepoFile, STANDALONE_SERVICES } from '../support/repo.js';
 
 /**
  * Every manifest under k8s/ parses, the base and each overlay build (kustomization resources,
@@ -11,26 +12,14 @@ import { type K8sObject, kustomize, parseYamlDocs } from '../distributed/kustomi
  */
 
 const K8S = join(REPO_ROOT, 'k8s');
-const read = (p: string) => readFileSync(join(REPO_ROOT, p), 'utf8');
-
-/** Services with a standalone entry point (services/<name>/src/main.ts), the stack excepted. */
-const SERVICES = readdirSync(join(REPO_ROOT, 'services')).filter(
-  (s) => s !== 'stack' && existsSync(join(REPO_ROOT, 'services', s, 'src', 'main.ts')),
-);
+const read = readRepoFile;
+const SERVICES = STANDALONE_SERVICES;
 const DEV_ONLY = new Set(['sandbox-provider']);
 /** Stateless services get an HPA and a PodDisruptionBudget. */
 const STATELESS = SERVICES.filter((s) => !DEV_ONLY.has(s));
 
-/** Environment names the code reads: config.ts's schema, plus what runStandalone/telemetry read. */
-const KNOWN_ENV = new Set([
-  ...[...read('libs/platform/src/config.ts').matchAll(/^\s{2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]),
-  'OPS_PORT',
-  'SHUTDOWN_DRAIN_MS',
-  'OTEL_SERVICE_NAME',
-  'OTEL_BSP_SCHEDULE_DELAY',
-  'POD_NAME',
-  'NODE_ENV',
-]);
+/** Environment names the code reads, plus POD_NAME (the pod's name from the downward API, which the manifests set). */
+const KNOWN_ENV = new Set([...CODE_ENV, 'POD_NAME']);
 
 function allManifestFiles(dir: string): string[] {
   const out: string[] = [];

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { REPO_ROOT } from '../distributed/harness.js';
+import { CODE_ENV, readRepoFile, STANDALONE_SERVICES } from '../support/repo.js';
 
 /**
  * deploy/: the Dockerfile and docker-compose.yml agree with the code (no Docker engine on CI machines,
@@ -10,18 +11,9 @@ import { REPO_ROOT } from '../distributed/harness.js';
  * runs a real entry with the telemetry preload, compose runs every service with known settings.
  */
 
-const read = (p: string) => readFileSync(join(REPO_ROOT, p), 'utf8');
-const SERVICES = readdirSync(join(REPO_ROOT, 'services')).filter(
-  (s) => s !== 'stack' && existsSync(join(REPO_ROOT, 'services', s, 'src', 'main.ts')),
-);
-const KNOWN_ENV = new Set([
-  ...[...read('libs/platform/src/config.ts').matchAll(/^\s{2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]),
-  'OPS_PORT',
-  'SHUTDOWN_DRAIN_MS',
-  'OTEL_SERVICE_NAME',
-  'OTEL_BSP_SCHEDULE_DELAY',
-  'NODE_ENV',
-]);
+const read = readRepoFile;
+const SERVICES = STANDALONE_SERVICES;
+const KNOWN_ENV = new Set(CODE_ENV);
 
 describe('deploy/Dockerfile', () => {
   const dockerfile = read('deploy/Dockerfile');

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { type ImageRecord, LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { storeImageRequest } from './images-seed.js';
 
 // sharp is a dependency of the library service, not of the e2e package: load it from there.
 const requireFromLibrary = createRequire(new URL('../../services/library/package.json', import.meta.url));
@@ -81,27 +82,14 @@ export function seeder(s: TestStack) {
       tenantId: string,
       opts: { data?: Buffer; prompt?: string; operation?: string; characterId?: number } = {},
     ): Promise<ImageRecord> {
-      return client.storeImage(
-        {
-          tenantId,
-          sessionId: 'assets-seed',
-          data: opts.data ?? (await solidImage(32, 32)),
-          mimeType: 'image/png',
-          prompt: opts.prompt ?? 'seeded image',
-          operation: opts.operation ?? 'generate',
-          aspectRatio: '1:1',
-          modelId: 'provA-flash-lite-image',
-          resolutionTier: '1k',
-          referenceGroupIds: [],
-          isReference: false,
-          executionId: '',
-          hasSynthid: false,
-          keyType: 'live',
-          tokens: 0,
-          characterId: opts.characterId,
-        },
-        internalPrincipal(tenantId),
-      );
+      const request = storeImageRequest(tenantId, {
+        sessionId: 'assets-seed',
+        data: opts.data ?? (await solidImage(32, 32)),
+        prompt: opts.prompt ?? 'seeded image',
+        operation: opts.operation ?? 'generate',
+        characterId: opts.characterId,
+      });
+      return client.storeImage(request, internalPrincipal(tenantId));
     },
     /** The library record of an image (e.g. to read character_id, which the REST forms do not show). */
     get: (tenantId: string, imageId: number) => client.getImage({ imageId }, internalPrincipal(tenantId)),

@@ -117,7 +117,17 @@ describe('one trace per request across processes, gRPC and NATS', () => {
         ),
       30_000,
     );
-    const trace = spans.filter((s) => s.traceId === root.traceId);
+    // Spans are exported in batches as they end, so a child (say a usage-metering SQL span of the
+    // ExecutionFinished event) can arrive before its parent: wait until the trace has no orphans.
+    const traceOf = () => spans.filter((s) => s.traceId === root.traceId);
+    const orphans = (t: Span[]) => {
+      const ids = new Set(t.map((s) => s.spanId));
+      return t.filter((s) => s !== root && !(s.parentSpanId && ids.has(s.parentSpanId)));
+    };
+    await waitFor('every exported span of the trace to have its parent', async () => orphans(traceOf()).length === 0, 15_000).catch(
+      () => undefined, // the assertions below then name the orphan
+    );
+    const trace = traceOf();
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     if (process.env.PRINT_TRACE) {
       const print = (s: Span, depth: number): void => {

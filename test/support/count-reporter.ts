@@ -1,20 +1,24 @@
 import { appendFileSync } from 'node:fs';
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Prints the line CI reads: `N passed, N failed` (a failed file with no tests counts as one failure). */
+/**
+ * Prints the line CI reads: `N passed, N failed`. A file that failed outside its tests counts every test it did not
+ * pass as failed (at least one).
+ */
 export default class CountReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>) {
     let passed = 0;
     let failed = 0;
     for (const m of modules) {
-      let testsInModule = 0;
+      // In a file that failed outside its tests (e.g. in beforeAll), the tests it never ran are failures too.
+      const moduleFailed = m.state() === 'failed';
+      let failedInModule = 0;
       for (const t of m.children.allTests()) {
-        testsInModule++;
         const state = t.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed' || moduleFailed) failedInModule++;
       }
-      if (testsInModule === 0 && m.state() === 'failed') failed++;
+      failed += moduleFailed ? Math.max(1, failedInModule) : failedInModule;
     }
     // Errors thrown outside any test (unhandled rejections) fail the run too.
     failed += unhandledErrors.length;

@@ -1,37 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, createTestDatabase } from '@imagegen/platform';
 import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
+import { type Api, createApi, createTestTenant, type TestTenant } from './api.js';
+import { freePort } from './processes.js';
 
-export const ALL_MODELS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
-
-export interface TestTenant {
-  tenantId: string;
-  liveKey: string;
-  testKey: string;
-  body: any;
-}
+export { ALL_MODELS, type TestTenant } from './api.js';
+export { freePort } from './processes.js';
 
 export interface TestStack {
   baseUrl: string;
@@ -44,10 +21,7 @@ export interface TestStack {
   env: Record<string, string>;
   createTenant(body?: Record<string, unknown>): Promise<TestTenant>;
   /** fetch against the gateway with JSON helpers. */
-  api(
-    path: string,
-    init?: { method?: string; key?: string; admin?: boolean; body?: unknown; headers?: Record<string, string> },
-  ): Promise<{ status: number; body: any; headers: Headers }>;
+  api: Api;
   stop(): Promise<void>;
 }
 
@@ -65,6 +39,23 @@ export function passedThroughEnv(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASSED_THROUGH.test(k)) out[k] = v;
   return out;
+}
+
+/**
+ * startStack on env.PORT; when another test process took that port between freePort() and listen (files run in
+ * parallel), tries again on a new one (startStack stops what it started before it rethrows).
+ */
+async function startOnFreePort(env: Record<string, string>, logger: ReturnType<typeof createLogger>, mayMove: boolean) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStack({ env, logger });
+    } catch (err) {
+      if (!mayMove || attempt >= 5 || (err as NodeJS.ErrnoException)?.code !== 'EADDRINUSE') throw err;
+      const port = await freePort();
+      env.PORT = String(port);
+      env.PUBLIC_BASE_URL = `http://127.0.0.1:${port}`;
+    }
+  }
 }
 
 /**
@@ -95,27 +86,11 @@ export async function startTestStack(opts: { env?: Record<string, string>; nats?
     ...opts.env,
   };
   const logger = createLogger('e2e', env.LOG_LEVEL);
-  const stack = await startStack({ env, logger });
+  const stack = await startOnFreePort(env, logger, !opts.env?.PORT);
   const baseUrl = stack.baseUrl as string;
   const sandbox = stack.modules.find((m) => m.name === 'sandbox-provider');
 
-  const api: TestStack['api'] = async (path, init = {}) => {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.key) headers['x-api-key'] = init.key;
-    if (init.admin) headers['x-admin-token'] = env.ADMIN_TOKEN;
-    let body: string | undefined;
-    if (init.body !== undefined) {
-      headers['content-type'] ??= 'application/json';
-      body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
-    }
-    const res = await fetch(`${baseUrl}${path}`, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {}
-    return { status: res.status, body: parsed as any, headers: res.headers };
-  };
+  const api = createApi(baseUrl, env.ADMIN_TOKEN);
 
   return {
     baseUrl,
@@ -126,28 +101,7 @@ export async function startTestStack(opts: { env?: Record<string, string>; nats?
     stack,
     env,
     api,
-    async createTenant(body = {}) {
-      const tenantId = `t${++tenantSeq}${randomBytes(3).toString('hex')}`;
-      const res = await api('/admin/tenants', {
-        admin: true,
-        body: {
-          tenant_id: tenantId,
-          tenant_name: `Tenant ${tenantId}`,
-          contact_email: `${tenantId}@example.com`,
-          provider_credentials: { provA: 'sandbox-key-a1', provB: 'sandbox-key-b1' },
-          allowed_models: ALL_MODELS,
-          ...body,
-        },
-      });
-      if (res.status !== 200) throw new Error(`createTenant failed: ${res.status} ${JSON.stringify(res.body)}`);
-      const keys = res.body.data.apiKeys as { apiKey: string; type: string }[];
-      return {
-        tenantId: res.body.data.tenant.tenantId,
-        liveKey: keys.find((k) => k.type === 'live')?.apiKey as string,
-        testKey: keys.find((k) => k.type === 'test')?.apiKey as string,
-        body: res.body,
-      };
-    },
+    createTenant: (body = {}) => createTestTenant(api, `t${++tenantSeq}${randomBytes(3).toString('hex')}`, body),
     async stop() {
       await stack.stop();
       await db.drop();

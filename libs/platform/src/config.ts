@@ -18,6 +18,11 @@ const bool = z
   .enum(['0', '1', 'true', 'false', ''])
   .optional()
   .transform((v) => v === '1' || v === 'true');
+/** A switch that is on unless set to 0 or false. */
+const boolTrue = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .optional()
+  .transform((v) => v !== '0' && v !== 'false');
 /** Unset and empty are the same: the default applies. */
 const blank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : typeof v === 'string' ? v.trim() : v);
 /** A whole number >= min (a count, a limit per minute, milliseconds). */
@@ -71,6 +76,7 @@ const schema = z.object({
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   GRPC_DEADLINE_MS: int(30_000, 1),
+  GRPC_IN_PROCESS: boolTrue,
   OPS_PORT: z.preprocess(blank, z.coerce.number().int().min(0).max(65535).optional()),
   SHUTDOWN_DRAIN_MS: int(0),
   LOG_REQUESTS: bool,
@@ -131,6 +137,8 @@ export interface Config {
   webhookCaFile?: string;
   apiKeyCacheTtlMs: number;
   dbPoolMax: number;
+  /** Calls to a gRPC server of this same process skip the loopback socket (GRPC_IN_PROCESS, default on). */
+  grpcInProcess: boolean;
   /** Default deadline of gRPC client calls (GRPC_DEADLINE_MS). */
   grpcDeadlineMs: number;
   /** Port of a standalone service's ops server (/metrics, /livez, /readyz); unset: HTTP_PORT. */
@@ -239,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     dbPoolMax: e.DB_POOL_MAX,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,
+    grpcInProcess: e.GRPC_IN_PROCESS,
     opsPort: e.OPS_PORT,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     logRequests: e.LOG_REQUESTS,

@@ -5,6 +5,8 @@ export * from './events/index.js';
 export * from './grpc.js';
 export * from './logger.js';
 export * from './metrics.js';
+export * from './models.js';
+export * from './net.js';
 export * from './present.js';
 export * from './runtime.js';
 export * from './safe-fetch.js';

@@ -1,4 +1,4 @@
-import type { Execution, GeneratedImage } from '@imagegen/contracts/generation/v1/generation';
+import type { Execution, GeneratedImage, GenerateImagesResponse } from '@imagegen/contracts/generation/v1/generation';
 import type { Character, Product, Scene, SearchPreset, StylePreset } from '@imagegen/contracts/library/v1/assets';
 import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from '@imagegen/contracts/library/v1/library';
 import type { Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
@@ -83,7 +83,45 @@ export function generatedImageJson(g: GeneratedImage) {
   };
 }
 
-export function characterListForm(c: Character) {
+/** The answer of POST /api/products/:identifier/generate (and the MCP tool): the first image plus all of them. */
+export function productImagesJson(res: GenerateImagesResponse, product: Product, scenePrompt: string | undefined) {
+  const first = res.images[0];
+  return {
+    imageId: first.recordId,
+    sessionId: res.sessionId,
+    fullUrl: first.fullUrl,
+    thumbnailUrl: first.thumbnailUrl,
+    width: first.width,
+    height: first.height,
+    format: first.format,
+    sizeBytes: first.sizeBytes,
+    prompt: first.prompt,
+    productId: product.id,
+    productName: product.productName,
+    scenePrompt,
+    images: res.images.map((i) => ({ id: i.recordId, url: i.fullUrl, thumbnail_url: i.thumbnailUrl })),
+    message: `Generated ${res.images.length} image${res.images.length === 1 ? '' : 's'} of ${product.productName}`,
+  };
+}
+
+/** The answer of POST /api/characters/generate-multi (and the MCP tool). */
+export function multiCharacterImageJson(res: GenerateImagesResponse, characterCount: number) {
+  const img = res.images[0];
+  return {
+    imageId: img.recordId,
+    sessionId: res.sessionId,
+    fullUrl: img.fullUrl,
+    thumbnailUrl: img.thumbnailUrl,
+    width: img.width,
+    height: img.height,
+    prompt: img.prompt,
+    characterCount,
+    message: `Generated an image with ${characterCount} characters`,
+  };
+}
+
+/** The fields every form of a character starts with (SPEC 2 "Character", snake_case). */
+function characterHead(c: Character) {
   return {
     id: c.id,
     character_name: c.characterName,
@@ -91,32 +129,31 @@ export function characterListForm(c: Character) {
     base_prompt: c.basePrompt,
     negative_prompt: c.negativePrompt ?? null,
     system_instruction: c.systemInstruction ?? null,
+  };
+}
+
+function characterUsage(c: Character) {
+  return { times_used: c.timesUsed, created_at: c.createdAt, updated_at: c.updatedAt, last_used_at: c.lastUsedAt ?? null };
+}
+
+export function characterListForm(c: Character) {
+  return {
+    ...characterHead(c),
     preferred_aspect_ratio: c.preferredAspectRatio ?? null,
     tags: c.tags,
     reference_image_count: c.referenceImageCount,
     thumbnail_url: c.thumbnailUrl ?? null,
-    times_used: c.timesUsed,
-    created_at: c.createdAt,
-    updated_at: c.updatedAt,
-    last_used_at: c.lastUsedAt ?? null,
+    ...characterUsage(c),
   };
 }
 
 export function characterDetail(c: Character) {
   return {
-    id: c.id,
-    character_name: c.characterName,
-    description: c.description ?? null,
-    base_prompt: c.basePrompt,
-    negative_prompt: c.negativePrompt ?? null,
-    system_instruction: c.systemInstruction ?? null,
+    ...characterHead(c),
     reference_images: c.referenceImages.map((r) => ({ id: r.id, url: r.url, thumbnail_url: r.thumbnailUrl })),
     preferred_aspect_ratio: c.preferredAspectRatio ?? null,
     tags: c.tags,
-    times_used: c.timesUsed,
-    created_at: c.createdAt,
-    updated_at: c.updatedAt,
-    last_used_at: c.lastUsedAt ?? null,
+    ...characterUsage(c),
   };
 }
 
@@ -134,6 +171,11 @@ export function productListForm(p: Product) {
     fullUrl: p.fullUrl,
     thumbnailUrl: p.thumbnailUrl,
   };
+}
+
+/** The answer of a product update (PATCH /api/products/:identifier and the MCP tool): what can change. */
+export function productUpdateJson(p: Product) {
+  return { id: p.id, productName: p.productName, productDescription: p.productDescription ?? null, tags: p.tags, updatedAt: p.updatedAt };
 }
 
 export function productDetail(p: Product) {
@@ -218,7 +260,10 @@ export function sessionRecordJson(s: SessionSummary) {
   };
 }
 
-/** SPEC 2 "Execution"; logEntries only when the execution was read with its logs. */
+/**
+ * SPEC 2 "Execution"; logEntries only when the execution was read with its logs. Beyond the SPEC's fields:
+ * `error` (why a failed execution failed, else null), `modelId` and each log entry's `level`.
+ */
 export function executionJson(e: Execution, withLogs = false) {
   return {
     executionId: e.executionId,
@@ -232,8 +277,9 @@ export function executionJson(e: Execution, withLogs = false) {
     completedAt: e.completedAt ?? null,
     durationMs: e.durationMs ?? null,
     resultSummary: e.resultSummary ?? null,
-    ...(e.error ? { error: e.error } : {}),
-    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message })) } : {}),
+    error: e.error ?? null,
+    modelId: e.modelId || null,
+    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message, level: l.level })) } : {}),
   };
 }
 

@@ -66,7 +66,7 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     throw err;
   }
   const logger = createLogger(name, config.logLevel);
-  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs });
+  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
   setMetricsService(name);
   installCrashHandlers(logger);
 

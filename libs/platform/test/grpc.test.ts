@@ -1,7 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AppError, badRequest, quotaExceeded } from '../src/errors.js';
-import { bind, createClient, type Principal, type RunningGrpcServer, startGrpcServer } from '../src/grpc.js';
+import { bind, configureGrpcClients, createClient, type Principal, type RunningGrpcServer, startGrpcServer } from '../src/grpc.js';
 import { createLogger } from '../src/logger.js';
 
 // A hand-written JSON-serialized service definition, shaped like ts-proto's grpc-js output.
@@ -17,10 +18,13 @@ function jsonMethod<Req, Res>(path: string): MethodDefinition<Req, Res> {
   };
 }
 const EchoService = {
-  echo: jsonMethod<{ text: string }, { text: string; principal: Principal }>('/test.Echo/Echo'),
+  echo: jsonMethod<{ text: string }, { text: string; principal: Principal; callerContext?: string }>('/test.Echo/Echo'),
   fail: jsonMethod<{ kind: string }, object>('/test.Echo/Fail'),
   slow: jsonMethod<{ ms: number }, object>('/test.Echo/Slow'),
 };
+
+/** Only a handler run in the caller's own async context (an in-process call) can see the caller's store. */
+const callerContext = new AsyncLocalStorage<string>();
 
 let server: RunningGrpcServer;
 const calls: { method: string; code: number }[] = [];
@@ -30,7 +34,11 @@ beforeAll(async () => {
     onCall: (method, code) => calls.push({ method, code }),
     services: [
       bind(EchoService, {
-        echo: async (req, ctx) => ({ text: req.text, principal: ctx.principal }),
+        echo: async (req, ctx) => {
+          const text = req.text;
+          req.text = 'changed by the handler'; // must not reach the caller's object
+          return { text, principal: ctx.principal, callerContext: callerContext.getStore() };
+        },
         fail: async (req) => {
           if (req.kind === 'bad') throw badRequest('Invalid request payload', ['prompt is required']);
           if (req.kind === 'quota') throw quotaExceeded();
@@ -45,9 +53,18 @@ beforeAll(async () => {
     ],
   });
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  configureGrpcClients({ deadlineMs: 30_000, inProcess: true });
+  await server.stop();
+});
 
-describe('gRPC helpers', () => {
+// Every behaviour holds the same over the loopback socket and for a server in this same process.
+describe.each([
+  ['over the loopback socket', false],
+  ['in process', true],
+])('gRPC helpers, %s', (_how, inProcess) => {
+  beforeAll(() => configureGrpcClients({ deadlineMs: 30_000, inProcess }));
+
   const principal: Principal = {
     requestId: 'req-12345678',
     tenantId: 'acme',
@@ -62,6 +79,16 @@ describe('gRPC helpers', () => {
     const res = await client.echo({ text: 'hi' }, principal);
     expect(res.text).toBe('hi');
     expect(res.principal).toEqual(principal);
+    client.close();
+  });
+
+  test(inProcess ? 'takes the in-process path, copying the request' : 'takes the socket', async () => {
+    const client = createClient(EchoService, server.address);
+    const req = { text: 'mine' };
+    const res = await callerContext.run('caller', () => client.echo(req, principal));
+    expect(res.callerContext).toBe(inProcess ? 'caller' : undefined);
+    expect(req.text).toBe('mine');
+    expect(res.text).toBe('mine');
     client.close();
   });
 
@@ -88,6 +115,16 @@ describe('gRPC helpers', () => {
     expect(err.status).toBe(500);
     expect(err.body).toEqual({ error: 'Internal server error', requestId: 'req-12345678' });
     expect(JSON.stringify(err.body)).not.toContain('password');
+    client.close();
+  });
+
+  test('a request that cannot be serialized fails with 500, before any handler runs', async () => {
+    const client = createClient(EchoService, server.address);
+    const before = calls.length;
+    const err = (await client.echo({ text: 10n as unknown as string }, principal).catch((e) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.status).toBe(500);
+    expect(calls.length).toBe(before);
     client.close();
   });
 

@@ -1,12 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSignedCert } from '../../../test/support/tls.js';
 import { isPublicAddress, pinnedAgent, resolvePublicAddress, SafeFetchError, type SafeFetchOptions, safeFetch } from '../src/safe-fetch.js';
 
 // Real local servers; 127.0.0.1 is reachable only with allowLoopback (the test-only switch).
@@ -226,30 +224,10 @@ describe('safeFetch over https with a self-signed certificate', () => {
   let tlsPort: number;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'safe-fetch-tls-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    ca = await readFile(join(dir, 'cert.pem'));
-    tlsServer = https.createServer({ key: await readFile(join(dir, 'key.pem')), cert: ca }, handler);
+    const tls = selfSignedCert('safe-fetch-tls-');
+    dir = tls.dir;
+    ca = tls.cert;
+    tlsServer = https.createServer({ key: tls.key, cert: ca }, handler);
     await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
     tlsPort = (tlsServer.address() as AddressInfo).port;
   });

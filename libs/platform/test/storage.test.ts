@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.js';
-import { createFsStorage, createS3Storage, createStorage, type ObjectStorage, tenantKey } from '../src/storage/index.js';
+import { createFsStorage, createS3Storage, createStorage, isPlainKey, type ObjectStorage, tenantKey } from '../src/storage/index.js';
 
 // s3rver ships no type declarations; this is the slice the test uses.
 interface S3rverInstance {
@@ -147,6 +147,14 @@ describe.each([
 
   it('builds public URLs with encoded segments', () => {
     expect(storage.publicUrl('tenants/t1/a b.png')).toBe(backend.expectedUrl);
+  });
+
+  it('publicUrl of a plain key is plainKeyUrlPrefix + key (what SQL-built URLs rely on)', () => {
+    for (const key of ['tenants/t1/images/0b6f1c2e-4a1d-4f7e-9c55-1d2e3f4a5b6c.png', 'tenants/t_2/thumbnails/a~b-c.webp']) {
+      expect(isPlainKey(key)).toBe(true);
+      expect(storage.publicUrl(key)).toBe(storage.plainKeyUrlPrefix + key);
+    }
+    for (const key of ['tenants/t1/a b.png', 'tenants/t1/ünï.png', 'tenants/t1/a%2F.png']) expect(isPlainKey(key)).toBe(false);
   });
 
   it.each(BAD_KEYS.map((k) => [k.length > 40 ? `${k.slice(0, 10)}…(${k.length})` : JSON.stringify(k), k]))(

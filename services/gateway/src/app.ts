@@ -1,10 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { AppError, type Principal, type ServiceContext } from '@imagegen/platform';
+import { AppError, type Logger, lazyChildLogger, type Principal, type ServiceContext } from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import { registerAuth } from './auth.js';
 import { routeModules } from './routes/index.js';
 import { formatValidationErrors } from './validation.js';
@@ -45,6 +52,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ component: 'http' }),
     logController: new LogController({ disableRequestLogging: !ctx.config.logRequests }),
+    // Each request's child logger is made when the request first logs something (most never do).
+    childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts) as FastifyBaseLogger,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();
@@ -58,8 +67,9 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler() as never);
   app.decorateRequest('principal', null as unknown as Principal);
 
-  app.addHook('onSend', async (req, reply) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
+    done(null, payload);
   });
 
   app.setErrorHandler((err: FastifyError | AppError, req: FastifyRequest, reply: FastifyReply) => {

@@ -32,17 +32,8 @@ import type { GatewayDeps } from './app.js';
  * (Redis key prefix; default EVENTS_PREFIX), RATE_LIMIT_DISABLED=1 (no limits, no headers: load tests).
  */
 
-export interface RateLimitSettings {
-  disabled: boolean;
-  defaultPerMinute: number;
-  generationsPerMinute: number;
-  uploadsPerMinute: number;
-  oauthTokenPerMinute: number;
-  adminPerMinute: number;
-  adminLoginPerMinute: number;
-  windowMs: number;
-  prefix?: string;
-}
+/** Config.rateLimits plus the window every limit counts in. */
+export type RateLimitSettings = Config['rateLimits'] & { windowMs: number };
 
 export function rateLimitSettings(config: Config): RateLimitSettings {
   return { ...config.rateLimits, windowMs: 60_000 };

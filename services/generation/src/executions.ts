@@ -1,6 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
-import { appendLog, createExecution, executionExists, executionIdTaken, finishExecution, type NewExecution } from './store.js';
+import {
+  appendLogs,
+  createExecution,
+  executionExists,
+  executionIdTaken,
+  finishExecution,
+  type LogLine,
+  type NewExecution,
+} from './store.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -28,8 +36,13 @@ export async function withRequestedExecutionId<T>(sql: Sql, executionId: string 
  */
 export class ExecutionTracker {
   private finished = false;
-  /** Log writes are queued (in order) so the pipeline never waits for them; finishing drains the queue. */
+  /**
+   * Log lines wait in `pending` and are written in order, in batches, one write at a time (`queue`): the
+   * pipeline never waits for them, lines said while a write is in flight go out together in the next one,
+   * and finishing drains the queue first so the final line is always the last and counted.
+   */
   private queue: Promise<void> = Promise.resolve();
+  private pending: LogLine[] = [];
 
   private constructor(
     private readonly sql: Sql,
@@ -50,15 +63,24 @@ export class ExecutionTracker {
     return new ExecutionTracker(sql, e.executionId, e.tenantId, eventsPrefix, logger.child({ executionId: e.executionId }));
   }
 
-  async log(
+  /** Records a log line; resolves once it is stored (callers need not wait). Never rejects. */
+  log(
     message: string,
     opts: { level?: 'info' | 'warn' | 'error'; step?: string; progress?: number; modelId?: string } = {},
   ): Promise<void> {
-    if (this.finished) return;
+    if (this.finished) return Promise.resolve();
+    this.pending.push({ message, at: new Date(), ...opts });
+    if (this.pending.length === 1) this.queue = this.queue.then(() => this.flush());
+    return this.queue;
+  }
+
+  private async flush(): Promise<void> {
+    const lines = this.pending;
+    this.pending = [];
     try {
-      await appendLog(this.sql, this.tenantId, this.executionId, message, opts);
+      await appendLogs(this.sql, this.tenantId, this.executionId, lines);
     } catch (err) {
-      this.logger.warn({ err }, 'could not record execution log line');
+      this.logger.warn({ err, lines: lines.length }, 'could not record execution log lines');
     }
   }
 

@@ -89,26 +89,49 @@ export async function createExecution(sql: Sql, e: NewExecution): Promise<void> 
 }
 
 /** Appends a log line and, when given, moves progress and the current step (one round trip). */
-export async function appendLog(
-  sql: Sql,
-  tenantId: string,
-  executionId: string,
-  message: string,
-  opts: { level?: string; step?: string; progress?: number; modelId?: string } = {},
-): Promise<void> {
+/** One execution log line as the tracker collects it; `at` is when it was said, not when it was written. */
+export interface LogLine {
+  message: string;
+  at: Date;
+  level?: string;
+  step?: string;
+  progress?: number;
+  modelId?: string;
+}
+
+/**
+ * Appends log lines (in the given order) to a running execution in one statement, and moves its
+ * log_count, current step (the last line's step), progress (never backwards) and model id along.
+ * Lines of an execution that already finished are dropped: the final line is always the last.
+ */
+export async function appendLogs(sql: Sql, tenantId: string, executionId: string, lines: LogLine[]): Promise<void> {
+  if (lines.length === 0) return;
+  const lastOf = (pick: (l: LogLine) => string | undefined) =>
+    lines
+      .map(pick)
+      .filter((v) => v !== undefined)
+      .at(-1) ?? null;
+  const progress = lines.reduce<number | null>((m, l) => (l.progress === undefined ? m : Math.max(m ?? 0, l.progress)), null);
   await sql`
-    WITH l AS (
-      INSERT INTO execution_logs (execution_id, tenant_id, level, message)
-      VALUES (${executionId}, ${tenantId}, ${opts.level ?? 'info'}, ${message})
-      RETURNING execution_id
+    WITH running AS (
+      SELECT execution_id FROM executions
+      WHERE execution_id = ${executionId} AND tenant_id = ${tenantId} AND status = 'running'
+      FOR UPDATE
+    ), l AS (
+      INSERT INTO execution_logs (execution_id, tenant_id, logged_at, level, message)
+      SELECT running.execution_id, ${tenantId}, x.at, x.level, x.message
+      FROM running, unnest(${lines.map((l) => l.at.toISOString())}::timestamptz[], ${lines.map((l) => l.level ?? 'info')}::text[],
+        ${lines.map((l) => l.message)}::text[]) WITH ORDINALITY AS x(at, level, message, n)
+      ORDER BY x.n
+      RETURNING 1
     )
     UPDATE executions SET
-      log_count = log_count + 1,
+      log_count = log_count + (SELECT count(*) FROM l),
       updated_at = clock_timestamp(),
-      current_step = COALESCE(${opts.step ?? null}, current_step),
-      progress_percent = GREATEST(progress_percent, COALESCE(${opts.progress ?? null}::int, progress_percent)),
-      model_id = COALESCE(${opts.modelId ?? null}, model_id)
-    WHERE execution_id = (SELECT execution_id FROM l) AND tenant_id = ${tenantId} AND status = 'running'`;
+      current_step = COALESCE(${lastOf((l) => l.step)}, current_step),
+      progress_percent = GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)),
+      model_id = COALESCE(${lastOf((l) => l.modelId)}, model_id)
+    WHERE execution_id = (SELECT execution_id FROM running)`;
 }
 
 export interface Finish {

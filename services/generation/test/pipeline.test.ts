@@ -145,7 +145,7 @@ beforeAll(async () => {
     PROVA_MODEL_MAP: JSON.stringify({ 'provA-pro-image': 'custom-pro-upstream' }),
     LOG_LEVEL: 'silent',
   });
-  const logger = createLogger('gen-test', 'silent');
+  const logger = createLogger('gen-test', process.env.TEST_LOG_LEVEL ?? 'silent');
   const transport = createInProcessTransport({ logger });
   await transport.subscribe({
     durable: 'test',
@@ -320,8 +320,15 @@ describe('keys', () => {
       ['bad-a1', 401],
       ['sandbox-key-a2', 200],
     ]);
-    const logs = await gen.deps.sql`SELECT message FROM execution_logs WHERE execution_id = ${res.executionId} ORDER BY id`;
+    const logs = await gen.deps.sql`SELECT message, logged_at FROM execution_logs WHERE execution_id = ${res.executionId} ORDER BY id`;
     expect(logs.map((l) => l.message).join('\n')).toMatch(/provA key 1 of 2 refused \(auth, HTTP 401\); trying the next key/);
+    // Lines are stored in the order they were said (batched, never concurrently), the final one last, all counted.
+    expect(logs[0]?.message).toMatch(/^Generating 1 image/);
+    expect(logs.at(-1)?.message).toMatch(/^Completed: /);
+    const times = logs.map((l) => (l.logged_at as Date).getTime());
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+    const [exec] = await gen.deps.sql`SELECT log_count, current_step FROM executions WHERE execution_id = ${res.executionId}`;
+    expect(exec?.log_count).toBe(logs.length);
     // the next request starts with the second key
     await gen.pipeline.generate({ prompt: 'failover-a second' }, principal(t));
     expect((await sandboxRequests('?contains=failover-a%20second')).map((r) => r.apiKey)).toEqual(['sandbox-key-a2']);

@@ -1,13 +1,19 @@
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import { AppError } from '@imagegen/platform';
 import { describe, expect, it } from 'vitest';
-import { noAssetsComposer } from '../src/compose.js';
+import { checkAssetFields } from '../src/assets-composer.js';
+import type { Composer } from '../src/compose.js';
 import { closestRatio, MODEL_IDS, ratioOfSize, sizeProblems, tierOf } from '../src/models.js';
 import { defaultModelFor, validateGenerate } from '../src/validate.js';
 
 const ALL = { allowedModels: MODEL_IDS };
+/** Validation runs the composer's lookup-free checks only; composing is the pipeline's business. */
+const composer: Composer = {
+  check: checkAssetFields,
+  compose: () => Promise.reject(new Error('validation never composes')),
+};
 const run = (req: GenerateImagesRequest, tenant: { modelId?: string; allowedModels: string[] } = ALL, headerSessionId?: string) =>
-  validateGenerate(req, { tenant, headerSessionId, composer: noAssetsComposer });
+  validateGenerate(req, { tenant, headerSessionId, composer });
 const details = (req: GenerateImagesRequest, tenant?: { modelId?: string; allowedModels: string[] }, header?: string): string[] => {
   try {
     run(req, tenant, header);
@@ -209,23 +215,18 @@ describe('session and edits', () => {
     expect(run({ prompt: 'p', imageToEditId: 7 }).imageToEditId).toBe(7);
     expect(details({ prompt: 'p', imageToEditId: 0 })).toEqual(['image_to_edit_id must be a positive integer']);
   });
-  it('refuses saved-asset fields until saved assets exist, never ignoring them', () => {
+  it("reports the saved-asset fields' problems in the same 400 as every other rule", () => {
     const d = details({
       prompt: 'p',
       characterId: 1,
-      productIds: { values: [1] },
-      stylePresetName: 'x',
-      referenceImages: { values: [] },
-      referenceMode: 'style',
+      characterIds: { values: [1] },
+      productIds: { values: [] },
+      referenceMode: 'mix',
     });
-    expect(d).toHaveLength(5);
-    expect(d[0]).toMatch(/^character_id is not supported yet/);
-    expect(d.map((x) => x.split(' ')[0])).toEqual([
-      'character_id',
-      'product_ids',
-      'style_preset_name',
-      'reference_mode',
-      'reference_images',
+    expect(d).toEqual([
+      'character_id and character_ids cannot be combined',
+      'product_ids must have between 1 and 6 items',
+      'reference_mode must be one of: style, add',
     ]);
   });
   it('reports every problem at once', () => {

@@ -1,6 +1,15 @@
 import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSummary } from '@imagegen/contracts/library/v1/library';
-import { badRequest, type Handlers, notFound, type Principal, type ServiceContext, type Sql, validateKey } from '@imagegen/platform';
-import { type ImageListFilters, listImages } from './images/list-query.js';
+import {
+  badRequest,
+  type Handlers,
+  imageJson,
+  notFound,
+  type Principal,
+  type ServiceContext,
+  type Sql,
+  validateKey,
+} from '@imagegen/platform';
+import { type ImageListFilters, listImages, listImagesJson } from './images/list-query.js';
 import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages } from './images/store.js';
 import { storeImage } from './images/store-image.js';
 import { type ImageRow, toImageRecord } from './images/types.js';
@@ -117,8 +126,17 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
         isReference: req.isReference,
         sortBy: req.sortBy as ImageListFilters['sortBy'],
       };
-      const r = await listImages(sql, tenantOf(principal), filters, { limit: req.limit, offset: req.offset });
-      return { images: r.rows.map(record), total: r.total, limit: r.limit, offset: r.offset };
+      const page = { limit: req.limit, offset: req.offset };
+      if (req.asJson) {
+        const j = await listImagesJson(sql, tenantOf(principal), filters, page, ctx.storage.plainKeyUrlPrefix);
+        if (j.json !== undefined) return { images: [], pageJson: Buffer.from(j.json), total: j.total, limit: j.limit, offset: j.offset };
+      }
+      const r = await listImages(sql, tenantOf(principal), filters, page);
+      if (req.asJson) {
+        const pageJson = Buffer.from(JSON.stringify(r.rows.map((row) => imageJson(record(row)))));
+        return { images: [], pageJson, total: r.total, limit: r.limit, offset: r.offset };
+      }
+      return { images: r.rows.map(record), pageJson: Buffer.alloc(0), total: r.total, limit: r.limit, offset: r.offset };
     },
 
     async getImage(req, { principal }) {

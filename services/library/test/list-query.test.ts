@@ -1,3 +1,4 @@
+import { imageJson } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImageListFilters, listImages, normalizeFilters } from '../src/images/list-query.js';
 import { type LibraryHarness, startLibrary } from './support.js';
@@ -165,11 +166,66 @@ describe('listImages', () => {
   });
 
   it('the RPC applies the same filters', async () => {
-    const r = await h.client.listImages({ limit: 0, offset: 0, resolutionTiers: ['2k'], search: 'red', searchMode: 'all' }, h.principal(T));
+    const request = { limit: 0, offset: 0, resolutionTiers: ['2k'], search: 'red', searchMode: 'all', asJson: false };
+    const r = await h.client.listImages(request, h.principal(T));
     expect(r.images.map((i) => ids.indexOf(i.id))).toEqual([5, 1]);
     expect(r).toMatchObject({ total: 2, limit: 20, offset: 0 });
     expect(r.images[0]?.fullUrl).toBe(`http://files.test/files/tenants/${T}/images/6000.png`);
-    const none = await h.client.listImages({ limit: 5, offset: 0, resolutionTiers: [] }, h.principal('nobody'));
+    const none = await h.client.listImages({ limit: 5, offset: 0, resolutionTiers: [], asJson: false }, h.principal('nobody'));
     expect(none).toMatchObject({ images: [], total: 0, limit: 5 });
+
+    // as_json: the same page, already in its public JSON form (present.ts imageJson), and no records.
+    const asJson = await h.client.listImages({ ...request, asJson: true }, h.principal(T));
+    expect(asJson).toMatchObject({ images: [], total: 2, limit: 20, offset: 0 });
+    expect(JSON.parse(Buffer.from(asJson.pageJson).toString('utf8'))).toEqual(JSON.parse(JSON.stringify(r.images.map(imageJson))));
+    const noneJson = await h.client.listImages({ limit: 5, offset: 0, resolutionTiers: [], asJson: true }, h.principal('nobody'));
+    expect(Buffer.from(noneJson.pageJson).toString('utf8')).toBe('[]');
+  });
+});
+
+describe('as_json (the page rendered by PostgreSQL in its public form)', () => {
+  const J = 'tJson';
+  const page = async (tenant: string, extra: Record<string, unknown> = {}) => {
+    const base = { limit: 0, offset: 0, resolutionTiers: [], ...extra };
+    const records = await h.client.listImages({ ...base, asJson: false }, h.principal(tenant));
+    const json = await h.client.listImages({ ...base, asJson: true }, h.principal(tenant));
+    return {
+      expected: JSON.parse(JSON.stringify(records.images.map(imageJson))),
+      got: JSON.parse(Buffer.from(json.pageJson).toString('utf8')),
+      json,
+    };
+  };
+
+  it('equals imageJson of the records: microsecond timestamps, nulls, unicode, big sizes, filters', async () => {
+    const rows = [
+      { key: 'a', at: '2025-03-01T10:00:00.123999Z', negative: null, prompt: 'ünïcödé "quoted" \\ back\nline', size: 2 ** 40 },
+      { key: 'b', at: '2025-03-01T10:00:00.000001+02:00', negative: '', prompt: 'plain', size: 1 },
+      { key: 'c', at: '1999-12-31T23:59:59.999999Z', negative: 'dark', prompt: 'old', size: 5 },
+    ];
+    for (const r of rows) {
+      await h.sql`INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, width, height,
+          size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, created_at)
+        VALUES (${J}, 'sJ', ${`tenants/${J}/images/${r.key}.png`}, ${`tenants/${J}/thumbnails/${r.key}.webp`}, 'image/png', 'png',
+          3, 4, ${r.size}, 9, ${r.prompt}, ${r.negative}, 'generate', '3:4', ${r.at})`;
+    }
+    const all = await page(J);
+    expect(all.got).toHaveLength(3);
+    expect(all.got).toEqual(all.expected);
+    expect(Object.keys(all.got[0])).toEqual(Object.keys(all.expected[0])); // same field order too
+    expect(all.got[0].createdAt).toBe('2025-03-01T10:00:00.123Z');
+    expect(all.json).toMatchObject({ images: [], total: 3, limit: 20, offset: 0 });
+    const filtered = await page(J, { search: 'old', limit: 1 });
+    expect(filtered.got).toEqual(filtered.expected);
+    expect(filtered.json.total).toBe(1);
+  });
+
+  it('falls back to rendering from rows when a key is not plain (URL-encoded like publicUrl)', async () => {
+    await h.sql`INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, width, height,
+        size_bytes, thumbnail_size_bytes, prompt, operation, aspect_ratio)
+      VALUES ('tOdd', 's', 'tenants/tOdd/images/with space.png', 'tenants/tOdd/thumbnails/t.webp', 'image/png', 'png',
+        1, 1, 1, 1, 'odd', 'generate', '1:1')`;
+    const odd = await page('tOdd');
+    expect(odd.got).toEqual(odd.expected);
+    expect(odd.got[0].fullUrl).toMatch(/with%20space\.png$/);
   });
 });

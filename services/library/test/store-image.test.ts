@@ -223,7 +223,7 @@ describe('StoreImage', () => {
     const [t] = await h.sql`SELECT image_count FROM tenant_stats WHERE tenant_id = 'tMix'`;
     const [c] = await h.sql`SELECT count(*)::int AS n FROM images WHERE tenant_id = 'tMix'`;
     expect([s.image_count, Number(t.image_count), c.n]).toEqual([6, 6, 6]);
-    const list = await h.client.listImages({ limit: 0, offset: 0, resolutionTiers: [] }, p);
+    const list = await h.client.listImages({ limit: 0, offset: 0, resolutionTiers: [], asJson: false }, p);
     expect(list.total).toBe(6);
   });
 });

@@ -1,22 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { AppError, createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
+import { AppError, createDb, createLogger, createTestDatabase, freePort, migrate, type Sql } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import { buildOAuthApp } from '../src/app.js';
 import { createProvider, type Urls, urlsFor } from '../src/provider.js';
 import { loadSecrets } from '../src/secrets.js';
 
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
+export { freePort };
 
 export const keyFor = (type: 'live' | 'test' = 'live') => `sk_${type}_${randomBytes(24).toString('hex')}`;
 export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -1,3 +1,4 @@
+import { MODEL_IDS } from '@imagegen/platform';
 import type { RunningStack } from './stack.js';
 
 /**
@@ -15,14 +16,7 @@ export async function ensureDemoTenant(stack: RunningStack): Promise<{ tenantId:
       contact_email: 'demo@example.com',
       // Keys for the sandbox provider, which accepts any key that is not marked bad.
       provider_credentials: { provA: 'sandbox-provA-key', provB: 'sandbox-provB-key' },
-      allowed_models: [
-        'provA-flash-lite-image',
-        'provA-flash-image',
-        'provA-pro-image',
-        'provB-image-2',
-        'provB-image-2.5-flare',
-        'provB-image-2.5-sunburst',
-      ],
+      allowed_models: [...MODEL_IDS],
       api_keys: [{ key_name: 'demo test key', type: 'test' }],
     }),
   });

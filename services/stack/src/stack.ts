@@ -51,7 +51,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
   env.ADMIN_EMAIL ||= 'admin@localhost';
   env.ADMIN_PASSWORD ||= secrets.adminPassword;
   const config = loadConfig(env);
-  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs });
+  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
 
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {

@@ -1,13 +1,6 @@
-/** The six model ids of SPEC 1 "Models". */
-export const MODEL_IDS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-] as const;
-export type ModelId = (typeof MODEL_IDS)[number];
+import type { ModelId } from '@imagegen/platform';
+
+export { MODEL_IDS, type ModelId } from '@imagegen/platform';
 export const DEFAULT_MODEL: ModelId = 'provA-flash-lite-image';
 
 export const PROVIDERS = ['provA', 'provB'] as const;

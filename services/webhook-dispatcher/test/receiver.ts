@@ -1,10 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { selfSignedCert } from '../../../test/support/tls.js';
 
 export interface Received {
   path: string;
@@ -21,31 +19,10 @@ export type Behaviour = number | 'hang';
  * `caFile` is what the dispatcher must trust (WEBHOOK_CA_FILE).
  */
 export async function startReceiver() {
-  const dir = mkdtempSync(join(tmpdir(), 'webhook-rx-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
+  const tls = selfSignedCert('webhook-rx-');
   const received: Received[] = [];
   const behaviour = new Map<string, Behaviour | Behaviour[]>();
-  const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -64,7 +41,7 @@ export async function startReceiver() {
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    caFile: join(dir, 'cert.pem'),
+    caFile: tls.certFile,
     url: (path: string) => `https://localhost:${port}${path}`,
     received,
     on: (path: string) => received.filter((r) => r.path === path),
@@ -75,7 +52,7 @@ export async function startReceiver() {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(tls.dir, { recursive: true, force: true });
     },
   };
 }

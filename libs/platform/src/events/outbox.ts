@@ -31,14 +31,17 @@ export async function writeOutbox(tx: Sql | TransactionSql, event: OutboxEvent):
   const id = event.id ?? randomUUID();
   const headers = injectContext({ ...(event.headers ?? {}) });
   const payload = toBuffer(event.data);
+  // One statement: the row and the NOTIFY (a data-modifying CTE runs even though nothing reads it).
   if (event.schema) {
-    await tx`INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers)
-      VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})`;
-    await tx`SELECT pg_notify(${outboxChannel(event.schema)}, '')`;
+    await tx`WITH o AS (
+        INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers)
+        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})
+      ) SELECT pg_notify(${outboxChannel(event.schema)}, '')`;
   } else {
-    await tx`INSERT INTO outbox (id, subject, payload, headers)
-      VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})`;
-    await tx`SELECT pg_notify('outbox_' || current_schema(), '')`;
+    await tx`WITH o AS (
+        INSERT INTO outbox (id, subject, payload, headers)
+        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})
+      ) SELECT pg_notify('outbox_' || current_schema(), '')`;
   }
   return id;
 }

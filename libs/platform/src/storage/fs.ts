@@ -3,7 +3,7 @@ import { constants } from 'node:fs';
 import { access, type FileHandle, mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { contentTypeFromKey } from './content-type.js';
-import { encodeKeyPath, MAX_KEY_LENGTH, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
+import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
 import type { ObjectStorage, ObjectStream } from './types.js';
 
 export interface FsStorageOptions {
@@ -16,11 +16,6 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 const isMissing = (e: unknown): boolean => MISSING.has((e as NodeJS.ErrnoException)?.code ?? '');
 const isEnoent = (e: unknown): boolean => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
 
-/**
- * Keys that validateKey accepts and encodeKeyPath leaves unchanged (segments of unreserved URL
- * characters, none empty or starting with '.'; '..' is checked apart): publicUrl skips both for them.
- */
-const PLAIN_KEY = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$/;
 /** How many created directories put() remembers (it skips mkdir for them). */
 const MAX_KNOWN_DIRS = 10_000;
 
@@ -148,12 +143,11 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
       }
     },
 
+    // Plain keys (all the services make) skip validation and encoding: they need neither.
     publicUrl(key) {
-      if (typeof key === 'string' && key.length <= MAX_KEY_LENGTH && PLAIN_KEY.test(key) && !key.includes('..')) {
-        return `${base}/files/${key}`;
-      }
-      return `${base}/files/${encodeKeyPath(validateKey(key))}`;
+      return isPlainKey(key) ? `${base}/files/${key}` : `${base}/files/${encodeKeyPath(validateKey(key))}`;
     },
+    plainKeyUrlPrefix: `${base}/files/`,
 
     async healthy() {
       try {

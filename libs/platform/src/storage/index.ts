@@ -4,7 +4,7 @@ import { createS3Storage } from './s3.js';
 import type { ObjectStorage } from './types.js';
 
 export { createFsStorage, type FsStorageOptions } from './fs.js';
-export { MAX_KEY_LENGTH, tenantKey, validateKey } from './keys.js';
+export { isPlainKey, MAX_KEY_LENGTH, PLAIN_KEY_SQL, tenantKey, validateKey } from './keys.js';
 export { createS3Storage, type S3StorageOptions } from './s3.js';
 export type { ObjectStorage, ObjectStream } from './types.js';
 

@@ -29,6 +29,18 @@ export function tenantKey(tenantId: string, ...parts: string[]): string {
   return validateKey(`tenants/${tenantId}/${parts.join('/')}`);
 }
 
+/**
+ * Keys that validateKey accepts and encodeKeyPath leaves unchanged: segments of unreserved URL characters,
+ * none empty or starting with '.', and no '..' anywhere (checked apart: isPlainKey). Every key the services
+ * make is one. PLAIN_KEY_SQL is the same test as a PostgreSQL regular expression.
+ */
+export const PLAIN_KEY = /^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$/;
+export const PLAIN_KEY_SQL = '^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*$';
+
+export function isPlainKey(key: string): boolean {
+  return typeof key === 'string' && key.length <= MAX_KEY_LENGTH && PLAIN_KEY.test(key) && !key.includes('..');
+}
+
 /** The key as a URL path: each segment URI-encoded, slashes kept. */
 export function encodeKeyPath(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');

@@ -1,6 +1,6 @@
 import { Client } from 'minio';
 import { DEFAULT_CONTENT_TYPE } from './content-type.js';
-import { encodeKeyPath, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
+import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
 import type { ObjectStorage, ObjectStream } from './types.js';
 
 export interface S3StorageOptions {
@@ -112,8 +112,9 @@ export function createS3Storage(opts: S3StorageOptions): ObjectStorage {
     },
 
     publicUrl(key) {
-      return `${base}/${encodeKeyPath(validateKey(key))}`;
+      return isPlainKey(key) ? `${base}/${key}` : `${base}/${encodeKeyPath(validateKey(key))}`;
     },
+    plainKeyUrlPrefix: `${base}/`,
 
     async healthy() {
       try {

@@ -13,5 +13,7 @@ export interface ObjectStorage {
   delete(key: string): Promise<void>;
   deleteMany(keys: string[]): Promise<void>;
   publicUrl(key: string): string;
+  /** publicUrl(key) is this prefix followed by the key itself for every plain key (isPlainKey), e.g. for SQL to build URLs. */
+  readonly plainKeyUrlPrefix: string;
   healthy(): Promise<boolean>;
 }

@@ -1,8 +1,9 @@
 import { type GeneratedImage, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
-import { characterDetail, characterListForm, createClient, invalidPayload } from '@imagegen/platform';
+import { characterDetail, characterListForm, createClient, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { assetListQuery, assetListRequest, assetPagination, identifierParams, nullable, str } from './asset-schemas.js';
 
 /**
  * Characters (SPEC 4.2), snake_case. `:identifier` is the numeric id or the URL-encoded exact name.
@@ -10,7 +11,6 @@ import type { RouteModule } from '../app.js';
  * generation resolves the characters through AssetsService.ResolveGenerationAssets and records their use.
  */
 const TAGS = ['Characters'];
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
 
 const characterFields = {
   character_name: { type: 'string', minLength: 1, maxLength: 100 },
@@ -23,14 +23,7 @@ const characterFields = {
   tags: nullable('array', { maxItems: 20, items: { type: 'string', maxLength: 50 } }),
 };
 
-const identifierParams = {
-  type: 'object',
-  required: ['identifier'],
-  properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
-};
-
 type Body = Record<string, unknown>;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const ids = (v: unknown): number[] => (Array.isArray(v) ? (v as number[]) : []);
 const strs = (v: unknown): string[] => (Array.isArray(v) ? (v as string[]) : []);
 
@@ -63,23 +56,14 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'List characters',
-        querystring: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
-            search: { type: 'string', maxLength: 200 },
-            sort_by: { type: 'string', enum: ['name', 'created', 'used', 'recent'], default: 'name' },
-          },
-        },
+        querystring: assetListQuery,
       },
     },
     async (request) => {
-      const q = request.query as { limit: number; offset: number; search?: string; sort_by: string };
-      const res = await assets.listCharacters({ limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by }, request.principal);
+      const res = await assets.listCharacters(assetListRequest(request.query), request.principal);
       return {
         data: res.characters.map(characterListForm),
-        pagination: { total: res.total, limit: res.limit, offset: res.offset, hasMore: res.hasMore },
+        pagination: assetPagination(res),
       };
     },
   );
@@ -206,20 +190,7 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
         },
         request.principal,
       );
-      const img = res.images[0];
-      return {
-        data: {
-          imageId: img.recordId,
-          sessionId: res.sessionId,
-          fullUrl: img.fullUrl,
-          thumbnailUrl: img.thumbnailUrl,
-          width: img.width,
-          height: img.height,
-          prompt: img.prompt,
-          characterCount: characterIds.length,
-          message: `Generated an image with ${characterIds.length} characters`,
-        },
-      };
+      return { data: multiCharacterImageJson(res, characterIds.length) };
     },
   );
 

@@ -1,5 +1,5 @@
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
-import { AppError, type Principal } from '@imagegen/platform';
+import { AppError, executionJson, type Principal } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { generationClient } from './generation.js';
@@ -17,26 +17,6 @@ import { generationClient } from './generation.js';
  * The execution stream's final event has id 'final': an EventSource reconnecting with Last-Event-ID: final
  * gets 204 (which stops it) instead of a replay.
  */
-
-/** SPEC 2 "Execution" (camelCase); logEntries on detail and in session logs. */
-export function executionJson(e: Execution, withLogs: boolean) {
-  return {
-    executionId: e.executionId,
-    sessionId: e.sessionId,
-    toolName: e.toolName,
-    toolSource: e.toolSource,
-    status: e.status,
-    progressPercent: e.progressPercent,
-    currentStep: e.currentStep,
-    startedAt: e.startedAt,
-    completedAt: e.completedAt ?? null,
-    durationMs: e.durationMs ?? null,
-    resultSummary: e.resultSummary ?? null,
-    error: e.error ?? null,
-    modelId: e.modelId || null,
-    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message, level: l.level })) } : {}),
-  };
-}
 
 const DEFAULT_INTERVAL_MS = 1000;
 const DEFAULT_HEARTBEAT_MS = 15_000;

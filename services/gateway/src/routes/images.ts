@@ -1,5 +1,5 @@
 import { LibraryServiceService, type ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { createClient, imageDetailJson, imageJson, notFound, type ServiceContext } from '@imagegen/platform';
+import { createClient, imageDetailJson, MODEL_IDS, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { zipStream } from './images-zip.js';
@@ -9,14 +9,6 @@ import { zipStream } from './images-zip.js';
  * POST /api/images/download. POST /api/images (generate) lives in routes/generation.ts.
  */
 
-export const MODEL_IDS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
 export const MAX_BULK_DELETE = 20;
 export const MAX_DOWNLOAD_IDS = 100;
 
@@ -92,6 +84,7 @@ interface ListQuery {
 
 const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
 
+/** The library request for GET /api/images; the page comes back rendered (as_json). */
 function toListRequest(q: ListQuery): ListImagesRequest {
   return {
     limit: q.limit,
@@ -111,8 +104,11 @@ function toListRequest(q: ListQuery): ListImagesRequest {
     stylePresetId: q.stylePresetId,
     productReferenceId: q.productReferenceId,
     isReference: q.isReference,
+    asJson: true,
   };
 }
+
+const DATA_OPEN = Buffer.from('{"data":');
 
 // ---- ZIP download ----
 
@@ -135,9 +131,11 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         querystring: listQuery,
       },
     },
-    async (req) => {
+    async (req, reply) => {
+      // The library renders the page's JSON itself (as_json): no ImageRecords to decode and re-encode here.
       const r = await library.listImages(toListRequest(req.query as ListQuery), req.principal);
-      return { data: r.images.map(imageJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } };
+      const pagination = `,"pagination":{"total":${r.total},"limit":${r.limit},"offset":${r.offset}}}`;
+      return reply.type('application/json; charset=utf-8').send(Buffer.concat([DATA_OPEN, r.pageJson, Buffer.from(pagination)]));
     },
   );
 

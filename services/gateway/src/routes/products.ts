@@ -1,21 +1,14 @@
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { createClient, invalidPayload, productDetail, productListForm } from '@imagegen/platform';
+import { createClient, invalidPayload, productDetail, productImagesJson, productListForm, productUpdateJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { identifierParams, nullable, str } from './asset-schemas.js';
 
 /**
  * Products (SPEC 4.4), camelCase output, snake_case bodies. Create fetches product_url server-side
  * (SSRF-guarded) and stores the image and its thumbnail. `:identifier` is the id or the URL-encoded name.
  */
 const TAGS = ['Products'];
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
-const identifierParams = {
-  type: 'object',
-  required: ['identifier'],
-  properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
-};
-
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 const productsRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
@@ -138,15 +131,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         },
         request.principal,
       );
-      return {
-        data: {
-          id: p.id,
-          productName: p.productName,
-          productDescription: p.productDescription ?? null,
-          tags: p.tags,
-          updatedAt: p.updatedAt,
-        },
-      };
+      return { data: productUpdateJson(p) };
     },
   );
 
@@ -206,25 +191,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         },
         request.principal,
       );
-      const first = res.images[0];
-      return {
-        data: {
-          imageId: first.recordId,
-          sessionId: res.sessionId,
-          fullUrl: first.fullUrl,
-          thumbnailUrl: first.thumbnailUrl,
-          width: first.width,
-          height: first.height,
-          format: first.format,
-          sizeBytes: first.sizeBytes,
-          prompt: first.prompt,
-          productId: product.id,
-          productName: product.productName,
-          scenePrompt: b.scene_prompt,
-          images: res.images.map((i) => ({ id: i.recordId, url: i.fullUrl, thumbnail_url: i.thumbnailUrl })),
-          message: `Generated ${res.images.length} image${res.images.length === 1 ? '' : 's'} of ${product.productName}`,
-        },
-      };
+      return { data: productImagesJson(res, product, b.scene_prompt) };
     },
   );
 };

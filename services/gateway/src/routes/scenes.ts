@@ -2,6 +2,7 @@ import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { badRequest, createClient, sceneDetail, sceneListForm } from '@imagegen/platform';
 import type { FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { assetListQuery, assetListRequest, assetPagination, identifierParams, nullable, str } from './asset-schemas.js';
 
 /**
  * Scene presets (SPEC 4.5), camelCase output, snake_case bodies. A scene is also a "reference group" for
@@ -9,12 +10,6 @@ import type { RouteModule } from '../app.js';
  * Body problems answer 400 'Invalid scene preset payload' with details, as SPEC 7 says for scenes.
  */
 const TAGS = ['Scenes'];
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
-const identifierParams = {
-  type: 'object',
-  required: ['identifier'],
-  properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
-};
 
 const common = {
   description: nullable('string'),
@@ -27,7 +22,6 @@ const common = {
 };
 
 type Body = Record<string, unknown>;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
 
 /** Scene bodies are validated by hand so their problems carry the scene error text of SPEC 7. */
@@ -70,23 +64,14 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'List scene presets',
-        querystring: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
-            search: { type: 'string', maxLength: 200 },
-            sort_by: { type: 'string', enum: ['name', 'created', 'used', 'recent'], default: 'name' },
-          },
-        },
+        querystring: assetListQuery,
       },
     },
     async (request) => {
-      const q = request.query as { limit: number; offset: number; search?: string; sort_by: string };
-      const res = await assets.listScenes({ limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by }, request.principal);
+      const res = await assets.listScenes(assetListRequest(request.query), request.principal);
       return {
         data: res.scenes.map(sceneListForm),
-        pagination: { total: res.total, limit: res.limit, offset: res.offset, hasMore: res.hasMore },
+        pagination: assetPagination(res),
       };
     },
   );

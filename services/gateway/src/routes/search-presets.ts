@@ -1,6 +1,5 @@
-import { AssetsServiceService, type SearchPreset } from '@imagegen/contracts/library/v1/assets';
-import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
-import { badRequest, createClient } from '@imagegen/platform';
+import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
+import { badRequest, createClient, imageJson, searchPresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 
 /**
@@ -10,35 +9,6 @@ import type { RouteModule } from '../app.js';
  */
 const TAGS = ['Search presets'];
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
-
-export function searchPresetForm(p: SearchPreset) {
-  return {
-    id: p.id,
-    tenantId: p.tenantId,
-    presetName: p.presetName,
-    filters: JSON.parse(p.filtersJson || '{}') as Record<string, unknown>,
-    createdAt: p.createdAt,
-    updatedAt: p.updatedAt,
-  };
-}
-
-/** The Image list form of SPEC 2. */
-function imageListForm(i: ImageRecord) {
-  return {
-    id: i.id,
-    sessionId: i.sessionId,
-    fullUrl: i.fullUrl,
-    thumbnailUrl: i.thumbnailUrl,
-    width: i.width,
-    height: i.height,
-    sizeBytes: i.sizeBytes,
-    prompt: i.prompt,
-    negativePrompt: i.negativePrompt ?? null,
-    operation: i.operation,
-    aspectRatio: i.aspectRatio,
-    createdAt: i.createdAt,
-  };
-}
 
 const searchPresetRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
@@ -107,7 +77,7 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
       const q = request.query as { limit: number; offset: number };
       const res = await assets.runSearchPreset({ identifier: id, limit: q.limit, offset: q.offset }, request.principal);
       return {
-        data: res.images.map(imageListForm),
+        data: res.images.map(imageJson),
         pagination: { total: res.total, limit: res.limit, offset: res.offset },
         preset: res.preset ? searchPresetForm(res.preset) : null,
       };

@@ -1,17 +1,9 @@
 import type { ApiKeyRecord, ProviderPoolUpdate, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { badRequest } from '@imagegen/platform';
+import { badRequest, MODEL_IDS } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
 
 /** The six model ids of SPEC 1 "Models". */
-export const MODEL_IDS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
 const PROVIDERS = ['provA', 'provB'] as const;
 
 export function tenantJson(t: Tenant | undefined) {

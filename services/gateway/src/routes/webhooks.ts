@@ -1,5 +1,5 @@
 import { type Delivery, type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { badRequest, createClient, notFound } from '@imagegen/platform';
+import { badRequest, createClient, notFound, webhookJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenantSecurity } from '../auth.js';
 
@@ -16,24 +16,6 @@ import { tenantSecurity } from '../auth.js';
 const TAGS = ['Webhooks'];
 const EVENTS = ['quota.warning', 'quota.exceeded'];
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
-
-export function webhookForm(w: Webhook) {
-  return {
-    id: w.id,
-    url: w.url,
-    description: w.description ?? null,
-    events: w.events,
-    enabled: w.enabled,
-    disabledReason: w.disabledReason ?? null,
-    consecutiveFailures: w.consecutiveFailures,
-    lastDeliveryStatus: w.lastDeliveryStatus ?? null,
-    lastResponseStatus: w.lastResponseStatus ?? null,
-    lastDeliveryAt: w.lastDeliveryAt ?? null,
-    secretHint: w.secretHint,
-    createdAt: w.createdAt,
-    updatedAt: w.updatedAt,
-  };
-}
 
 export function deliveryForm(d: Delivery) {
   let payload: unknown = d.payload;
@@ -74,7 +56,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
 
   app.get('/api/webhooks', { schema: { tags: TAGS, summary: 'List webhook endpoints', security: tenantSecurity } }, async (request) => {
     const res = await webhooks.listWebhooks({}, request.principal);
-    return { data: res.webhooks.map(webhookForm) };
+    return { data: res.webhooks.map(webhookJson) };
   });
 
   app.post<{ Body: { url: string; events?: string[]; description?: string } }>(
@@ -101,7 +83,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     async (request, reply) => {
       const b = request.body;
       const res = await webhooks.createWebhook({ url: b.url, events: b.events ?? [], description: b.description }, request.principal);
-      return reply.status(201).send({ data: { ...webhookForm(res.webhook as Webhook), secret: res.secret } });
+      return reply.status(201).send({ data: { ...webhookJson(res.webhook as Webhook), secret: res.secret } });
     },
   );
 
@@ -110,7 +92,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     { schema: { tags: TAGS, summary: 'Get a webhook endpoint', params: idParams, security: tenantSecurity } },
     async (request) => {
       const id = webhookId((request.params as { id: string }).id);
-      return { data: webhookForm(await webhooks.getWebhook({ id }, request.principal)) };
+      return { data: webhookJson(await webhooks.getWebhook({ id }, request.principal)) };
     },
   );
 
@@ -144,7 +126,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
         { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
         request.principal,
       );
-      return { data: webhookForm(w) };
+      return { data: webhookJson(w) };
     },
   );
 

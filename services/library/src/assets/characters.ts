@@ -21,6 +21,7 @@ import {
 import {
   ASPECT_RATIOS,
   cleanTags,
+  findAsset,
   idArray,
   iso,
   isoOrUndef,
@@ -31,7 +32,6 @@ import {
   num,
   numArray,
   Problems,
-  parseIdentifier,
   strOrUndef,
   tenantOf,
 } from './common.js';
@@ -97,6 +97,13 @@ export const characterNotFound = (): AppError => notFound('Character not found')
 const duplicateName = (name: string): AppError =>
   conflict(`Character ${name} already exists for this tenant. Use a different name or update the existing character.`);
 
+const CHARACTERS = {
+  table: 'characters',
+  nameColumn: 'character_name',
+  fromDb: characterFromDb,
+  notFound: characterNotFound,
+};
+
 /** Looks a character up by id or exact name (a numeric identifier falls back to a name lookup). */
 export async function findCharacter(
   sql: Sql | TransactionSql,
@@ -104,15 +111,7 @@ export async function findCharacter(
   identifier: string,
   forUpdate = false,
 ): Promise<CharacterRow> {
-  const { id, name } = parseIdentifier(identifier);
-  const lock = forUpdate ? sql`FOR UPDATE` : sql``;
-  if (id !== undefined) {
-    const [r] = await sql`SELECT * FROM characters WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
-    if (r) return characterFromDb(r);
-  }
-  const [r] = await sql`SELECT * FROM characters WHERE tenant_id = ${tenantId} AND character_name = ${name} ${lock}`;
-  if (!r) throw characterNotFound();
-  return characterFromDb(r);
+  return findAsset(sql, CHARACTERS, tenantId, identifier, { forUpdate });
 }
 
 function validateBasePrompt(v: string | undefined | null): string {

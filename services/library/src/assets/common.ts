@@ -1,4 +1,4 @@
-import { type AppError, type CallContext, type ObjectStorage, unauthorized } from '@imagegen/platform';
+import { type AppError, type CallContext, type ObjectStorage, type Sql, type TransactionSql, unauthorized } from '@imagegen/platform';
 
 /** SPEC 8 "Text and collection limits" and the per-resource limits of SPEC 2. */
 export const LIMITS = {
@@ -54,6 +54,38 @@ export function parseIdentifier(identifier: string): { id?: number; name: string
   const s = String(identifier ?? '');
   if (/^\d{1,15}$/.test(s)) return { id: Number(s), name: s };
   return { name: s };
+}
+
+/** A table of named assets (characters, products, scenes, style presets) of the library schema. */
+export interface AssetTable<T> {
+  table: string;
+  nameColumn: string;
+  fromDb: (r: Record<string, unknown>) => T;
+  notFound: (identifier: string) => AppError;
+}
+
+/**
+ * Resolves an asset `:identifier` (SPEC 1, convention 7: the numeric id or the URL-encoded name, which the
+ * route has decoded) of the tenant: a numeric identifier is looked up as the id first and then as a name,
+ * anything else as an exact name (`byName`: only as a name). `forUpdate` locks the row.
+ */
+export async function findAsset<T>(
+  sql: Sql | TransactionSql,
+  assets: AssetTable<T>,
+  tenantId: string,
+  identifier: string,
+  opts: { forUpdate?: boolean; byName?: boolean } = {},
+): Promise<T> {
+  const { id, name } = opts.byName ? { id: undefined, name: identifier } : parseIdentifier(identifier);
+  const table = sql(assets.table);
+  const lock = opts.forUpdate ? sql`FOR UPDATE` : sql``;
+  if (id !== undefined) {
+    const [r] = await sql`SELECT * FROM ${table} WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
+    if (r) return assets.fromDb(r);
+  }
+  const [r] = await sql`SELECT * FROM ${table} WHERE tenant_id = ${tenantId} AND ${sql(assets.nameColumn)} = ${name} ${lock}`;
+  if (!r) throw assets.notFound(identifier);
+  return assets.fromDb(r);
 }
 
 /** Postgres bigint[] literal for a list of integer ids. */

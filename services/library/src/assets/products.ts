@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ImageDeleted, ImageStored } from '@imagegen/contracts/events/v1/events';
 import type {
   CreateProductRequest,
   DeleteAssetResponse,
@@ -20,13 +19,12 @@ import {
   notFound,
   type ObjectStorage,
   type Sql,
-  subjectFor,
   type TransactionSql,
   tenantKey,
-  writeOutbox,
 } from '@imagegen/platform';
+import { writeImageDeleted, writeImageStored } from '../images/events.js';
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
-import { iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, parseIdentifier, strOrUndef, tenantOf } from './common.js';
+import { findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { fetchImage } from './fetch-image.js';
 import type { QuotaGuard } from './quota.js';
 
@@ -101,16 +99,15 @@ const duplicateName = (name: string): AppError =>
   conflict(`Product with name ${name} already exists. Use a different name or update the existing product.`);
 const invalidUrl = (): AppError => badRequest('Product URL must be a valid HTTP or HTTPS URL');
 
+const PRODUCTS = {
+  table: 'products',
+  nameColumn: 'product_name',
+  fromDb: productFromDb,
+  notFound: productNotFound,
+};
+
 export async function findProduct(sql: Sql | TransactionSql, tenantId: string, identifier: string, forUpdate = false): Promise<ProductRow> {
-  const { id, name } = parseIdentifier(identifier);
-  const lock = forUpdate ? sql`FOR UPDATE` : sql``;
-  if (id !== undefined) {
-    const [r] = await sql`SELECT * FROM products WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
-    if (r) return productFromDb(r);
-  }
-  const [r] = await sql`SELECT * FROM products WHERE tenant_id = ${tenantId} AND product_name = ${name} ${lock}`;
-  if (!r) throw productNotFound();
-  return productFromDb(r);
+  return findAsset(sql, PRODUCTS, tenantId, identifier, { forUpdate });
 }
 
 /** Tags are one comma-separated string; every tag is at most 50 characters. */
@@ -133,34 +130,21 @@ function validateName(p: Problems, name: string | null | undefined): void {
  * and platform storage totals drop again when it goes. The event's image_id is the product id.
  */
 async function productStored(tx: TransactionSql, config: Config, tenantId: string, row: ProductRow, call: CallContext): Promise<void> {
-  await writeOutbox(tx, {
-    subject: subjectFor(config.eventsPrefix, 'library.image_stored'),
-    data: ImageStored.encode({
-      tenantId,
-      imageId: row.id,
-      sizeBytes: row.sizeBytes,
-      thumbnailSizeBytes: row.thumbnailSizeBytes,
-      modelId: '',
-      operation: 'product',
-      sessionId: call.principal.sessionId ?? '',
-      occurredAt: row.createdAt.toISOString(),
-      keyType: call.principal.keyType || 'live',
-    }).finish(),
+  await writeImageStored(tx, config.eventsPrefix, {
+    tenantId,
+    imageId: row.id,
+    sizeBytes: row.sizeBytes,
+    thumbnailSizeBytes: row.thumbnailSizeBytes,
+    createdAt: row.createdAt,
+    modelId: '',
+    operation: 'product',
+    sessionId: call.principal.sessionId ?? '',
+    keyType: call.principal.keyType || 'live',
   });
 }
 
 async function productDeleted(tx: TransactionSql, config: Config, tenantId: string, row: ProductRow): Promise<void> {
-  await writeOutbox(tx, {
-    subject: subjectFor(config.eventsPrefix, 'library.image_deleted'),
-    data: ImageDeleted.encode({
-      tenantId,
-      imageId: row.id,
-      sizeBytes: row.sizeBytes,
-      thumbnailSizeBytes: row.thumbnailSizeBytes,
-      occurredAt: new Date().toISOString(),
-      storedAt: row.createdAt.toISOString(),
-    }).finish(),
-  });
+  await writeImageDeleted(tx, config.eventsPrefix, { ...row, tenantId, imageId: row.id });
 }
 
 export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config: Config; quota: QuotaGuard; logger: Logger }) {

@@ -23,6 +23,7 @@ import { newSessionId } from '../sessions/store.js';
 import {
   ASPECT_RATIOS,
   cleanTags,
+  findAsset,
   idArray,
   iso,
   isoOrUndef,
@@ -33,7 +34,6 @@ import {
   num,
   numArray,
   Problems,
-  parseIdentifier,
   REFERENCE_MODES,
   strOrUndef,
   tenantOf,
@@ -101,16 +101,10 @@ const duplicateName = (name: string): AppError =>
   badRequest(`Scene preset ${name} already exists. Choose a different name or update the existing scene preset.`);
 const foreignReference = (id: number): AppError => badRequest(`Reference image ${id} not found or does not belong to this tenant`);
 
+const SCENES = { table: 'scenes', nameColumn: 'scene_name', fromDb: sceneFromDb, notFound: sceneNotFound };
+
 export async function findScene(sql: Sql | TransactionSql, tenantId: string, identifier: string, forUpdate = false): Promise<SceneRow> {
-  const { id, name } = parseIdentifier(identifier);
-  const lock = forUpdate ? sql`FOR UPDATE` : sql``;
-  if (id !== undefined) {
-    const [r] = await sql`SELECT * FROM scenes WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
-    if (r) return sceneFromDb(r);
-  }
-  const [r] = await sql`SELECT * FROM scenes WHERE tenant_id = ${tenantId} AND scene_name = ${name} ${lock}`;
-  if (!r) throw sceneNotFound(identifier);
-  return sceneFromDb(r);
+  return findAsset(sql, SCENES, tenantId, identifier, { forUpdate });
 }
 
 interface SceneFields {

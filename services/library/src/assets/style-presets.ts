@@ -17,7 +17,7 @@ import {
   type Sql,
   type TransactionSql,
 } from '@imagegen/platform';
-import { ASPECT_RATIOS, iso, isUniqueViolation, LIMITS, num, Problems, parseIdentifier, strOrUndef, tenantOf } from './common.js';
+import { ASPECT_RATIOS, findAsset, iso, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
 
 export interface StylePresetRow {
   id: number;
@@ -59,6 +59,13 @@ export function toStylePreset(row: StylePresetRow): StylePreset {
 export const stylePresetNotFound = (): AppError => notFound('Style preset not found');
 const duplicateName = (name: string): AppError => conflict(`Style preset with name ${name} already exists`);
 
+const STYLE_PRESETS = {
+  table: 'style_presets',
+  nameColumn: 'name',
+  fromDb: stylePresetFromDb,
+  notFound: stylePresetNotFound,
+};
+
 /** By id, or by exact name (style_preset_name of the generate request). */
 export async function findStylePreset(
   sql: Sql | TransactionSql,
@@ -66,15 +73,7 @@ export async function findStylePreset(
   identifier: string,
   opts: { forUpdate?: boolean; byName?: boolean } = {},
 ): Promise<StylePresetRow> {
-  const lock = opts.forUpdate ? sql`FOR UPDATE` : sql``;
-  const { id, name } = opts.byName ? { id: undefined, name: identifier } : parseIdentifier(identifier);
-  if (id !== undefined) {
-    const [r] = await sql`SELECT * FROM style_presets WHERE tenant_id = ${tenantId} AND id = ${id} ${lock}`;
-    if (r) return stylePresetFromDb(r);
-  }
-  const [r] = await sql`SELECT * FROM style_presets WHERE tenant_id = ${tenantId} AND name = ${name} ${lock}`;
-  if (!r) throw stylePresetNotFound();
-  return stylePresetFromDb(r);
+  return findAsset(sql, STYLE_PRESETS, tenantId, identifier, opts);
 }
 
 function validateName(v: string | null | undefined): string {

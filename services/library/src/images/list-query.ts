@@ -1,4 +1,4 @@
-import { invalidPayload, type Sql } from '@imagegen/platform';
+import { invalidPayload, MODEL_IDS, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 /**
@@ -35,14 +35,6 @@ export type ImageSort = 'newest' | 'oldest' | 'largest' | 'smallest';
 export const SEARCH_MODES = ['exact', 'all', 'any'] as const;
 export const SORTS: ImageSort[] = ['newest', 'oldest', 'largest', 'smallest'];
 export const RESOLUTION_TIERS = ['0.5k', '1k', '2k', '4k'];
-export const MODEL_IDS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 export const MAX_SEARCH_LENGTH = 200;
@@ -82,6 +74,50 @@ function parseDate(v: unknown, name: string, errors: string[]): { at?: Date; dat
 
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 
+// Field checks of normalizeFilters; each records its problem in `errors`.
+function str(errors: string[], v: unknown, name: string, max = 200): string | undefined {
+  if (isBlank(v)) return undefined;
+  if (typeof v !== 'string') {
+    errors.push(`${name} must be a string`);
+    return undefined;
+  }
+  if (v.length > max) errors.push(`${name} must be at most ${max} characters`);
+  return v;
+}
+function int(errors: string[], v: unknown, name: string): number | undefined {
+  if (isBlank(v)) return undefined;
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
+    errors.push(`${name} must be a positive integer`);
+    return undefined;
+  }
+  return n;
+}
+function size(errors: string[], v: unknown, name: string): number | undefined {
+  if (isBlank(v)) return undefined;
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
+    errors.push(`${name} must be a non-negative number`);
+    return undefined;
+  }
+  return n;
+}
+function bool(errors: string[], v: unknown, name: string): boolean | undefined {
+  if (isBlank(v)) return undefined;
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  errors.push(`${name} must be a boolean`);
+  return undefined;
+}
+function oneOf<T extends string>(errors: string[], v: unknown, name: string, allowed: readonly T[]): T | undefined {
+  if (isBlank(v)) return undefined;
+  if (typeof v !== 'string' || !allowed.includes(v as T)) {
+    errors.push(`${name} must be one of: ${allowed.join(', ')}`);
+    return undefined;
+  }
+  return v as T;
+}
+
 /**
  * Validates filters (from a query string already typed by the gateway, a search preset, or an MCP tool).
  * Returns problems as 'Invalid request payload' details; throws nothing.
@@ -89,52 +125,9 @@ const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilters; errors: string[] } {
   const errors: string[] = [];
   const out: NormalizedFilters = { searchMode: 'exact', toExclusive: false, sortBy: 'newest' };
-  const str = (v: unknown, name: string, max = 200): string | undefined => {
-    if (isBlank(v)) return undefined;
-    if (typeof v !== 'string') {
-      errors.push(`${name} must be a string`);
-      return undefined;
-    }
-    if (v.length > max) errors.push(`${name} must be at most ${max} characters`);
-    return v;
-  };
-  const int = (v: unknown, name: string): number | undefined => {
-    if (isBlank(v)) return undefined;
-    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
-      errors.push(`${name} must be a positive integer`);
-      return undefined;
-    }
-    return n;
-  };
-  const size = (v: unknown, name: string): number | undefined => {
-    if (isBlank(v)) return undefined;
-    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
-      errors.push(`${name} must be a non-negative number`);
-      return undefined;
-    }
-    return n;
-  };
-  const bool = (v: unknown, name: string): boolean | undefined => {
-    if (isBlank(v)) return undefined;
-    if (v === true || v === 'true') return true;
-    if (v === false || v === 'false') return false;
-    errors.push(`${name} must be a boolean`);
-    return undefined;
-  };
-  const oneOf = <T extends string>(v: unknown, name: string, allowed: readonly T[]): T | undefined => {
-    if (isBlank(v)) return undefined;
-    if (typeof v !== 'string' || !allowed.includes(v as T)) {
-      errors.push(`${name} must be one of: ${allowed.join(', ')}`);
-      return undefined;
-    }
-    return v as T;
-  };
-
-  const search = str(f.search, 'search', MAX_SEARCH_LENGTH);
+  const search = str(errors, f.search, 'search', MAX_SEARCH_LENGTH);
   if (search !== undefined && search.trim() !== '') out.search = search.trim();
-  out.searchMode = oneOf(f.searchMode, 'searchMode', SEARCH_MODES) ?? 'exact';
+  out.searchMode = oneOf(errors, f.searchMode, 'searchMode', SEARCH_MODES) ?? 'exact';
   const from = parseDate(f.dateFrom, 'dateFrom', errors);
   const to = parseDate(f.dateTo, 'dateTo', errors);
   out.from = from.at;
@@ -145,16 +138,16 @@ export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilt
     out.toExclusive = true;
   }
   if (out.from && to.at && out.from.getTime() > to.at.getTime()) errors.push('dateFrom must not be after dateTo');
-  out.aspectRatio = str(f.aspectRatio, 'aspectRatio', 20);
-  out.operationType = str(f.operationType, 'operationType', 50);
-  out.minSize = size(f.minSize, 'minSize');
-  out.maxSize = size(f.maxSize, 'maxSize');
+  out.aspectRatio = str(errors, f.aspectRatio, 'aspectRatio', 20);
+  out.operationType = str(errors, f.operationType, 'operationType', 50);
+  out.minSize = size(errors, f.minSize, 'minSize');
+  out.maxSize = size(errors, f.maxSize, 'maxSize');
   if (out.minSize !== undefined && out.maxSize !== undefined && out.minSize > out.maxSize) {
     errors.push('minSize must not be greater than maxSize');
   }
-  out.sessionId = str(f.sessionId, 'sessionId', 200);
-  out.hasNegativePrompt = bool(f.hasNegativePrompt, 'hasNegativePrompt');
-  out.modelId = oneOf(f.modelId, 'modelId', MODEL_IDS);
+  out.sessionId = str(errors, f.sessionId, 'sessionId', 200);
+  out.hasNegativePrompt = bool(errors, f.hasNegativePrompt, 'hasNegativePrompt');
+  out.modelId = oneOf(errors, f.modelId, 'modelId', MODEL_IDS);
   if (!isBlank(f.resolutionTier)) {
     const raw = Array.isArray(f.resolutionTier) ? f.resolutionTier.join(',') : f.resolutionTier;
     if (typeof raw !== 'string') errors.push('resolutionTier must be a string');
@@ -169,73 +162,106 @@ export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilt
       } else out.resolutionTiers = [...new Set(tiers)];
     }
   }
-  out.stylePresetId = int(f.stylePresetId, 'stylePresetId');
-  out.productReferenceId = int(f.productReferenceId, 'productReferenceId');
-  out.isReference = bool(f.isReference, 'isReference');
-  out.sortBy = oneOf(f.sortBy, 'sortBy', SORTS) ?? 'newest';
+  out.stylePresetId = int(errors, f.stylePresetId, 'stylePresetId');
+  out.productReferenceId = int(errors, f.productReferenceId, 'productReferenceId');
+  out.isReference = bool(errors, f.isReference, 'isReference');
+  out.sortBy = oneOf(errors, f.sortBy, 'sortBy', SORTS) ?? 'newest';
   return { filters: out, errors };
 }
 
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-type Fragment = any;
-
-function join(sql: Sql, parts: Fragment[], sep: 'AND' | 'OR'): Fragment {
-  return parts.reduce((acc, p) => (sep === 'AND' ? sql`${acc} AND ${p}` : sql`${acc} OR ${p}`));
+/**
+ * Query text with `$n` placeholders and its values. The gallery queries are built as text and run with
+ * `sql.unsafe(text, values, { prepare: true })`: composing them from postgres.js fragments cost ~15% of the
+ * CPU of a whole GET /api/images request (issue 4 benchmark). Only constant SQL is concatenated; every value
+ * is a parameter.
+ */
+class QueryParams {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
 }
 
-/** `WHERE ...` fragment: the tenant plus every given filter. */
-export function imageWhere(sql: Sql, tenantId: string, f: NormalizedFilters) {
-  const c: Fragment[] = [sql`tenant_id = ${tenantId}`];
+/** `WHERE ...`: the tenant (always $1) plus every given filter. */
+function imageWhere(p: QueryParams, tenantId: string, f: NormalizedFilters): string {
+  const c: string[] = [`tenant_id = ${p.add(tenantId)}`];
   if (f.search) {
-    if (f.searchMode === 'exact') c.push(sql`prompt ILIKE ${likePattern(f.search)}`);
+    if (f.searchMode === 'exact') c.push(`prompt ILIKE ${p.add(likePattern(f.search))}`);
     else {
       const words = [...new Set(f.search.split(/\s+/).filter(Boolean))].slice(0, 20);
       if (words.length > 0) {
-        const w = words.map((word) => sql`prompt ILIKE ${likePattern(word)}`);
-        c.push(sql`(${join(sql, w, f.searchMode === 'all' ? 'AND' : 'OR')})`);
+        const w = words.map((word) => `prompt ILIKE ${p.add(likePattern(word))}`);
+        c.push(`(${w.join(f.searchMode === 'all' ? ' AND ' : ' OR ')})`);
       }
     }
   }
-  if (f.from) c.push(sql`created_at >= ${f.from}`);
-  if (f.to) c.push(f.toExclusive ? sql`created_at < ${f.to}` : sql`created_at <= ${f.to}`);
-  if (f.aspectRatio) c.push(sql`aspect_ratio = ${f.aspectRatio}`);
-  if (f.operationType) c.push(sql`operation = ${f.operationType}`);
-  if (f.minSize !== undefined) c.push(sql`size_bytes >= ${f.minSize}`);
-  if (f.maxSize !== undefined) c.push(sql`size_bytes <= ${f.maxSize}`);
-  if (f.sessionId) c.push(sql`session_id = ${f.sessionId}`);
-  if (f.hasNegativePrompt === true) c.push(sql`negative_prompt IS NOT NULL AND negative_prompt <> ''`);
-  if (f.hasNegativePrompt === false) c.push(sql`(negative_prompt IS NULL OR negative_prompt = '')`);
-  if (f.modelId) c.push(sql`model_id = ${f.modelId}`);
-  if (f.resolutionTiers?.length) c.push(sql`resolution_tier = ANY(${f.resolutionTiers}::text[])`);
-  if (f.stylePresetId !== undefined) c.push(sql`style_preset_id = ${f.stylePresetId}`);
-  if (f.productReferenceId !== undefined) c.push(sql`product_reference_id = ${f.productReferenceId}`);
-  if (f.isReference !== undefined) c.push(sql`is_reference = ${f.isReference}`);
-  return sql`WHERE ${join(sql, c, 'AND')}`;
+  if (f.from) c.push(`created_at >= ${p.add(f.from)}`);
+  if (f.to) c.push(f.toExclusive ? `created_at < ${p.add(f.to)}` : `created_at <= ${p.add(f.to)}`);
+  if (f.aspectRatio) c.push(`aspect_ratio = ${p.add(f.aspectRatio)}`);
+  if (f.operationType) c.push(`operation = ${p.add(f.operationType)}`);
+  if (f.minSize !== undefined) c.push(`size_bytes >= ${p.add(f.minSize)}`);
+  if (f.maxSize !== undefined) c.push(`size_bytes <= ${p.add(f.maxSize)}`);
+  if (f.sessionId) c.push(`session_id = ${p.add(f.sessionId)}`);
+  if (f.hasNegativePrompt === true) c.push(`negative_prompt IS NOT NULL AND negative_prompt <> ''`);
+  if (f.hasNegativePrompt === false) c.push(`(negative_prompt IS NULL OR negative_prompt = '')`);
+  if (f.modelId) c.push(`model_id = ${p.add(f.modelId)}`);
+  if (f.resolutionTiers?.length) c.push(`resolution_tier = ANY(${p.add(f.resolutionTiers)}::text[])`);
+  if (f.stylePresetId !== undefined) c.push(`style_preset_id = ${p.add(f.stylePresetId)}`);
+  if (f.productReferenceId !== undefined) c.push(`product_reference_id = ${p.add(f.productReferenceId)}`);
+  if (f.isReference !== undefined) c.push(`is_reference = ${p.add(f.isReference)}`);
+  return `WHERE ${c.join(' AND ')}`;
 }
 
-export function imageOrderBy(sql: Sql, sortBy: ImageSort) {
-  switch (sortBy) {
-    case 'oldest':
-      return sql`ORDER BY created_at ASC, id ASC`;
-    case 'largest':
-      return sql`ORDER BY size_bytes DESC, id DESC`;
-    case 'smallest':
-      return sql`ORDER BY size_bytes ASC, id ASC`;
-    default:
-      return sql`ORDER BY created_at DESC, id DESC`;
-  }
-}
+const ORDER_BY: Record<ImageSort, string> = {
+  newest: 'ORDER BY created_at DESC, id DESC',
+  oldest: 'ORDER BY created_at ASC, id ASC',
+  largest: 'ORDER BY size_bytes DESC, id DESC',
+  smallest: 'ORDER BY size_bytes ASC, id ASC',
+};
 
 /** True when no filter narrows the tenant's images (sorting does not count). */
 export function isUnfiltered(f: NormalizedFilters): boolean {
-  return Object.entries(f).every(([k, v]) => k === 'searchMode' || k === 'sortBy' || k === 'toExclusive' || v === undefined);
+  for (const k in f) {
+    if (k !== 'searchMode' && k !== 'sortBy' && k !== 'toExclusive' && f[k as keyof NormalizedFilters] !== undefined) return false;
+  }
+  return true;
 }
 
 export function clampPage(limit?: number, offset?: number): { limit: number; offset: number } {
   const l = !limit || limit < 1 ? DEFAULT_LIMIT : Math.min(Math.trunc(limit), MAX_LIMIT);
   const o = !offset || offset < 0 ? 0 : Math.trunc(offset);
   return { limit: l, offset: o };
+}
+
+interface PageQuery {
+  filters: NormalizedFilters;
+  params: QueryParams;
+  /** `FROM images WHERE ... ORDER BY ... LIMIT ... OFFSET ...` */
+  from: string;
+  order: string;
+  /** The total matching count as a scalar subquery. */
+  total: string;
+  limit: number;
+  offset: number;
+}
+
+/** Validated filters and paging as SQL text; throws 400 'Invalid request payload' with details. */
+function pageQuery(tenantId: string, filters: ImageListFilters, page: { limit?: number; offset?: number }): PageQuery {
+  const { filters: f, errors } = normalizeFilters(filters);
+  if (errors.length > 0) throw invalidPayload(errors);
+  const { limit, offset } = clampPage(page.limit, page.offset);
+  const params = new QueryParams();
+  const where = imageWhere(params, tenantId, f);
+  const order = ORDER_BY[f.sortBy];
+  // Unfiltered (the common gallery view): the total is the tenant's counter row ($1 is the tenant), not a count.
+  const total = isUnfiltered(f)
+    ? 'COALESCE((SELECT image_count FROM tenant_stats WHERE tenant_id = $1), 0)::int'
+    : `(SELECT count(*)::int FROM images ${where})`;
+  const from = `FROM images ${where} ${order} LIMIT ${params.add(limit)} OFFSET ${params.add(offset)}`;
+  return { filters: f, params, from, order, total, limit, offset };
 }
 
 /**
@@ -253,23 +279,59 @@ export async function listImages(
   filters: ImageListFilters,
   page: { limit?: number; offset?: number } = {},
 ): Promise<{ rows: ImageRow[]; total: number; limit: number; offset: number }> {
-  const { filters: f, errors } = normalizeFilters(filters);
-  if (errors.length > 0) throw invalidPayload(errors);
-  const { limit, offset } = clampPage(page.limit, page.offset);
-  const where = imageWhere(sql, tenantId, f);
-  // Unfiltered (the common gallery view): the total is the tenant's counter row, not a count.
-  const total = isUnfiltered(f)
-    ? sql`COALESCE((SELECT image_count FROM tenant_stats WHERE tenant_id = ${tenantId}), 0)::int`
-    : sql`(SELECT count(*)::int FROM images ${where})`;
-  const [r] = await sql`
-    WITH page AS (
-      SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM images ${where} ${imageOrderBy(sql, f.sortBy)} LIMIT ${limit} OFFSET ${offset}
-    )
-    SELECT ${total} AS total, (SELECT json_agg(page ${imageOrderBy(sql, f.sortBy)})::text FROM page) AS page`;
+  const q = pageQuery(tenantId, filters, page);
+  const [r] = await sql.unsafe(
+    `WITH page AS (SELECT ${IMAGE_COLUMNS} ${q.from})
+    SELECT ${q.total} AS total, json_agg(page ${q.order})::text AS page FROM page`,
+    q.params.values as never[],
+    { prepare: true },
+  );
   const list: Record<string, unknown>[] = r?.page ? JSON.parse(r.page as string) : [];
   const images = list.map((row) => {
     row.created_at = new Date(row.created_at as string);
     return rowFromDb(row);
   });
-  return { rows: images, total: Number(r?.total ?? 0), limit, offset };
+  return { rows: images, total: Number(r?.total ?? 0), limit: q.limit, offset: q.offset };
+}
+
+/**
+ * The same page already in its public JSON form (SPEC 2 image list item: present.ts imageJson), built by
+ * PostgreSQL as one text value that is passed on without being parsed: the gallery's hot path. URLs are
+ * `urlPrefix` + key (ObjectStorage.plainKeyUrlPrefix), valid for plain keys (isPlainKey); `json` is
+ * undefined when a key on the page is not plain (the caller renders that page from rows instead), which
+ * no key the services make is. createdAt has millisecond precision in UTC, like Date.toISOString.
+ * One aggregate over the page (not a subquery per column), and each item a row with aliased columns rather
+ * than json_build_object: each cut PostgreSQL's time per call by about a quarter.
+ */
+export async function listImagesJson(
+  sql: Sql,
+  tenantId: string,
+  filters: ImageListFilters,
+  page: { limit?: number; offset?: number },
+  urlPrefix: string,
+): Promise<{ json?: string; total: number; limit: number; offset: number }> {
+  const q = pageQuery(tenantId, filters, page);
+  const prefix = q.params.add(urlPrefix);
+  const plainKey = q.params.add(PLAIN_KEY_SQL);
+  const [r] = await sql.unsafe(
+    `WITH page AS (
+      SELECT id, session_id, object_key, thumbnail_key, width, height, size_bytes, prompt, negative_prompt, operation,
+        aspect_ratio, created_at
+      ${q.from}
+    )
+    SELECT ${q.total} AS total,
+      bool_and(object_key ~ ${plainKey} AND thumbnail_key ~ ${plainKey}
+        AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0) AS plain,
+      COALESCE(json_agg((
+        SELECT r FROM (SELECT id, session_id AS "sessionId", ${prefix} || object_key AS "fullUrl",
+          ${prefix} || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
+          negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
+          to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt") r
+      ) ${q.order}), '[]')::text AS page
+    FROM page`,
+    q.params.values as never[],
+    { prepare: true },
+  );
+  const plain = r?.plain !== false;
+  return { json: plain ? (r?.page as string) : undefined, total: Number(r?.total ?? 0), limit: q.limit, offset: q.offset };
 }

@@ -1,16 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ImageStored } from '@imagegen/contracts/events/v1/events';
-import {
-  badRequest,
-  type Config,
-  invalidPayload,
-  type Logger,
-  type ObjectStorage,
-  type Sql,
-  subjectFor,
-  tenantKey,
-  writeOutbox,
-} from '@imagegen/platform';
+import { badRequest, type Config, invalidPayload, type Logger, type ObjectStorage, type Sql, tenantKey } from '@imagegen/platform';
 import sharp, { type Metadata } from 'sharp';
 import {
   adjustSessionCount,
@@ -21,6 +10,7 @@ import {
   sessionImageCount,
   validateSessionId,
 } from '../sessions/store.js';
+import { writeImageStored } from './events.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
@@ -168,20 +158,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
         adjustSessionCount(tx, tenantId, sessionId, 1),
       ]);
       const row = rowFromDb(r as Record<string, unknown>);
-      await writeOutbox(tx, {
-        subject: subjectFor(config.eventsPrefix, 'library.image_stored'),
-        data: ImageStored.encode({
-          tenantId,
-          imageId: row.id,
-          sizeBytes: row.sizeBytes,
-          thumbnailSizeBytes: row.thumbnailSizeBytes,
-          modelId: row.modelId,
-          operation: row.operation,
-          sessionId,
-          occurredAt: row.createdAt.toISOString(),
-          keyType: row.keyType,
-        }).finish(),
-      });
+      await writeImageStored(tx, config.eventsPrefix, { ...row, imageId: row.id, tenantId, sessionId });
       return row;
     });
   } catch (err) {

@@ -1,6 +1,6 @@
-import { ImageDeleted } from '@imagegen/contracts/events/v1/events';
-import { type Config, type Logger, notFound, type ObjectStorage, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
+import { type Config, type Logger, notFound, type ObjectStorage, type Sql } from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
+import { writeImageDeleted } from './events.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
@@ -85,17 +85,7 @@ export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number
     const [r] = await tx`DELETE FROM images WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
     if (!r) throw imageNotFound();
     const deleted = rowFromDb(r as Record<string, unknown>);
-    await writeOutbox(tx, {
-      subject: subjectFor(deps.config.eventsPrefix, 'library.image_deleted'),
-      data: ImageDeleted.encode({
-        tenantId,
-        imageId: deleted.id,
-        sizeBytes: deleted.sizeBytes,
-        thumbnailSizeBytes: deleted.thumbnailSizeBytes,
-        occurredAt: new Date().toISOString(),
-        storedAt: deleted.createdAt.toISOString(),
-      }).finish(),
-    });
+    await writeImageDeleted(tx, deps.config.eventsPrefix, { ...deleted, imageId: deleted.id });
     return deleted;
   });
   try {

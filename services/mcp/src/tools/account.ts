@@ -2,11 +2,10 @@ import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imag
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { AppError, executionJson, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '@imagegen/platform';
+import { AppError, executionJson, MODEL_IDS, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, s, type ToolImage } from './framework.js';
 import { thumbnailsOf } from './generation-run.js';
-import { MODEL_IDS } from './images.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const executionId = () => z.string().min(1).max(100).describe('Execution id (executionId of a generation result)');

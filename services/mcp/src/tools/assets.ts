@@ -4,7 +4,6 @@ import {
   CreateSearchPresetRequest,
   CreateStylePresetRequest,
   ListProductsRequest,
-  ListScenesRequest,
   ListStylePresetsRequest,
   RunSearchPresetRequest,
   UpdateProductRequest,
@@ -15,7 +14,9 @@ import {
   imageJson,
   invalidPayload,
   productDetail,
+  productImagesJson,
   productListForm,
+  productUpdateJson,
   sceneDetail,
   sceneListForm,
   searchPresetForm,
@@ -23,12 +24,9 @@ import {
 } from '@imagegen/platform';
 import { z } from 'zod';
 import { scenePromptWithDetails } from './characters.js';
+import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
 import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
-
-const presentOf = (args: Record<string, unknown>, fields: string[]) => fields.filter((f) => args[f] !== undefined);
-const orUndef = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
-const sortBy = z.enum(['name', 'created', 'used', 'recent']).optional().describe('name (default), created, used, recent');
 
 // ---- products (SPEC 4.4) ----
 
@@ -56,17 +54,13 @@ const listProducts = defineTool({
   },
 });
 
-const getProduct = defineTool({
+const getProduct = getTool({
   name: 'get_product',
   description: 'Get a saved product by id or name.',
   scopes: ['products:read'],
-  input: { identifier: s.identifier('Product') },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    return {
-      data: { data: productDetail(await ctx.deps.clients.assets.getProduct({ identifier: idString(args.identifier) }, ctx.principal)) },
-    };
-  },
+  address: { identifier: 'Product' },
+  get: (assets, req, principal) => assets.getProduct(req, principal),
+  form: productDetail,
 });
 
 const createProduct = defineTool({
@@ -133,30 +127,16 @@ const updateProduct = defineTool({
       }),
       ctx.principal,
     );
-    return {
-      data: {
-        data: {
-          id: p.id,
-          productName: p.productName,
-          productDescription: p.productDescription ?? null,
-          tags: p.tags,
-          updatedAt: p.updatedAt,
-        },
-      },
-    };
+    return { data: { data: productUpdateJson(p) } };
   },
 });
 
-const deleteProduct = defineTool({
+const deleteProduct = deleteTool({
   name: 'delete_product',
   description: 'Delete a product and its stored image (generated images stay).',
   scopes: ['products:manage'],
-  input: { identifier: s.identifier('Product') },
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  async run(args, ctx) {
-    await ctx.deps.clients.assets.deleteProduct({ identifier: idString(args.identifier) }, ctx.principal);
-    return { data: { data: { deleted: true } } };
-  },
+  address: { identifier: 'Product' },
+  del: (assets, req, principal) => assets.deleteProduct(req, principal),
 });
 
 const generateProductImage = defineTool({
@@ -194,28 +174,9 @@ const generateProductImage = defineTool({
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },
         );
-        const first = res.images[0];
         return {
           executionId: res.executionId,
-          data: {
-            data: {
-              imageId: first.recordId,
-              sessionId: res.sessionId,
-              fullUrl: first.fullUrl,
-              thumbnailUrl: first.thumbnailUrl,
-              width: first.width,
-              height: first.height,
-              format: first.format,
-              sizeBytes: first.sizeBytes,
-              prompt: first.prompt,
-              productId: product.id,
-              productName: product.productName,
-              scenePrompt: args.scene_prompt,
-              images: res.images.map((i) => ({ id: i.recordId, url: i.fullUrl, thumbnail_url: i.thumbnailUrl })),
-              message: `Generated ${res.images.length} image${res.images.length === 1 ? '' : 's'} of ${product.productName}`,
-            },
-            executionId: res.executionId,
-          },
+          data: { data: productImagesJson(res, product, args.scene_prompt), executionId: res.executionId },
           images: await thumbnailsOfGenerated({ ...ctx, principal }, res.images),
         };
       },
@@ -225,44 +186,22 @@ const generateProductImage = defineTool({
 
 // ---- scenes (SPEC 4.5) ----
 
-const listScenes = defineTool({
+const listScenes = listTool({
   name: 'list_scenes',
   description: 'List saved scenes (search by name, sort by name, created, used or recent).',
   scopes: ['styles:read'],
-  input: {
-    limit: s.limit(50, 100),
-    offset: s.offset(),
-    search: z.string().min(1).max(200).optional().describe('Name search'),
-    sort_by: sortBy,
-  },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    const r = await ctx.deps.clients.assets.listScenes(
-      ListScenesRequest.fromPartial({
-        limit: args.limit ?? 50,
-        offset: args.offset ?? 0,
-        search: args.search,
-        sortBy: args.sort_by ?? 'name',
-      }),
-      ctx.principal,
-    );
-    return {
-      data: { data: r.scenes.map(sceneListForm), pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore } },
-    };
-  },
+  list: (assets, query, principal) => assets.listScenes(query, principal),
+  items: (r) => r.scenes,
+  form: sceneListForm,
 });
 
-const getScene = defineTool({
+const getScene = getTool({
   name: 'get_scene',
   description: 'Get a saved scene by id or name, with its reference images.',
   scopes: ['styles:read'],
-  input: { identifier: s.identifier('Scene') },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    return {
-      data: { data: sceneDetail(await ctx.deps.clients.assets.getScene({ identifier: idString(args.identifier) }, ctx.principal)) },
-    };
-  },
+  address: { identifier: 'Scene' },
+  get: (assets, req, principal) => assets.getScene(req, principal),
+  form: sceneDetail,
 });
 
 const sceneFields = {
@@ -275,6 +214,19 @@ const sceneFields = {
   tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Up to 20 tags'),
 };
 
+/** The scene fields of a create or update request (null clears: it travels as absent, named in presentFields). */
+function sceneValues(args: z.infer<z.ZodObject<typeof sceneFields>>) {
+  return {
+    description: orUndef(args.description),
+    scenePrompt: orUndef(args.scene_prompt),
+    referenceImageIds: args.reference_image_ids ?? [],
+    referenceImageUrls: args.reference_image_urls ?? [],
+    defaultReferenceMode: orUndef(args.default_reference_mode),
+    preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
+    tags: args.tags ?? [],
+  };
+}
+
 const createScene = defineTool({
   name: 'create_scene',
   description: 'Create a saved scene from a prompt and/or reference images (ids or URLs).',
@@ -285,13 +237,7 @@ const createScene = defineTool({
     const sc = await ctx.deps.clients.assets.createScene(
       CreateSceneRequest.fromPartial({
         sceneName: args.scene_name,
-        description: orUndef(args.description),
-        scenePrompt: orUndef(args.scene_prompt),
-        referenceImageIds: args.reference_image_ids ?? [],
-        referenceImageUrls: args.reference_image_urls ?? [],
-        defaultReferenceMode: orUndef(args.default_reference_mode),
-        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
-        tags: args.tags ?? [],
+        ...sceneValues(args),
       }),
       ctx.principal,
       { timeoutMs: 120_000 },
@@ -321,13 +267,7 @@ const updateScene = defineTool({
           'tags',
         ]),
         newSceneName: args.new_scene_name,
-        description: orUndef(args.description),
-        scenePrompt: orUndef(args.scene_prompt),
-        referenceImageIds: args.reference_image_ids ?? [],
-        referenceImageUrls: args.reference_image_urls ?? [],
-        defaultReferenceMode: orUndef(args.default_reference_mode),
-        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
-        tags: args.tags ?? [],
+        ...sceneValues(args),
       }),
       ctx.principal,
       { timeoutMs: 120_000 },
@@ -336,16 +276,13 @@ const updateScene = defineTool({
   },
 });
 
-const deleteScene = defineTool({
+const deleteScene = deleteTool({
   name: 'delete_scene',
   description: 'Delete a saved scene (its reference images stay in the library).',
   scopes: ['styles:manage'],
-  input: { identifier: s.identifier('Scene') },
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  async run(args, ctx) {
-    const r = await ctx.deps.clients.assets.deleteScene({ identifier: idString(args.identifier) }, ctx.principal);
-    return { data: { data: { deleted: r.deleted, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount } } };
-  },
+  address: { identifier: 'Scene' },
+  del: (assets, req, principal) => assets.deleteScene(req, principal),
+  form: (r) => ({ deleted: r.deleted, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount }),
 });
 
 // ---- style presets (SPEC 4.3) ----
@@ -365,19 +302,13 @@ const listStylePresets = defineTool({
   },
 });
 
-const getStylePreset = defineTool({
+const getStylePreset = getTool({
   name: 'get_style_preset',
   description: 'Get a saved style preset by id or name.',
   scopes: ['styles:read'],
-  input: { identifier: s.identifier('Style preset') },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    return {
-      data: {
-        data: stylePresetForm(await ctx.deps.clients.assets.getStylePreset({ identifier: idString(args.identifier) }, ctx.principal)),
-      },
-    };
-  },
+  address: { identifier: 'Style preset' },
+  get: (assets, req, principal) => assets.getStylePreset(req, principal),
+  form: stylePresetForm,
 });
 
 const createStylePreset = defineTool({
@@ -437,16 +368,12 @@ const updateStylePreset = defineTool({
   },
 });
 
-const deleteStylePreset = defineTool({
+const deleteStylePreset = deleteTool({
   name: 'delete_style_preset',
   description: 'Delete a style preset.',
   scopes: ['styles:manage'],
-  input: { identifier: s.identifier('Style preset') },
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  async run(args, ctx) {
-    await ctx.deps.clients.assets.deleteStylePreset({ identifier: idString(args.identifier) }, ctx.principal);
-    return { data: { data: { deleted: true } } };
-  },
+  address: { identifier: 'Style preset' },
+  del: (assets, req, principal) => assets.deleteStylePreset(req, principal),
 });
 
 // ---- gallery search presets (SPEC 4.6) ----
@@ -497,16 +424,12 @@ const createSearchPreset = defineTool({
   },
 });
 
-const deleteSearchPreset = defineTool({
+const deleteSearchPreset = deleteTool({
   name: 'delete_search_preset',
   description: 'Delete a saved gallery search preset.',
   scopes: ['images:read'],
-  input: { id: s.id('Search preset id') },
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  async run(args, ctx) {
-    await ctx.deps.clients.assets.deleteSearchPreset({ identifier: String(args.id) }, ctx.principal);
-    return { data: { data: { deleted: true } } };
-  },
+  address: { id: 'Search preset id' },
+  del: (assets, req, principal) => assets.deleteSearchPreset(req, principal),
 });
 
 const runSearchPreset = defineTool({

@@ -1,12 +1,12 @@
 import { Int64List } from '@imagegen/contracts/generation/v1/generation';
-import { CreateCharacterRequest, ListCharactersRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
-import { characterDetail, characterListForm, invalidPayload } from '@imagegen/platform';
+import { CreateCharacterRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
+import { characterDetail, characterListForm, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
 import { z } from 'zod';
+import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
 import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 import { ASPECT_RATIOS } from './images.js';
 
-const sortBy = z.enum(['name', 'created', 'used', 'recent']).optional().describe('name (default), created, used, recent');
 const nullableStr = (max: number, what: string) => z.string().max(max).nullable().optional().describe(`${what} (null clears)`);
 
 /** "scene prompt" + "Additional details: ..." as the REST generate endpoints compose it. */
@@ -15,50 +15,22 @@ export function scenePromptWithDetails(scenePrompt: string, details?: string | n
   return d ? `${scenePrompt.trim()}\n\nAdditional details: ${d}` : scenePrompt.trim();
 }
 
-const presentOf = (args: Record<string, unknown>, fields: string[]) => fields.filter((f) => args[f] !== undefined);
-const orUndef = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
-
-const listCharacters = defineTool({
+const listCharacters = listTool({
   name: 'list_characters',
   description: 'List saved characters (search by name, sort by name, created, used or recent).',
   scopes: ['characters:read'],
-  input: {
-    limit: s.limit(50, 100),
-    offset: s.offset(),
-    search: z.string().min(1).max(200).optional().describe('Name search'),
-    sort_by: sortBy,
-  },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    const r = await ctx.deps.clients.assets.listCharacters(
-      ListCharactersRequest.fromPartial({
-        limit: args.limit ?? 50,
-        offset: args.offset ?? 0,
-        search: args.search,
-        sortBy: args.sort_by ?? 'name',
-      }),
-      ctx.principal,
-    );
-    return {
-      data: {
-        data: r.characters.map(characterListForm),
-        pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore },
-      },
-    };
-  },
+  list: (assets, query, principal) => assets.listCharacters(query, principal),
+  items: (r) => r.characters,
+  form: characterListForm,
 });
 
-const getCharacter = defineTool({
+const getCharacter = getTool({
   name: 'get_character',
   description: 'Get a saved character by id or name, with its reference images.',
   scopes: ['characters:read'],
-  input: { identifier: s.identifier('Character') },
-  annotations: { readOnlyHint: true },
-  async run(args, ctx) {
-    return {
-      data: { data: characterDetail(await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal)) },
-    };
-  },
+  address: { identifier: 'Character' },
+  get: (assets, req, principal) => assets.getCharacter(req, principal),
+  form: characterDetail,
 });
 
 const characterFields = {
@@ -144,16 +116,12 @@ const updateCharacter = defineTool({
   },
 });
 
-const deleteCharacter = defineTool({
+const deleteCharacter = deleteTool({
   name: 'delete_character',
   description: 'Delete a saved character (generated images keep their character_id).',
   scopes: ['characters:manage'],
-  input: { identifier: s.identifier('Character') },
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
-  async run(args, ctx) {
-    await ctx.deps.clients.assets.deleteCharacter({ identifier: idString(args.identifier) }, ctx.principal);
-    return { data: { data: { deleted: true } } };
-  },
+  address: { identifier: 'Character' },
+  del: (assets, req, principal) => assets.deleteCharacter(req, principal),
 });
 
 const generateCharacterImage = defineTool({
@@ -247,24 +215,10 @@ const generateMultiCharacterImage = defineTool({
           principal,
           { timeoutMs: GENERATION_TIMEOUT_MS },
         );
-        const img = res.images[0];
         return {
           executionId: res.executionId,
-          data: {
-            data: {
-              imageId: img.recordId,
-              sessionId: res.sessionId,
-              fullUrl: img.fullUrl,
-              thumbnailUrl: img.thumbnailUrl,
-              width: img.width,
-              height: img.height,
-              prompt: img.prompt,
-              characterCount: characterIds.length,
-              message: `Generated an image with ${characterIds.length} characters`,
-            },
-            executionId: res.executionId,
-          },
-          images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
+          data: { data: multiCharacterImageJson(res, characterIds.length), executionId: res.executionId },
+          images: await thumbnailsOfGenerated({ ...ctx, principal }, [res.images[0]]),
         };
       },
     });

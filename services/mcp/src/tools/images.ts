@@ -1,18 +1,9 @@
 import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { AppError, badRequest, generatedImageJson, imageDetailJson, imageJson, notFound } from '@imagegen/platform';
+import { AppError, badRequest, generatedImageJson, imageDetailJson, imageJson, MODEL_IDS, notFound } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
-
-export const MODEL_IDS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-] as const;
 
 export const ASPECT_RATIOS = [
   'square',

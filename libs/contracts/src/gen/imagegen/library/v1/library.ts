@@ -142,14 +142,27 @@ export interface ListImagesRequest {
     | boolean
     | undefined;
   /** newest (default), oldest, largest, smallest */
-  sortBy?: string | undefined;
+  sortBy?:
+    | string
+    | undefined;
+  /**
+   * Answer with page_json instead of images: the gateway's hot path, which would otherwise decode
+   * `limit` ImageRecords only to re-encode them as the same JSON.
+   */
+  asJson: boolean;
 }
 
 export interface ListImagesResponse {
+  /** empty when as_json */
   images: ImageRecord[];
   total: number;
   limit: number;
   offset: number;
+  /**
+   * With as_json: the page as a UTF-8 JSON array of images in their public list form (SPEC 2, the
+   * `data` of GET /api/images; libs/platform present.ts imageJson), newest first like images.
+   */
+  pageJson: Buffer;
 }
 
 export interface GetImageRequest {
@@ -1784,6 +1797,7 @@ function createBaseListImagesRequest(): ListImagesRequest {
     productReferenceId: undefined,
     isReference: undefined,
     sortBy: undefined,
+    asJson: false,
   };
 }
 
@@ -1842,6 +1856,9 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     }
     if (message.sortBy !== undefined) {
       writer.uint32(146).string(message.sortBy);
+    }
+    if (message.asJson !== false) {
+      writer.uint32(152).bool(message.asJson);
     }
     return writer;
   },
@@ -2003,6 +2020,14 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
             message.sortBy = reader.string();
             continue;
           }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.asJson = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2095,6 +2120,11 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
         : isSet(object.sort_by)
         ? globalThis.String(object.sort_by)
         : undefined,
+      asJson: isSet(object.asJson)
+        ? globalThis.Boolean(object.asJson)
+        : isSet(object.as_json)
+        ? globalThis.Boolean(object.as_json)
+        : false,
     };
   },
 
@@ -2154,6 +2184,9 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     if (message.sortBy !== undefined) {
       obj.sortBy = message.sortBy;
     }
+    if (message.asJson !== false) {
+      obj.asJson = message.asJson;
+    }
     return obj;
   },
 
@@ -2180,12 +2213,13 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     message.productReferenceId = object.productReferenceId ?? undefined;
     message.isReference = object.isReference ?? undefined;
     message.sortBy = object.sortBy ?? undefined;
+    message.asJson = object.asJson ?? false;
     return message;
   },
 };
 
 function createBaseListImagesResponse(): ListImagesResponse {
-  return { images: [], total: 0, limit: 0, offset: 0 };
+  return { images: [], total: 0, limit: 0, offset: 0, pageJson: Buffer.alloc(0) };
 }
 
 export const ListImagesResponse: MessageFns<ListImagesResponse> = {
@@ -2201,6 +2235,9 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     }
     if (message.offset !== 0) {
       writer.uint32(32).int32(message.offset);
+    }
+    if (message.pageJson.length !== 0) {
+      writer.uint32(42).bytes(message.pageJson);
     }
     return writer;
   },
@@ -2250,6 +2287,14 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
             message.offset = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.pageJson = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2268,6 +2313,11 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      pageJson: isSet(object.pageJson)
+        ? Buffer.from(bytesFromBase64(object.pageJson))
+        : isSet(object.page_json)
+        ? Buffer.from(bytesFromBase64(object.page_json))
+        : Buffer.alloc(0),
     };
   },
 
@@ -2285,6 +2335,9 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.pageJson.length !== 0) {
+      obj.pageJson = base64FromBytes(message.pageJson);
+    }
     return obj;
   },
 
@@ -2297,6 +2350,7 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     message.total = object.total ?? 0;
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.pageJson = object.pageJson ?? Buffer.alloc(0);
     return message;
   },
 };

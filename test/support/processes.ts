@@ -1,0 +1,99 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import {
+  createEventTransport,
+  createLogger,
+  createTestDatabase,
+  type EventMessage,
+  type EventTransport,
+  freePort,
+  type SubscribeOptions,
+} from '@imagegen/platform';
+
+/** The repository root (the working directory of the service processes). */
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** A free loopback port (the OS's choice of the moment). */
+export { freePort };
+
+/** Polls `url` until it answers 2xx (e.g. a process's /readyz or the gateway's /health). */
+export async function waitForUrl(url: string, timeoutMs = 90_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {}
+    if (Date.now() > until) throw new Error(`${url} did not come up`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export interface ServiceProcesses {
+  db: { url: string; drop: () => Promise<void> };
+  /** NATS_URL of the machine (nats://127.0.0.1:4222 by default). */
+  natsUrl: string;
+  /** The test's own connection to the event bus (subscribed as asked). */
+  events: EventTransport;
+  /**
+   * Starts one service by its standalone entry (`node --import tsx services/<name>/src/main.ts`) in the
+   * repository root, with PATH, LOG_LEVEL (TEST_LOG_LEVEL, default fatal) and `env`.
+   */
+  run(entry: string, env: Record<string, string>): ChildProcess;
+  /** SIGTERM to the processes, last started first (SIGKILL after 15 s), then closes events and drops the database. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start-up of the e2e tests of the distributed shape (test/e2e/*-distributed.test.ts): a fresh database of
+ * the machine's PostgreSQL (named after `name`), a subscription on the machine's NATS JetStream under the
+ * test's own EVENTS_PREFIX (durable `<name>-test`), and the service processes the test runs.
+ */
+export async function startServiceProcesses(opts: {
+  name: string;
+  eventsPrefix: string;
+  subjects: SubscribeOptions['subjects'];
+  handler: (m: EventMessage) => Promise<void>;
+}): Promise<ServiceProcesses> {
+  const procs: ChildProcess[] = [];
+  const db = await createTestDatabase(undefined, opts.name);
+  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const events = await createEventTransport(
+    { natsUrl, eventsPrefix: opts.eventsPrefix },
+    createLogger(`${opts.name}-test`, 'silent'),
+  ).catch(async (err) => {
+    await db.drop();
+    throw err;
+  });
+  try {
+    await events.subscribe({ durable: `${opts.name}-test`, subjects: opts.subjects, handler: opts.handler });
+  } catch (err) {
+    await events.close();
+    await db.drop();
+    throw err;
+  }
+  return {
+    db,
+    natsUrl,
+    events,
+    run(entry, env) {
+      const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'fatal', ...env },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      procs.push(child);
+      return child;
+    },
+    async stop() {
+      for (const p of procs.reverse()) {
+        if (p.exitCode !== null) continue;
+        const exited = new Promise((r) => p.once('exit', r));
+        p.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+        if (p.exitCode === null) p.kill('SIGKILL');
+      }
+      await events.close();
+      await db.drop();
+    },
+  };
+}
