@@ -1,6 +1,7 @@
-import { createDb } from '@imagegen/platform';
+import { createDb, loadConfig } from '@imagegen/platform';
+import { listImagesJson } from '../../services/library/src/images/list-query.js';
 import { startTestStack } from '../support/stack.js';
-import { fmt, load, machineLoad } from './util.js';
+import { fmt, load, machineLoad, percentile } from './util.js';
 
 /**
  * Issue 4 benchmark, list part: p50/p99 of `GET /api/images?limit=20` (gateway -> auth -> library gRPC ->
@@ -10,6 +11,9 @@ import { fmt, load, machineLoad } from './util.js';
  * database (10 sessions of 1,000 images, the session limit, created_at spread over the last 10,000 minutes),
  * then ANALYZE. StoreImage would cost 10,000 sharp decodes + thumbnails + file writes for rows the list
  * never opens; the rows are the same shape (the tenant_stats triggers count bulk inserts too).
+ * Baseline, in the same run: the library's own page query (listImagesJson: SQL + rendered JSON) called
+ * directly by the same number of concurrent callers on a pool of the library's size, no HTTP, auth or
+ * gRPC. The ratio API/baseline is what the whole request path keeps of the database's throughput.
  * BENCH_SECONDS (default 10), BENCH_LIST_IMAGES (default 10000), BENCH_LIST_CONNECTIONS (default 20).
  */
 export async function benchLibrary(): Promise<void> {
@@ -36,15 +40,54 @@ export async function benchLibrary(): Promise<void> {
     await load(url, { connections, durationSec: 2, headers }); // warm-up (JIT, pools, plan cache)
     const machine = machineLoad();
     const r = await load(url, { connections, durationSec, headers });
+    const base = await directQueryLoad(stack.env.DATABASE_URL, t, connections, durationSec);
     console.log(`\n== library: GET /api/images?limit=20 with ${count} images in the tenant (${connections} connections) ==`);
     console.log(`seeded by bulk INSERT in ${fmt(seedMs, 0)} ms; ${machine}`);
     console.log(
-      `GET /api/images?limit=20  ${fmt(r.reqPerSec, 0)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms (target < 25 ms)  non-2xx ${r.non2xx}  errors ${r.errors}`,
+      `GET /api/images?limit=20         ${fmt(r.reqPerSec, 0)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms (target < 25 ms)  non-2xx ${r.non2xx}  errors ${r.errors}`,
     );
+    console.log(
+      `baseline: page query alone      ${fmt(base.perSec, 0)} calls/s  p50 ${fmt(base.p50)} ms  p99 ${fmt(base.p99)} ms  (pool ${base.pool})`,
+    );
+    console.log(`ratio API/baseline               ${fmt((100 * r.reqPerSec) / base.perSec, 0)}% of the query's throughput`);
   } finally {
     await stack.stop();
     if (prev === undefined) delete process.env.RATE_LIMIT_DISABLED;
     else process.env.RATE_LIMIT_DISABLED = prev;
+  }
+}
+
+/**
+ * `callers` concurrent loops calling listImagesJson (the library's page query) for `durationSec` seconds on
+ * a pool as large as the library's (DB_POOL_MAX): the floor the API is measured against.
+ */
+async function directQueryLoad(databaseUrl: string, tenantId: string, callers: number, durationSec: number) {
+  const pool = loadConfig().dbPoolMax;
+  const sql = createDb(databaseUrl, { schema: 'library', max: pool });
+  const run = async (seconds: number, latencies?: number[]) => {
+    const end = performance.now() + seconds * 1000;
+    let calls = 0;
+    await Promise.all(
+      Array.from({ length: callers }, async () => {
+        while (performance.now() < end) {
+          const t0 = performance.now();
+          const page = await listImagesJson(sql, tenantId, {}, { limit: 20 }, '/files/');
+          if (!page.json || page.total === 0) throw new Error('baseline page query returned no page');
+          latencies?.push(performance.now() - t0);
+          calls++;
+        }
+      }),
+    );
+    return calls;
+  };
+  try {
+    await run(2); // warm-up
+    const latencies: number[] = [];
+    const calls = await run(durationSec, latencies);
+    latencies.sort((a, b) => a - b);
+    return { perSec: calls / durationSec, p50: percentile(latencies, 50), p99: percentile(latencies, 99), pool };
+  } finally {
+    await sql.end();
   }
 }
 
