@@ -190,7 +190,7 @@ describe('invitations', () => {
     const days = (Date.parse(r.body.data.expiresAt) - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(6.9);
     expect(days).toBeLessThan(7.1);
-    const list = await as(adminToken, '/admin/invitations');
+    const list = await as(rootToken, '/admin/invitations');
     expect(list.status).toBe(200);
     expect(list.body.data.find((i: any) => i.token === r.body.data.token)).toMatchObject({
       email: mail,
@@ -218,6 +218,25 @@ describe('invitations', () => {
     expect(accepted.body.data.map((i: any) => i.token)).toContain(r.body.data.token);
     // An accepted invitation cannot be revoked.
     expect((await api(`/admin/invitations/${r.body.data.token}`, { method: 'DELETE', admin: true })).status).toBe(409);
+  });
+
+  it('shows pending tokens in full to super_admins only, so an admin cannot take a super_admin invitation', async () => {
+    const mail = email();
+    const r = await api('/admin/invitations', { admin: true, body: { email: mail, role: 'super_admin' } });
+    expect(r.status).toBe(200);
+    const token = r.body.data.token as string;
+    const seen = (await as(adminToken, '/admin/invitations')).body.data.find((i: any) => i.email === mail);
+    expect(seen).toMatchObject({ email: mail, role: 'super_admin', status: 'pending', expiresAt: r.body.data.expiresAt });
+    expect(seen.token).not.toBe(token);
+    expect(seen.token).toMatch(/^inv_.*\.\.\./);
+    expect(JSON.stringify((await as(adminToken, '/admin/invitations')).body)).not.toContain(token);
+    const take = await api(`/admin/invitations/${encodeURIComponent(seen.token)}/accept`, {
+      body: { display_name: 'Usurper', password: PASSWORD },
+    });
+    expect(take.status).toBe(404);
+    // The legacy admin token and super_admin sessions see the token.
+    expect((await api('/admin/invitations', { admin: true })).body.data.find((i: any) => i.email === mail).token).toBe(token);
+    expect((await as(rootToken, '/admin/invitations')).body.data.find((i: any) => i.email === mail).token).toBe(token);
   });
 
   it('revokes, and refuses revoked, expired and unknown invitations', async () => {

@@ -197,6 +197,10 @@ describe('character limits', () => {
     const patch = await s.api(path(ok.body.data.id), { key: t.liveKey, method: 'PATCH', body: { reference_image_ids: [foreign.id] } });
     expect(patch.status).toBe(400);
     expect(patch.body).toEqual({ error: 'One or more reference image IDs are invalid', details: { invalid_ids: [foreign.id] } });
+    // Ids that can never be an image are invalid reference image ids too (SPEC 7), not a generic payload error.
+    const nonPositive = await create({ character_name: 'zero refs', reference_image_ids: [ten[0].id, 0, -3] });
+    expect(nonPositive.status).toBe(400);
+    expect(nonPositive.body).toEqual({ error: 'One or more reference image IDs are invalid', details: { invalid_ids: [0, -3] } });
   });
 });
 

@@ -122,6 +122,20 @@ describe('POST /api/upload-for-editing', () => {
     }
   });
 
+  it('names the image after the URL path, also when the path has malformed percent-escapes', async () => {
+    routes.set('/caf%E9-100%.png', { status: 200, type: 'image/png', body: await solid(64, 64) });
+    routes.set('/caf%C3%A9.png', { status: 200, type: 'image/png', body: await solid(64, 64) });
+    for (const [path, name] of [
+      ['/caf%E9-100%.png', 'caf%E9-100%.png'],
+      ['/caf%C3%A9.png', 'café.png'],
+    ]) {
+      const r = await upload({ image_url: `${base}${path}` });
+      expect(r.status, `${path} ${JSON.stringify(r.body)}`).toBe(200);
+      const img = await s.api(`/api/images/${r.body.image_id}`, { key: t.liveKey });
+      expect(img.body.data.prompt).toBe(`Uploaded image: ${name}`);
+    }
+  });
+
   it('refuses private, link-local and metadata addresses, also behind a redirect', async () => {
     for (const url of [
       'http://10.0.0.5/a.png',

@@ -107,6 +107,27 @@ describe('POST /api/images', () => {
       expect(r.status).toBe(400);
     });
 
+    it('integers beyond the wire ranges are a 400 (or an unknown id), never a 500', async () => {
+      // n and output_compression travel as int32, ids as int64 read back as safe integers.
+      expect(await invalid({ prompt: 'p', n: 4294967297 })).toEqual(['n must be between 1 and 4']);
+      expect(await invalid({ prompt: 'p', n: -1e12 })).toEqual(['n must be between 1 and 4']);
+      expect(await invalid({ prompt: 'p', model_id: 'provB-image-2', output_format: 'jpeg', output_compression: 1e15 })).toEqual([
+        'output_compression must be between 0 and 100',
+      ]);
+      for (const body of [
+        { prompt: 'p', image_to_edit_id: 1e20 },
+        { prompt: 'p', style_preset_id: 2 ** 60 },
+        { prompt: 'p', character_ids: [1, 1e19] },
+      ]) {
+        const r = await gen(body);
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.body.error).toBe('Invalid request payload');
+      }
+      const e = await s.api('/api/edit-image', { key: t.liveKey, body: { image_id: 2 ** 60, prompt: 'p' } });
+      expect(e.status).toBe(400);
+      expect(e.body).toEqual({ error: 'Invalid request payload', details: ['image_id must be <= 9007199254740991'] });
+    });
+
     it('negative_prompt, aspect_ratio, n', async () => {
       expect(await invalid({ prompt: 'p', negative_prompt: 'n'.repeat(1025) })).toEqual([
         'negative_prompt must be at most 1024 characters',

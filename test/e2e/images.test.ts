@@ -186,6 +186,10 @@ describe('GET /api/images', () => {
       ['resolutionTier=8k', ['resolutionTier must be a comma-separated list of: 0.5k, 1k, 2k, 4k']],
       ['minSize=10&maxSize=5', ['minSize must not be greater than maxSize']],
       [`search=${'x'.repeat(201)}`, ['search must be at most 200 characters']],
+      // beyond the wire ranges (offset int32, ids int64 read back as safe integers): 400, not 500
+      ['offset=3000000000', ['offset must be <= 2147483647']],
+      ['stylePresetId=100000000000000000000', ['stylePresetId must be <= 9007199254740991']],
+      ['productReferenceId=18014398509481984', ['productReferenceId must be <= 9007199254740991']],
     ];
     for (const [query, details] of cases) {
       const r = await s.api(`/api/images?${query}`, { key: A.liveKey });

@@ -181,6 +181,47 @@ describe('protocol', () => {
     expect(get.status).toBe(405);
   });
 
+  it('answers a JSON-RPC POST on {mcp_url} and on the legacy /sse path too (SPEC 4.10)', async () => {
+    const rpc = (url: string, headers: Record<string, string> = { 'x-api-key': a.liveKey }) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }),
+      });
+    const dataOf = async (res: Response) =>
+      (await res.text())
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => JSON.parse(l.slice(6)));
+    // the mcp service's own address ({mcp_url} in the distributed shape), the public base URL and /sse
+    // through the gateway
+    const mcpUrl = stack.stack.ctx.resolve('mcp').replace(/\/+$/, '');
+    for (const url of [`${mcpUrl}/`, `${stack.baseUrl}/`, `${stack.baseUrl}/sse`]) {
+      const res = await rpc(url);
+      expect(res.status, url).toBe(200);
+      const [msg] = await dataOf(res);
+      expect(msg.id).toBe(3);
+      expect(msg.result.tools).toHaveLength(47);
+      const anonymous = await rpc(url, {});
+      expect(anonymous.status, url).toBe(401);
+      expect(((await anonymous.json()) as any).error).toBe('Invalid or missing API key');
+    }
+    // a tool call over POST /sse keeps the tenant scoping
+    const call = await fetch(`${stack.baseUrl}/sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': b.liveKey },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'get_session', arguments: { session_id: 'mcp-s1' } },
+      }),
+    });
+    const [res] = await dataOf(call);
+    expect(res.result.isError).toBe(true);
+    expect(res.result.content[0].text).toBe('Session not found');
+  });
+
   it('authenticates API keys (X-API-Key wins) and refuses missing, invalid and inactive credentials', async () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${stack.baseUrl}/mcp`, {
@@ -333,6 +374,10 @@ describe('images', () => {
     expect(list.json.pagination).toMatchObject({ total: 3, limit: 20, offset: 0 });
     expect((await expectOk(mcpB, 'list_images')).json.data).toHaveLength(0);
     await expectError(mcp, 'list_images', { limit: 101 }, 'limit must be <= 100');
+    // numbers beyond the gRPC wire ranges (int32 paging, int64 ids and sizes) are refused, not internal errors
+    await expectError(mcp, 'list_images', { offset: 3_000_000_000 }, 'offset must be <= 2147483647');
+    await expectError(mcp, 'list_images', { min_size: 1e20 }, 'min_size must be <= 9007199254740991');
+    await expectError(mcp, 'get_image_info', { image_id: 1e20 }, 'image_id must be <= 9007199254740991');
   });
 
   it('upload_image_for_editing fetches a public URL; bad URLs are refused', async () => {
@@ -507,6 +552,17 @@ describe('saved assets', () => {
     );
     await expectError(mcp, 'generate_image', { prompt: 'x', scene_name: 'Nowhere' }, 'not found for this tenant');
     const gen = await call(mcp, 'generate_image', { prompt: 'a sandcastle', scene_name: 'Beach' });
+    // scene_name is a name only: a scene named after Beach's id is that scene, not Beach.
+    const numericName = String(sc.json.data.id);
+    const tall = await expectOk(mcp, 'create_scene', {
+      scene_name: numericName,
+      scene_prompt: 'a tall lighthouse',
+      preferred_aspect_ratio: '9:16',
+    });
+    const byName = await call(mcp, 'generate_image', { prompt: 'a lighthouse', scene_name: numericName });
+    expect(byName.ok, byName.text).toBe(true);
+    expect(byName.json.images[0].height).toBeGreaterThan(byName.json.images[0].width); // 9:16, not Beach's 16:9
+    await expectOk(mcp, 'delete_scene', { identifier: String(tall.json.data.id) });
     const del = await expectOk(mcp, 'delete_scene', { identifier: 'Beach' });
     expect(del.json.data).toMatchObject({ deleted: true, sceneName: 'Beach', imageCount: 1 });
     await expectError(mcp, 'delete_scene', { identifier: 'Beach' }, 'not found for this tenant');

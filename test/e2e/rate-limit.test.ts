@@ -135,6 +135,24 @@ describe('rate limits (one gateway, memory store)', () => {
     expectHeaders(stats, 300, 299);
   });
 
+  it('counts admin requests refused by authentication, so admin credentials cannot be guessed without limit', async () => {
+    const ip = '203.0.113.77';
+    const guess = (i: number) =>
+      s.api('/admin/tenants', { headers: { 'cf-connecting-ip': ip, 'x-admin-token': `guess-${i}` } }).then((r) => r as Res);
+    const first = await guess(0);
+    expect(first.status).toBe(401);
+    expectHeaders(first, 300, 299);
+    for (let i = 1; i < 300; i += 50) {
+      const batch = await Promise.all(Array.from({ length: Math.min(50, 300 - i) }, (_, j) => guess(i + j)));
+      for (const r of batch) expect(r.status).toBe(401);
+    }
+    expect429(await guess(300), 300);
+    expect429(await s.api('/admin/tenants', { headers: { 'cf-connecting-ip': ip, authorization: 'Bearer adms_guess' } }), 300);
+    // Even the right credentials wait for the window: the budget belongs to the client address.
+    expect429(await s.api('/admin/tenants', { admin: true, headers: { 'cf-connecting-ip': ip } }), 300);
+    expect((await s.api('/admin/tenants', { admin: true, headers: { 'cf-connecting-ip': '203.0.113.78' } })).status).toBe(200);
+  });
+
   it('limits the OAuth token endpoint to 30 per minute per client IP', async () => {
     const token = (ip: string) =>
       fetch(`${s.baseUrl}/oauth/token`, {

@@ -157,6 +157,29 @@ describe('scenes CRUD', () => {
     expect(r7.body).toEqual({ error: 'Scene preset must include at least a prompt or reference images' });
   });
 
+  it('PATCH: a reference image deleted from the library no longer keeps the scene valid nor counts toward 20', async () => {
+    const gone = await seed.image(t.tenantId);
+    const made = await create({ scene_name: 'Fading', scene_prompt: 'A fading memory', reference_image_ids: [gone.id] });
+    expect(made.status).toBe(200);
+    const del = await s.api(`/api/images/${gone.id}`, { key: t.liveKey, method: 'DELETE' });
+    expect(del.status).toBe(204);
+    // The scene shows no images now, so clearing its prompt would leave neither a prompt nor references.
+    const cleared = await patch(made.body.data.id, { scene_prompt: null });
+    expect(cleared.status).toBe(400);
+    expect(cleared.body).toEqual({ error: 'Scene preset must include at least a prompt or reference images' });
+    const still = await s.api(path(made.body.data.id), { key: t.liveKey });
+    expect(still.body.data).toMatchObject({ scenePrompt: 'A fading memory', referenceImages: [] });
+
+    // 20 stored ids of which one was deleted leave room for one URL import.
+    const imgs = await Promise.all(Array.from({ length: 20 }, () => seed.image(t.tenantId)));
+    const full = await create({ scene_name: 'Full house', reference_image_ids: imgs.map((i) => i.id) });
+    expect(full.status).toBe(200);
+    expect((await s.api(`/api/images/${imgs[0].id}`, { key: t.liveKey, method: 'DELETE' })).status).toBe(204);
+    const added = await patch(full.body.data.id, { reference_image_urls: [`${img.url}/red.png`] });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(added.body.data.referenceImages).toHaveLength(20);
+  });
+
   it('duplicate names answer 400 with the spec text (create and rename)', async () => {
     expect((await create({ scene_name: 'Harbor', scene_prompt: 'boats' })).status).toBe(200);
     const hits = img.hits['/red.png'] ?? 0;

@@ -72,6 +72,39 @@ describe('webhook endpoints API', () => {
     expect((await s.api(`/api/webhooks/${id}/deliveries`, { key: A.liveKey })).body).toEqual({ data: [] });
   });
 
+  it('deletes on /api/webhooks itself, by id or by url (query or body), within the tenant only', async () => {
+    const a = (await create(A.liveKey, { url: rx.url('/del-a') })).body.data;
+    const b = (await create(A.liveKey, { url: rx.url('/del-b') })).body.data;
+    const c = (await create(A.liveKey, { url: rx.url('/del-c') })).body.data;
+    const ids = async () => (await s.api('/api/webhooks', { key: A.liveKey })).body.data.map((w: { id: number }) => w.id);
+    // Another tenant cannot delete them, by id or by url.
+    expect((await s.api(`/api/webhooks?id=${a.id}`, { key: B.liveKey, method: 'DELETE' })).body).toEqual({ error: 'Webhook not found' });
+    const foreign = await s.api('/api/webhooks', { key: B.liveKey, method: 'DELETE', body: { url: rx.url('/del-b') } });
+    expect(foreign.status).toBe(404);
+    expect(await ids()).toEqual(expect.arrayContaining([a.id, b.id, c.id]));
+
+    // Clients that send Content-Type: application/json on every request, also on a bodyless DELETE.
+    const byQuery = await s.api(`/api/webhooks?id=${a.id}`, {
+      key: A.liveKey,
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(byQuery.status).toBe(200);
+    expect(byQuery.body).toEqual({ data: { deleted: true, id: a.id } });
+    const byBody = await s.api('/api/webhooks', { key: A.liveKey, method: 'DELETE', body: { id: b.id } });
+    expect(byBody.body).toEqual({ data: { deleted: true, id: b.id } });
+    const byUrl = await s.api(`/api/webhooks?url=${encodeURIComponent(rx.url('/del-c'))}`, { key: A.liveKey, method: 'DELETE' });
+    expect(byUrl.body).toEqual({ data: { deleted: true, ids: [c.id] } });
+    const left = await ids();
+    for (const gone of [a.id, b.id, c.id]) expect(left).not.toContain(gone);
+
+    expect((await s.api(`/api/webhooks?id=${a.id}`, { key: A.liveKey, method: 'DELETE' })).status).toBe(404);
+    const none = await s.api('/api/webhooks', { key: A.liveKey, method: 'DELETE' });
+    expect(none.status).toBe(400);
+    expect(none.body).toEqual({ error: 'Invalid request payload', details: ['id or url is required'] });
+    expect((await s.api('/api/webhooks?id=1', { method: 'DELETE' })).status).toBe(401);
+  });
+
   it('validates bodies, ids and limits', async () => {
     const bad = [
       [{}, 'Invalid request payload'],

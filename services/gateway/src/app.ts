@@ -13,6 +13,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { registerAuth } from './auth.js';
+import { registerRateLimits } from './rate-limit.js';
 import { routeModules } from './routes/index.js';
 import { formatValidationErrors } from './validation.js';
 
@@ -67,6 +68,16 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler() as never);
   app.decorateRequest('principal', null as unknown as Principal);
 
+  // Fastify's JSON parser (same prototype-poisoning protection), except that an empty body on a DELETE
+  // is no body: many clients send Content-Type: application/json on every request, and a bodyless
+  // DELETE must not fail with 'body is not valid JSON'. Empty bodies elsewhere stay 400.
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (req.method === 'DELETE' && (body as string).trim().length === 0) return done(null, undefined);
+    return defaultJson(req, body as string, done);
+  });
+
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
     done(null, payload);
@@ -120,8 +131,10 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   }));
 
   const deps: GatewayDeps = { ctx };
+  // Rate limits first: their client-address buckets (admin API, OAuth token) must count requests
+  // that authentication refuses; their tenant buckets run later, in preParsing (see rate-limit.ts).
+  await registerRateLimits(app, deps);
   await registerAuth(app, deps);
-  await (await import('./rate-limit.js')).registerRateLimits(app, deps);
   for (const mod of routeModules) await app.register(async (scope) => mod(scope as unknown as FastifyInstance, deps));
   return app as unknown as FastifyInstance;
 }

@@ -23,8 +23,14 @@ import type { GatewayDeps } from './app.js';
  * A request may fall in several buckets (a generation also counts as an API request); it is refused
  * when any of them is exhausted, and the headers describe the tightest one. The admin API identifies
  * the client only by cf-connecting-ip (X-Forwarded-For is ignored), falling back to the socket
- * address when the header is absent. The hook runs after authentication (it needs the tenant), so
- * requests refused with 401/403 are not counted.
+ * address when the header is absent.
+ *
+ * Two hooks: the admin and OAuth token buckets are keyed by client address, so they are counted in an
+ * onRequest hook registered BEFORE authentication: requests with a wrong admin token or session are
+ * counted too (otherwise the legacy admin token could be guessed without limit). The tenant buckets
+ * need the tenant, so they are counted in a preParsing hook (after every onRequest hook, i.e. after
+ * authentication, and before the body is read or validated); tenant requests refused with 401/403
+ * are not counted.
  *
  * Settings (Config.rateLimits, read at gateway start from RATE_LIMIT_GENERATIONS_PER_MINUTE,
  * RATE_LIMIT_UPLOADS_PER_MINUTE, RATE_LIMIT_OAUTH_TOKEN_PER_MINUTE, RATE_LIMIT_ADMIN_PER_MINUTE,
@@ -65,7 +71,8 @@ export function clientIp(req: FastifyRequest): string {
   return v && v.length <= 64 ? v : req.ip;
 }
 
-function bucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
+/** The tenant buckets of an authenticated tenant request (none for any other request). */
+function tenantBucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
   const route = req.routeOptions.url ?? '';
   const method = req.method;
   const out: Applied[] = [];
@@ -82,8 +89,15 @@ function bucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
     if (method === 'POST' && UPLOAD_ROUTES.has(route)) {
       out.push({ bucket: 'upload', key: `upload:${tenantId}`, max: scaled(s.uploadsPerMinute) });
     }
-    return out;
   }
+  return out;
+}
+
+/** The buckets keyed by client address (admin API, OAuth token endpoint): known before authentication. */
+function clientBucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
+  const route = req.routeOptions.url ?? '';
+  const method = req.method;
+  const out: Applied[] = [];
   if (route === '/admin' || route.startsWith('/admin/')) {
     const ip = clientIp(req);
     out.push({ bucket: 'admin', key: `admin:${ip}`, max: s.adminPerMinute });
@@ -105,8 +119,9 @@ declare module 'fastify' {
 }
 
 /**
- * Registers the rate-limit hook. Call right after registerAuth: hooks run in registration order and
- * this one needs request.principal and request.apiKeyInfo.
+ * Registers the rate-limit hooks. Call BEFORE registerAuth: the client-address buckets (admin API,
+ * OAuth token) are checked in an onRequest hook that must run before authentication; the tenant
+ * buckets are checked in a preParsing hook, which runs after every onRequest hook (authentication).
  */
 export async function registerRateLimits(app: FastifyInstance<any, any, any, any, any>, deps: GatewayDeps): Promise<void> {
   const { ctx } = deps;
@@ -142,8 +157,7 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
     timeWindow: s.windowMs,
   });
 
-  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    const buckets = bucketsOf(req, s);
+  const enforce = async (req: FastifyRequest, reply: FastifyReply, buckets: Applied[]): Promise<void> => {
     if (buckets.length === 0) return;
     let shown: { max: number; remaining: number; ttl: number } | undefined;
     let exceeded: { max: number; ttl: number } | undefined;
@@ -171,5 +185,11 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
         { 'retry-after': String(retryAfter) },
       );
     }
+  };
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => enforce(req, reply, clientBucketsOf(req, s)));
+  app.addHook('preParsing', async (req: FastifyRequest, reply: FastifyReply, payload) => {
+    await enforce(req, reply, tenantBucketsOf(req, s));
+    return payload;
   });
 }

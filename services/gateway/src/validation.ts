@@ -45,3 +45,12 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], p
   }
   return out;
 }
+
+// Bounds of the gRPC wire types: paging travels as int32, ids and byte sizes as int64 read back as safe
+// integers. A larger value cannot be encoded (the call would answer 500), so schemas refuse it with 400.
+export const INT32_MIN = -2_147_483_648;
+export const INT32_MAX = 2_147_483_647;
+export const ID_MAX = Number.MAX_SAFE_INTEGER;
+
+/** `offset` of a paged list (int32 on the wire). */
+export const offsetParam = { type: 'integer', minimum: 0, maximum: INT32_MAX, default: 0 } as const;

@@ -305,7 +305,10 @@ export class GenerationPipeline {
 
     const perImageTokens = Math.round(tokens / produced.length);
     const operation = source ? 'edit' : 'generate';
-    const stored = await Promise.all(
+    // Each picture is stored on its own: when some stores fail (e.g. the session filled up meanwhile) the
+    // others are already in the library, so they are reported (generated < requested) rather than hidden
+    // behind an error; only when none was stored does the call fail.
+    const settledStores = await Promise.allSettled(
       produced.map((x) =>
         collaborators.storeImage(principal, {
           tenantId,
@@ -331,6 +334,16 @@ export class GenerationPipeline {
         }),
       ),
     );
+    const stored: ImageRecord[] = [];
+    let storeError: unknown;
+    for (const r of settledStores) {
+      if (r.status === 'fulfilled') stored.push(r.value);
+      else {
+        storeError ??= r.reason;
+        exec.log(`One image could not be stored: ${isAppError(r.reason) ? r.reason.body.error : 'internal error'}`, { level: 'warn' });
+      }
+    }
+    if (stored.length === 0) throw storeError;
     const records = stored.sort((a, b) => a.id - b.id);
     const summary = `${operation === 'edit' ? 'Edited' : 'Generated'} ${records.length} of ${plan.n} image(s) with ${model.id}: ${records.map((r) => r.id).join(', ')}`;
     await exec.complete(`Completed: ${summary}`, summary, records.length);

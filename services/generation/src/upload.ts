@@ -12,6 +12,16 @@ const ALLOWED_MIME = ['image/png', 'image/jpeg', 'image/jpg', 'image/webp', 'ima
 const FILE_NAME_MAX = 255;
 const URL_MAX = 4096;
 
+/** The last path segment of a URL, percent-decoded when it decodes (a malformed escape is kept as is). */
+export function fileNameOf(url: string): string {
+  const last = new URL(url).pathname.split('/').pop() || '';
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last;
+  }
+}
+
 const mb = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MB`;
 
 export function validateUpload(req: UploadForEditingRequest, headerSessionId?: string): { url: string; sessionId?: string } {
@@ -135,7 +145,7 @@ export async function uploadForEditing(
     if (!quota.allowed) throw quotaExceeded();
 
     exec.step('storing', 70, 'Storing the image');
-    const fileName = req.fileName?.trim() || decodeURIComponent(new URL(fetched.finalUrl).pathname.split('/').pop() || '') || 'image';
+    const fileName = req.fileName?.trim() || fileNameOf(fetched.finalUrl) || 'image';
     const rec = await collaborators.storeImage(p, {
       tenantId,
       sessionId,

@@ -234,4 +234,27 @@ describe('composition from saved assets', () => {
     const png = await solidImage(8, 8);
     expect(png.length).toBeGreaterThan(0);
   });
+
+  it('style_preset_id is an id only and scene_name a name only (numeric names never stand in for ids)', async () => {
+    // A style preset named like an id the tenant does not have must not answer for style_preset_id.
+    const digits = '987654321';
+    expect((await api('/api/style-presets', { name: digits, prompt: 'digits style' })).status).toBe(200);
+    await expect(
+      assets.resolveGenerationAssets({ characterIds: [], productIds: [], stylePresetId: Number(digits), referenceGroupIds: [] }, principal),
+    ).rejects.toMatchObject({ status: 404, body: { error: 'Style preset not found' } });
+    await expect(composer.compose({ req: req({ stylePresetId: Number(digits) }), plan: plan('p'), principal })).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'Style preset not found' },
+    });
+
+    // A scene whose name is another scene's id: scene_name picks the named scene.
+    const first = (await api('/api/scenes', { scene_name: 'Numbered target', scene_prompt: 'the scene with that id' })).body.data;
+    const named = (await api('/api/scenes', { scene_name: String(first.id), scene_prompt: 'the scene with that name' })).body.data;
+    const r = await assets.resolveGenerationAssets(
+      { characterIds: [], productIds: [], sceneName: String(first.id), referenceGroupIds: [] },
+      principal,
+    );
+    expect(r.sceneId).toBe(named.id);
+    expect(r.scenePromptPrefix).toBe('the scene with that name');
+  });
 });

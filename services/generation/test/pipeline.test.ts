@@ -32,6 +32,8 @@ class FakeWorld implements Collaborators {
   keys: Record<string, Record<Provider, string[]>> = {};
   tenants: Record<string, { modelId: string; allowedModels: string[] }> = {};
   quotaAllowed = true;
+  /** The next this-many StoreImage calls fail (as the library does when a session fills up meanwhile). */
+  failStores = 0;
   stored: StoreImageRequest[] = [];
   images = new Map<number, { rec: ImageRecord; data: Buffer; tenantId: string }>();
   private seq = 0;
@@ -50,6 +52,10 @@ class FakeWorld implements Collaborators {
     return { remaining: 1000 };
   }
   async storeImage(_p: Principal, req: StoreImageRequest): Promise<ImageRecord> {
+    if (this.failStores > 0) {
+      this.failStores--;
+      throw new AppError(400, { error: 'Session image limit reached' });
+    }
     this.stored.push(req);
     const meta = await sharp(req.data).metadata();
     const id = ++this.seq;
@@ -180,6 +186,7 @@ afterAll(async () => {
 beforeEach(async () => {
   await fetch(`${sandbox.httpUrl}/_sandbox/mode`, { method: 'DELETE' });
   world.quotaAllowed = true;
+  world.failStores = 0;
 });
 
 const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
@@ -418,6 +425,32 @@ describe('failures', () => {
     await setMode({ provider: 'provA', failNext: 1, status: 503 });
     const res = await gen.pipeline.generate({ prompt: 'partial', n: 3 }, principal(t));
     expect(res).toMatchObject({ requested: 3, generated: 2 });
+  });
+
+  it('reports what was stored when some stores fail: no stored image is hidden behind an error', async () => {
+    const t = newTenant();
+    world.failStores = 1;
+    const res = await gen.pipeline.generate({ prompt: 'store partly', n: 3 }, principal(t));
+    expect(res).toMatchObject({ requested: 3, generated: 2 });
+    const stored = world.stored.filter((x) => x.tenantId === t);
+    expect(stored).toHaveLength(2);
+    expect(res.images.map((i) => i.recordId).sort()).toEqual(
+      [...world.images.values()]
+        .filter((i) => i.tenantId === t)
+        .map((i) => i.rec.id)
+        .sort(),
+    );
+    const [ex] = await gen.deps.sql`SELECT status, images FROM executions WHERE execution_id = ${res.executionId}`;
+    expect(ex).toMatchObject({ status: 'completed', images: 2 });
+    const logs = await gen.deps.sql`SELECT level, message FROM execution_logs WHERE execution_id = ${res.executionId} ORDER BY id`;
+    expect(logs.some((l) => l.level === 'warn' && /could not be stored: Session image limit reached/.test(l.message as string))).toBe(true);
+    // every store failing is the call's error, and the execution fails
+    world.failStores = 2;
+    const err = await fails(gen.pipeline.generate({ prompt: 'store fails', n: 2, modelId: 'provB-image-2' }, principal(t)));
+    expect(err.status).toBe(400);
+    expect(err.body.error).toBe('Session image limit reached');
+    const rows = await gen.deps.sql`SELECT status FROM executions WHERE tenant_id = ${t} ORDER BY started_at`;
+    expect(rows.map((r) => r.status)).toEqual(['completed', 'failed']);
   });
 });
 

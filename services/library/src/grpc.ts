@@ -1,6 +1,7 @@
 import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSummary } from '@imagegen/contracts/library/v1/library';
 import {
   badRequest,
+  forbidden,
   type Handlers,
   imageJson,
   notFound,
@@ -18,7 +19,12 @@ import { getSession, listSessions, type SessionSummaryRow, touchSession } from '
 export const MAX_RESOLVE_IDS = 1000;
 export const MAX_SESSION_IMAGES_LISTED = 1000;
 
+/**
+ * The tenant a call acts for: the principal's, or an explicit tenant_id (StoreImage, TouchSession) for
+ * callers without one. A tenant principal can never act for another tenant (isolation, SPEC 1 rule 5).
+ */
 function tenantOf(p: Principal, explicit?: string): string {
+  if (explicit && p.tenantId && explicit !== p.tenantId) throw forbidden('tenant_id does not match the calling tenant');
   const t = explicit || p.tenantId;
   if (!t) throw badRequest('Tenant is required');
   return t;

@@ -159,6 +159,17 @@ describe('listImages', () => {
       'stylePresetId must be a positive integer',
       'sortBy must be one of: newest, oldest, largest, smallest',
     ]);
+    // dates that do not exist in the calendar are refused, not rolled over (2025-02-30 is not March 2)
+    for (const [dateFrom, dateTo] of [
+      ['2025-02-30', '2025-04-31'],
+      ['2025-02-29T10:00:00Z', '2024-06-31T23:59:59.999Z'],
+    ]) {
+      expect(normalizeFilters({ dateFrom, dateTo }).errors).toEqual([
+        'dateFrom must be an ISO 8601 date',
+        'dateTo must be an ISO 8601 date',
+      ]);
+    }
+    expect(normalizeFilters({ dateFrom: '2024-02-29', dateTo: '2024-12-31T23:59:59Z' }).errors).toEqual([]);
     await expect(listImages(h.sql, T, { minSize: 10, maxSize: 5 })).rejects.toMatchObject({
       status: 400,
       body: { error: 'Invalid request payload', details: ['minSize must not be greater than maxSize'] },

@@ -134,6 +134,18 @@ describe('StoreImage', () => {
     });
   });
 
+  it('never stores for another tenant than the calling one', async () => {
+    const data = await makeImage(16, 16);
+    const err = await h.client.storeImage(req({ tenantId: 'tVictim', data }), h.principal('tIntruder')).catch((e) => e);
+    expect(err).toMatchObject({ status: 403 });
+    const touch = await h.client.touchSession({ sessionId: 's1', tenantId: 'tVictim' }, h.principal('tIntruder')).catch((e) => e);
+    expect(touch).toMatchObject({ status: 403 });
+    const rows = await h.sql`SELECT count(*)::int AS n FROM images WHERE tenant_id = 'tVictim'`;
+    expect(rows[0].n).toBe(0);
+    const sessions = await h.sql`SELECT count(*)::int AS n FROM sessions WHERE tenant_id = 'tVictim'`;
+    expect(sessions[0].n).toBe(0);
+  });
+
   it('generates a session id when none is given and refuses invalid ones', async () => {
     const rec = await h.client.storeImage(req({ tenantId: 'tA', sessionId: '', data: await makeImage(10, 10) }), h.principal('tA'));
     expect(rec.sessionId).toMatch(/^session_/);

@@ -55,7 +55,9 @@ export interface McpAppDeps {
  * The mcp service's HTTP server (behind the gateway):
  *   POST /mcp            streamable HTTP, stateless (no Mcp-Session-Id; each request is self-contained,
  *                        initialize is answered for clients that send it); responses stream as SSE so
- *                        progress notifications reach the client.
+ *                        progress notifications reach the client. POST / ({mcp_url}) is the same.
+ *   POST /sse            the same stateless handling; with ?sessionId= of an open legacy stream, a message
+ *                        of that stream (like POST /messages).
  *   GET/DELETE /mcp      405 (no server-initiated stream in stateless mode)
  *   GET /sse             legacy HTTP+SSE transport; the endpoint event names POST /messages?sessionId=...
  *   POST /messages       legacy transport messages (same credentials as the stream's tenant)
@@ -111,9 +113,8 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
   app.options('/sse', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
   app.options('/messages', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
 
-  app.post('/mcp', async (req, reply) => {
-    const auth = await authenticate(req, reply);
-    if (!auth) return reply;
+  /** A stateless streamable HTTP request (a JSON-RPC body such as tools/list or tools/call). */
+  const streamable = async (req: FastifyRequest, reply: FastifyReply, auth: McpAuth) => {
     const raw = req.raw as RawWithAuth;
     raw.auth = authInfoOf(auth, credentialOf(req));
     // Requests of a newer (stateless) protocol revision are served like any stateless request.
@@ -149,6 +150,44 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
         res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
       }
     }
+  };
+
+  /** A message of the legacy HTTP+SSE transport, for the open stream `sessionId` of the same tenant. */
+  const legacyMessage = async (req: FastifyRequest, reply: FastifyReply, auth: McpAuth, sessionId: string) => {
+    const session = sseSessions.get(sessionId);
+    if (!session || session.tenantId !== auth.tenantId) {
+      return reply.headers(CORS_HEADERS).status(404).send({ error: 'Session not found' });
+    }
+    const raw = req.raw as RawWithAuth;
+    raw.auth = authInfoOf(auth, credentialOf(req));
+    reply.hijack();
+    const res = reply.raw as ServerResponse;
+    for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
+    try {
+      await session.transport.handlePostMessage(raw, res);
+    } catch (err) {
+      deps.logger.warn({ err }, 'mcp: SSE message refused');
+      if (!res.headersSent) res.writeHead(400).end();
+    }
+  };
+
+  // SPEC 4.10: POST {mcp_url} (also /mcp, legacy /sse) with a JSON-RPC body answers with the tool results.
+  for (const path of ['/mcp', '/']) {
+    app.post(path, async (req, reply) => {
+      const auth = await authenticate(req, reply);
+      if (!auth) return reply;
+      return streamable(req, reply, auth);
+    });
+  }
+  app.options('/', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
+  // POST /sse: with ?sessionId= of an open legacy stream it is that stream's message endpoint (like
+  // /messages); without one it is served as a stateless request, like POST /mcp.
+  app.post('/sse', async (req, reply) => {
+    const auth = await authenticate(req, reply);
+    if (!auth) return reply;
+    const sessionId = (req.query as { sessionId?: string }).sessionId;
+    if (sessionId) return legacyMessage(req, reply, auth, sessionId);
+    return streamable(req, reply, auth);
   });
 
   app.get('/mcp', async (req, reply) => {
@@ -195,22 +234,7 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
   app.post('/messages', async (req, reply) => {
     const auth = await authenticate(req, reply);
     if (!auth) return reply;
-    const sessionId = (req.query as { sessionId?: string }).sessionId ?? '';
-    const session = sseSessions.get(sessionId);
-    if (!session || session.tenantId !== auth.tenantId) {
-      return reply.headers(CORS_HEADERS).status(404).send({ error: 'Session not found' });
-    }
-    const raw = req.raw as RawWithAuth;
-    raw.auth = authInfoOf(auth, credentialOf(req));
-    reply.hijack();
-    const res = reply.raw as ServerResponse;
-    for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
-    try {
-      await session.transport.handlePostMessage(raw, res);
-    } catch (err) {
-      deps.logger.warn({ err }, 'mcp: SSE message refused');
-      if (!res.headersSent) res.writeHead(400).end();
-    }
+    return legacyMessage(req, reply, auth, (req.query as { sessionId?: string }).sessionId ?? '');
   });
 
   return {

@@ -10,6 +10,8 @@ export const MOUNT = '/oauth';
 
 export const ACCESS_TOKEN_TTL = 3600;
 export const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
+/** Every scope value an authorization request may carry. */
+const KNOWN_SCOPES: ReadonlySet<string> = new Set(['openid', 'offline_access', ...ALL_SCOPES]);
 
 export interface ProviderDeps {
   sql: Sql;
@@ -71,10 +73,24 @@ export function createProvider(deps: ProviderDeps): Provider {
       long: { httpOnly: true, sameSite: 'lax', signed: true },
       short: { httpOnly: true, sameSite: 'lax', signed: true },
     },
-    scopes: ['openid', 'offline_access', ...ALL_SCOPES],
+    scopes: [...KNOWN_SCOPES],
+    // SPEC 5: the scope values are the twelve scopes (plus openid / offline_access). oidc-provider itself
+    // silently drops unknown values; an authorization request naming one is refused with invalid_scope
+    // (checked after client and redirect_uri, so the error goes back to the client with its state).
+    extraParams: {
+      scope: async (_ctx: unknown, value: unknown) => {
+        const unknown = String(value ?? '')
+          .split(' ')
+          .filter((s) => s && !KNOWN_SCOPES.has(s));
+        if (unknown.length) throw new errors.InvalidScope('requested scope is not supported', unknown.join(' '));
+      },
+    },
     claims: { openid: ['sub'] },
     responseTypes: ['code'],
     pkce: { required: () => true },
+    // SPEC 4.10: redirect_uri is required at authorize (and so at the token endpoint), even for a client
+    // with a single registered redirect URI (oidc-provider would otherwise fill it in).
+    allowOmittingSingleRegisteredRedirectUri: false,
     clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
     clientDefaults: {
       grant_types: ['authorization_code', 'refresh_token'],

@@ -425,6 +425,25 @@ describe('errors', () => {
     expect(((await unknown.json()) as any).error).toBe('invalid_client');
   });
 
+  it('requires redirect_uri even when the client registered only one (SPEC 4.10: redirect_uri required)', async () => {
+    const { body: client } = await register();
+    expect(client.redirect_uris).toEqual([REDIRECT]);
+    const res = await fetch(
+      authorizeUrl(client.client_id, { redirect_uri: undefined, code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      { headers: { accept: 'application/json' }, redirect: 'manual' },
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(((await res.json()) as any).error).toBe('invalid_request');
+    // and at the token endpoint (authorization_code grant: code, code_verifier, client_id, redirect_uri)
+    const { verifier, challenge } = pkce();
+    const r = await browserAuthorize(client.client_id, { scope: 'images:read', challenge });
+    const code = new URL(r.location!).searchParams.get('code')!;
+    const missing = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe('invalid_request');
+  });
+
   it('refuses scopes outside the registered ones with invalid_scope', async () => {
     const { body: client } = await register({ scope: 'images:read' });
     const res = await fetch(
@@ -434,6 +453,27 @@ describe('errors', () => {
       },
     );
     expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('invalid_scope');
+  });
+
+  it('refuses unknown scopes with invalid_scope (SPEC 5: scope values are the twelve scopes)', async () => {
+    const { body: client } = await register();
+    for (const scope of ['images:read images:write', 'admin']) {
+      const res = await fetch(authorizeUrl(client.client_id, { scope, code_challenge: pkce().challenge, code_challenge_method: 'S256' }), {
+        redirect: 'manual',
+      });
+      expect(res.status, scope).toBe(303);
+      const loc = new URL(res.headers.get('location')!);
+      expect(`${loc.origin}${loc.pathname}`).toBe(REDIRECT);
+      expect(loc.searchParams.get('error'), scope).toBe('invalid_scope');
+      expect(loc.searchParams.get('state')).toBe('st-1');
+    }
+    // known scopes (and the OIDC ones) still pass to the sign-in step
+    const ok = await fetch(
+      authorizeUrl(client.client_id, { scope: 'openid images:read', code_challenge: pkce().challenge, code_challenge_method: 'S256' }),
+      { headers: { accept: 'application/json' }, redirect: 'manual' },
+    );
+    expect(ok.status).toBe(401);
+    expect(((await ok.json()) as any).error).toBe('login_required');
   });
 
   it('refuses a wrong verifier, a wrong redirect_uri, bad grant types and unknown clients at the token endpoint', async () => {

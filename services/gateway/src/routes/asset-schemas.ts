@@ -1,3 +1,5 @@
+import { offsetParam } from '../validation.js';
+
 /** Schema pieces and helpers shared by the saved-asset routes (characters, products, scenes). */
 
 /** `:identifier` path parameter: a numeric id or a URL-encoded name. */
@@ -17,7 +19,7 @@ export const assetListQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-    offset: { type: 'integer', minimum: 0, default: 0 },
+    offset: offsetParam,
     search: { type: 'string', maxLength: 200 },
     sort_by: { type: 'string', enum: ['name', 'created', 'used', 'recent'], default: 'name' },
   },

@@ -3,6 +3,7 @@ import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { characterDetail, characterListForm, createClient, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { ID_MAX } from '../validation.js';
 import { assetListQuery, assetListRequest, assetPagination, identifierParams, nullable, str } from './asset-schemas.js';
 
 /**
@@ -19,7 +20,8 @@ const characterFields = {
   negative_prompt: nullable('string', { maxLength: 1000 }),
   system_instruction: nullable('string', { maxLength: 1000 }),
   preferred_aspect_ratio: nullable('string'),
-  reference_image_ids: { type: 'array', maxItems: 10, items: { type: 'integer', minimum: 1 } },
+  // Ids that are no image of the tenant (0 and negatives included) answer SPEC 7's invalid_ids error (service).
+  reference_image_ids: { type: 'array', maxItems: 10, items: { type: 'integer', minimum: -ID_MAX, maximum: ID_MAX } },
   tags: nullable('array', { maxItems: 20, items: { type: 'string', maxLength: 50 } }),
 };
 
@@ -159,7 +161,7 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
           type: 'object',
           required: ['character_ids', 'scene_prompt'],
           properties: {
-            character_ids: { type: 'array', minItems: 2, maxItems: 5, items: { type: 'integer', minimum: 1 } },
+            character_ids: { type: 'array', minItems: 2, maxItems: 5, items: { type: 'integer', minimum: 1, maximum: ID_MAX } },
             scene_prompt: { type: 'string', minLength: 10, maxLength: 1500 },
             additional_details: nullable('string', { maxLength: 500 }),
             aspect_ratio: { type: 'string', default: 'landscape' },

@@ -2,6 +2,7 @@ import { type GeneratedImage, type GenerateImagesRequest, GenerationServiceServi
 import { type Client, createClient, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { ID_MAX, INT32_MAX, INT32_MIN } from '../validation.js';
 
 /**
  * Generation (SPEC 4.1): POST /api/images, POST /api/edit-image, POST /api/upload-for-editing.
@@ -29,12 +30,19 @@ const UPLOAD_DEADLINE_MS = 90_000;
 
 // nullable: a JSON null counts as an absent field (ajv reports type errors as 'x must be a string').
 const str = (description?: string) => ({ type: 'string', nullable: true, ...(description ? { description } : {}) });
+/**
+ * Integers travel as int32 (counts) or int64 (ids, read back as safe integers) over gRPC; a value outside
+ * those ranges cannot be encoded (it would answer 500). Ids are bounded by the schema; counts are clamped
+ * to int32 by the mapping below so the generation service reports them with its own rule text.
+ */
+const ID_BOUNDS = { minimum: -ID_MAX, maximum: ID_MAX } as const;
 const int = (description?: string) => ({ type: 'integer', nullable: true, ...(description ? { description } : {}) });
+const id = (description?: string) => ({ ...int(description), ...ID_BOUNDS });
 const bool = (description?: string) => ({ type: 'boolean', nullable: true, ...(description ? { description } : {}) });
-const arr = (items: 'string' | 'integer', description?: string) => ({
+const arr = (items: 'string' | 'id', description?: string) => ({
   type: 'array',
   nullable: true,
-  items: { type: items },
+  items: items === 'id' ? { type: 'integer', ...ID_BOUNDS } : { type: items },
   ...(description ? { description } : {}),
 });
 
@@ -57,32 +65,37 @@ export const generateBodySchema = {
     background: str('provB only: auto (default), opaque; transparent on the 2.5 models with png or webp.'),
     moderation: str('provB only: auto (default), low.'),
     system_instruction: str('Style guidance for the model (at most 4000 characters).'),
-    style_preset_id: int('Saved style preset (not available yet).'),
-    style_preset_name: str('Saved style preset (not available yet).'),
-    reference_images: arr('string', 'Extra reference storage keys (not available yet).'),
-    reference_group_id: int('Saved reference group (not available yet).'),
-    reference_group_ids: arr('integer', '1-5 saved reference groups (not available yet).'),
-    reference_group_name: str('Saved reference group (not available yet).'),
-    reference_mode: str('style or add (not available yet).'),
+    style_preset_id: id('Apply a saved style preset (by id).'),
+    style_preset_name: str('Apply a saved style preset (by name).'),
+    reference_images: arr('string', 'Extra reference images: storage keys of this tenant.'),
+    reference_group_id: id('Saved reference group (scene id).'),
+    reference_group_ids: arr('id', '1-5 saved reference groups (scene ids).'),
+    reference_group_name: str('Saved reference group (scene name).'),
+    reference_mode: str('style or add.'),
     session_id: str('1-200 characters; else X-Session-Id; else a new session.'),
-    character_id: int('Saved character (not available yet).'),
-    character_ids: arr('integer', '1-5 saved characters (not available yet).'),
-    product_id: int('Saved product (not available yet).'),
-    product_ids: arr('integer', '1-6 saved products (not available yet).'),
-    image_to_edit_id: int('Edit this image of the library instead of generating from scratch.'),
+    character_id: id('Saved character; not with character_ids.'),
+    character_ids: arr('id', '1-5 saved characters; not with character_id.'),
+    product_id: id('Saved product; not with product_ids.'),
+    product_ids: arr('id', '1-6 saved products; not with product_id.'),
+    image_to_edit_id: id('Edit this image of the library instead of generating from scratch.'),
   },
 } as const;
 
 type Body = Record<string, unknown>;
 const v = <T>(x: unknown): T | undefined => (x === null || x === undefined ? undefined : (x as T));
 const list = <T>(x: unknown): { values: T[] } | undefined => (Array.isArray(x) ? { values: x as T[] } : undefined);
+/** An int32 field: clamped to the int32 range (still outside every rule), so it can be encoded. */
+const i32 = (x: unknown): number | undefined => {
+  const n = v<number>(x);
+  return n === undefined ? undefined : Math.min(INT32_MAX, Math.max(INT32_MIN, n));
+};
 
 export function toGenerateRequest(b: Body): GenerateImagesRequest {
   return {
     prompt: v(b.prompt),
     negativePrompt: v(b.negative_prompt),
     aspectRatio: v(b.aspect_ratio),
-    n: v(b.n),
+    n: i32(b.n),
     modelId: v(b.model_id),
     resolutionTier: v(b.resolution_tier),
     useProvaSearch: v(b.use_provA_search),
@@ -90,7 +103,7 @@ export function toGenerateRequest(b: Body): GenerateImagesRequest {
     size: v(b.size),
     outputFormat: v(b.output_format),
     quality: v(b.quality),
-    outputCompression: v(b.output_compression),
+    outputCompression: i32(b.output_compression),
     background: v(b.background),
     moderation: v(b.moderation),
     systemInstruction: v(b.system_instruction),
@@ -171,7 +184,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
           type: 'object',
           additionalProperties: false,
           properties: {
-            image_id: int('Required: the image to edit (one of this tenant).'),
+            image_id: id('Required: the image to edit (one of this tenant).'),
             prompt: str('Required: what to change.'),
             negative_prompt: str('At most 1024 characters.'),
             aspect_ratio: str('Default: the source image shape.'),

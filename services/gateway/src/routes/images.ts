@@ -2,6 +2,7 @@ import { LibraryServiceService, type ListImagesRequest } from '@imagegen/contrac
 import { createClient, imageDetailJson, MODEL_IDS, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { ID_MAX, offsetParam } from '../validation.js';
 import { zipStream } from './images-zip.js';
 
 /**
@@ -28,28 +29,28 @@ export function libraryClient(ctx: ServiceContext) {
 const idParams = {
   type: 'object',
   required: ['id'],
-  properties: { id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
+  properties: { id: { type: 'integer', minimum: 1, maximum: ID_MAX } },
 } as const;
 
 const listQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-    offset: { type: 'integer', minimum: 0, default: 0 },
+    offset: offsetParam,
     search: { type: 'string', maxLength: 200, description: 'Prompt text search (1-200 characters)' },
     searchMode: { type: 'string', enum: ['exact', 'all', 'any'], description: 'exact phrase (default), all words, any word' },
     dateFrom: { type: 'string', description: 'ISO 8601 date or date-time (inclusive)' },
     dateTo: { type: 'string', description: 'ISO 8601 date (whole day included) or date-time (inclusive)' },
     aspectRatio: { type: 'string', maxLength: 20 },
     operationType: { type: 'string', maxLength: 50, description: 'generate, edit, upload, ...' },
-    minSize: { type: 'number', minimum: 0, description: 'bytes' },
-    maxSize: { type: 'number', minimum: 0, description: 'bytes' },
+    minSize: { type: 'number', minimum: 0, maximum: ID_MAX, description: 'bytes' },
+    maxSize: { type: 'number', minimum: 0, maximum: ID_MAX, description: 'bytes' },
     sessionId: { type: 'string', maxLength: 200 },
     hasNegativePrompt: { type: 'boolean' },
     modelId: { type: 'string', enum: MODEL_IDS },
     resolutionTier: { type: 'string', maxLength: 50, description: '1k, 2k, 4k (0.5k); comma-separated allowed' },
-    stylePresetId: { type: 'integer', minimum: 1 },
-    productReferenceId: { type: 'integer', minimum: 1 },
+    stylePresetId: { type: 'integer', minimum: 1, maximum: ID_MAX },
+    productReferenceId: { type: 'integer', minimum: 1, maximum: ID_MAX },
     isReference: { type: 'boolean', description: 'true = reference images only' },
   },
 } as const;
@@ -59,7 +60,7 @@ const idList = (max: number) =>
     type: 'array',
     minItems: 1,
     maxItems: max,
-    items: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+    items: { type: 'integer', minimum: 1, maximum: ID_MAX },
   }) as const;
 
 interface ListQuery {

@@ -3,9 +3,19 @@ import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
 import { adminUserJson } from './admin-users.js';
 
-export function invitationJson(i: Invitation) {
+/**
+ * A pending invitation's token is a credential: whoever holds it chooses the password of the account it
+ * creates, with the invited role. Only a super_admin (who may create invitations anyway) sees tokens in
+ * full; an admin sees them abbreviated, like API keys (otherwise an admin could accept a pending
+ * super_admin invitation and become super_admin).
+ */
+export function abbreviateInvitationToken(token: string): string {
+  return token.length > 12 ? `${token.slice(0, 8)}...${token.slice(-4)}` : 'inv_...';
+}
+
+export function invitationJson(i: Invitation, showToken = true) {
   return {
-    token: i.token,
+    token: showToken ? i.token : abbreviateInvitationToken(i.token),
     email: i.email,
     tenantId: i.tenantId ?? null,
     role: i.role,
@@ -38,7 +48,7 @@ const invitations: RouteModule = (app, { ctx }) => {
       config: { auth: 'admin' },
       schema: {
         tags: ['admin'],
-        summary: 'List invitations (optionally by status)',
+        summary: 'List invitations (optionally by status); tokens in full for super_admin only',
         security: adminSecurity,
         querystring: {
           type: 'object',
@@ -48,7 +58,8 @@ const invitations: RouteModule = (app, { ctx }) => {
     },
     async (req) => {
       const r = await tenancy.listInvitations({ status: req.query.status ?? '' }, req.principal);
-      return { data: r.invitations.map(invitationJson) };
+      const full = req.principal.adminRole === 'super_admin';
+      return { data: r.invitations.map((i) => invitationJson(i, full)) };
     },
   );
 

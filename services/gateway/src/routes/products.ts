@@ -2,6 +2,7 @@ import { GenerationServiceService } from '@imagegen/contracts/generation/v1/gene
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, invalidPayload, productDetail, productImagesJson, productListForm, productUpdateJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { INT32_MAX } from '../validation.js';
 import { identifierParams, nullable, str } from './asset-schemas.js';
 
 /**
@@ -27,7 +28,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         querystring: {
           type: 'object',
           properties: {
-            page: { type: 'integer', minimum: 1, default: 1 },
+            page: { type: 'integer', minimum: 1, maximum: INT32_MAX, default: 1 },
             page_size: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
             search: { type: 'string', maxLength: 200, description: 'matches name, description and tags' },
           },

@@ -6,7 +6,7 @@ import type { RouteModule } from '../app.js';
 /**
  * Forwards the OAuth and MCP surfaces to the oauth and mcp HTTP servers (found with ctx.resolve):
  *   oauth: GET / (sign-in page), /oauth/*, /.well-known/*
- *   mcp:   /mcp (streamable HTTP), GET /sse and POST /messages (legacy SSE transport)
+ *   mcp:   /mcp and POST / (streamable HTTP), /sse and POST /messages (legacy SSE transport)
  * Bodies and responses are streamed unchanged (SSE-safe: no buffering, no idle timeout). These
  * routes use auth 'none' because both services authenticate their callers themselves.
  */
@@ -50,6 +50,7 @@ const proxy: RouteModule = async (app, { ctx }) => {
   const toMcp = forward('mcp');
 
   app.get('/', none, toOAuth);
+  app.route({ method: ['POST', 'OPTIONS'], url: '/', ...none, handler: toMcp }); // the MCP URL itself (SPEC 4.10)
   app.all('/oauth', none, toOAuth);
   app.all('/oauth/*', none, toOAuth);
   app.all('/.well-known/*', none, toOAuth);

@@ -1,6 +1,7 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { badRequest, createClient, imageJson, searchPresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { offsetParam } from '../validation.js';
 
 /**
  * Gallery search presets (SPEC 4.6): camelCase bodies and output, the SPEC 7 texts for every body problem
@@ -67,7 +68,7 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
           type: 'object',
           properties: {
             limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
+            offset: offsetParam,
           },
         },
       },

@@ -2,11 +2,12 @@ import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
 import { sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { offsetParam } from '../validation.js';
 import { libraryClient } from './images.js';
 
 /**
  * Sessions (SPEC 4.8): GET /api/sessions and GET /api/sessions/:sessionId. The /logs routes and
- * executions belong to routes/generation.ts.
+ * executions are in routes/executions.ts.
  */
 
 const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
@@ -22,7 +23,7 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
           type: 'object',
           properties: {
             limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
+            offset: offsetParam,
           },
         },
       },

@@ -1,6 +1,7 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, stylePresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+import { offsetParam } from '../validation.js';
 
 /**
  * Style presets (SPEC 4.3), snake_case. The name's length rule answers with the SPEC 7 text
@@ -33,7 +34,7 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
           type: 'object',
           properties: {
             limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
+            offset: offsetParam,
           },
         },
       },

@@ -10,6 +10,7 @@ import { tenantSecurity } from '../auth.js';
  *   GET    /api/webhooks/:id                   -> {data: Webhook}
  *   PATCH  /api/webhooks/:id {enabled?, description?} -> {data: Webhook} (enabled:true re-enables)
  *   DELETE /api/webhooks/:id                   -> {data:{deleted:true, id}}
+ *   DELETE /api/webhooks?id=<id> (or {id})     -> {data:{deleted:true, id}}; ?url=<url> (or {url}) -> {data:{deleted:true, ids}}
  *   GET    /api/webhooks/:id/deliveries?limit  -> {data: Delivery[]} newest first, with attempts
  *   POST   /api/webhooks/:id/test              -> 202 {data: Delivery} (queues a webhook.test delivery)
  */
@@ -137,6 +138,46 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
       const id = webhookId((request.params as { id: string }).id);
       await webhooks.deleteWebhook({ id }, request.principal);
       return { data: { deleted: true, id } };
+    },
+  );
+
+  // SPEC 4.11 names DELETE on /api/webhooks itself: the endpoint is chosen by `id` or by `url` (query
+  // or JSON body); by url every endpoint of the tenant with that URL is deleted.
+  app.delete<{ Querystring: { id?: string; url?: string }; Body: { id?: number | string; url?: string } | undefined }>(
+    '/api/webhooks',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a webhook endpoint by id or by URL (query or body)',
+        description: 'Same as DELETE /api/webhooks/:id when `id` is given; with `url`, deletes every endpoint with that URL.',
+        security: tenantSecurity,
+        querystring: {
+          type: 'object',
+          properties: { id: { type: 'string', maxLength: 20 }, url: { type: 'string', maxLength: 2048 } },
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body && typeof request.body === 'object' ? request.body : {};
+      const rawId = request.query.id ?? (body.id === undefined ? undefined : String(body.id));
+      const rawUrl = request.query.url ?? (typeof body.url === 'string' ? body.url : undefined);
+      if (rawId !== undefined) {
+        const id = webhookId(rawId);
+        await webhooks.deleteWebhook({ id }, request.principal);
+        return { data: { deleted: true, id } };
+      }
+      if (rawUrl === undefined || rawUrl === '') throw badRequest('Invalid request payload', ['id or url is required']);
+      let href: string;
+      try {
+        href = new URL(rawUrl.trim()).href;
+      } catch {
+        throw notFound('Webhook not found');
+      }
+      const list = await webhooks.listWebhooks({}, request.principal);
+      const ids = list.webhooks.filter((w) => w.url === href).map((w) => w.id);
+      if (ids.length === 0) throw notFound('Webhook not found');
+      for (const id of ids) await webhooks.deleteWebhook({ id }, request.principal);
+      return { data: { deleted: true, ids } };
     },
   );
 

@@ -152,7 +152,8 @@ function validateFields(f: CharacterFields, nameGiven: boolean): void {
     if (f.referenceImageIds.length > LIMITS.characterReferenceImages) {
       p.add(`reference_image_ids must have at most ${LIMITS.characterReferenceImages} items`);
     }
-    if (f.referenceImageIds.some((i) => !Number.isSafeInteger(i) || i < 1)) p.add('reference_image_ids must contain positive integers');
+    // Zero or negative ids are reported as invalid ids (SPEC 7, details.invalid_ids) by checkReferenceIds.
+    if (f.referenceImageIds.some((i) => !Number.isSafeInteger(i))) p.add('reference_image_ids must contain integers');
   }
   p.tags('tags', f.tags);
   p.throwIf(invalidPayload);

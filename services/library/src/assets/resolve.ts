@@ -11,8 +11,8 @@ import { type CharacterRow, characterFromDb, characterNotFound } from './charact
 import { idArray, REFERENCE_MODES, tenantOf } from './common.js';
 import { findImages, orderedRefs } from './images.js';
 import { type ProductRow, productFromDb, productNotFound } from './products.js';
-import { findScene, type SceneRow, sceneFromDb, sceneNotFound } from './scenes.js';
-import { findStylePreset, type StylePresetRow } from './style-presets.js';
+import { type SceneRow, sceneFromDb, sceneNotFound } from './scenes.js';
+import { findStylePreset, type StylePresetRow, stylePresetFromDb, stylePresetNotFound } from './style-presets.js';
 
 /** SPEC 4.1 rule 2 (the request-level caps; generation also checks them). */
 export const MAX_CHARACTERS = 5;
@@ -114,7 +114,10 @@ export function resolveHandlers(deps: { sql: Sql }) {
       const products = await loadProducts(tenantId, req.productIds);
       let style: StylePresetRow | undefined;
       if (req.stylePresetId !== undefined && req.stylePresetId !== 0) {
-        style = await findStylePreset(sql, tenantId, String(req.stylePresetId));
+        // style_preset_id is an id only: no fallback to a preset whose name happens to be those digits.
+        const [r] = await sql`SELECT * FROM style_presets WHERE tenant_id = ${tenantId} AND id = ${req.stylePresetId}`;
+        if (!r) throw stylePresetNotFound();
+        style = stylePresetFromDb(r);
       } else if (nonEmpty(req.stylePresetName)) {
         style = await findStylePreset(sql, tenantId, req.stylePresetName, { byName: true });
       }
@@ -124,7 +127,10 @@ export function resolveHandlers(deps: { sql: Sql }) {
         if (!r) throw sceneNotFound(req.sceneId);
         scene = sceneFromDb(r);
       } else if (nonEmpty(req.sceneName)) {
-        scene = await findScene(sql, tenantId, req.sceneName);
+        // scene_name is a name only: a numeric name must not resolve another scene's id.
+        const [r] = await sql`SELECT * FROM scenes WHERE tenant_id = ${tenantId} AND scene_name = ${req.sceneName}`;
+        if (!r) throw sceneNotFound(req.sceneName);
+        scene = sceneFromDb(r);
       }
       let groups = await loadGroups(tenantId, req.referenceGroupIds, nonEmpty(req.referenceGroupName) ? req.referenceGroupName : undefined);
       // A reference group is a scene preset: without an explicit scene, the first group is the scene in use

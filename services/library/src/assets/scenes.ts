@@ -103,8 +103,13 @@ const foreignReference = (id: number): AppError => badRequest(`Reference image $
 
 const SCENES = { table: 'scenes', nameColumn: 'scene_name', fromDb: sceneFromDb, notFound: sceneNotFound };
 
-export async function findScene(sql: Sql | TransactionSql, tenantId: string, identifier: string, forUpdate = false): Promise<SceneRow> {
-  return findAsset(sql, SCENES, tenantId, identifier, { forUpdate });
+export async function findScene(
+  sql: Sql | TransactionSql,
+  tenantId: string,
+  identifier: string,
+  opts: { forUpdate?: boolean; byName?: boolean } = {},
+): Promise<SceneRow> {
+  return findAsset(sql, SCENES, tenantId, identifier, opts);
 }
 
 interface SceneFields {
@@ -255,7 +260,7 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
 
     async getScene(req: GetAssetRequest, call: CallContext): Promise<Scene> {
       const tenantId = tenantOf(call);
-      return (await render(tenantId, [await findScene(sql, tenantId, req.identifier)]))[0];
+      return (await render(tenantId, [await findScene(sql, tenantId, req.identifier, { byName: req.byName })]))[0];
     },
 
     async createScene(req: CreateSceneRequest, call: CallContext): Promise<Scene> {
@@ -312,7 +317,11 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
       );
       const cur = await findScene(sql, tenantId, req.identifier);
       const newName = has('new_scene_name') ? (req.newSceneName ?? '').trim() : cur.sceneName;
-      const keptIds = has('reference_image_ids') ? await checkReferenceIds(sql, tenantId, req.referenceImageIds) : cur.referenceImageIds;
+      // Kept references are the scene's images that still exist: an id whose image was deleted since (readers skip
+      // it) neither counts toward the 20 nor keeps the scene valid when its prompt is cleared.
+      const keptIds = has('reference_image_ids')
+        ? await checkReferenceIds(sql, tenantId, req.referenceImageIds)
+        : orderedRefs(cur.referenceImageIds, await findImages(sql, tenantId, cur.referenceImageIds)).map((i) => i.id);
       const urls = has('reference_image_urls') ? req.referenceImageUrls : [];
       if (keptIds.length + urls.length > LIMITS.sceneReferences) {
         throw invalidScene([

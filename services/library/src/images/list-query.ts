@@ -63,9 +63,15 @@ export interface NormalizedFilters {
   sortBy: ImageSort;
 }
 
+/** The YYYY-MM-DD part names a day of the calendar (Date would roll 2025-02-30 over to March 2). */
+const realDay = (day: string) => {
+  const d = new Date(`${day}T00:00:00.000Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === day;
+};
+
 function parseDate(v: unknown, name: string, errors: string[]): { at?: Date; dateOnly: boolean } {
   if (v === undefined || v === null || v === '') return { dateOnly: false };
-  if (typeof v !== 'string' || !(ISO_DATE.test(v) || ISO_DATE_TIME.test(v)) || Number.isNaN(Date.parse(v))) {
+  if (typeof v !== 'string' || !(ISO_DATE.test(v) || ISO_DATE_TIME.test(v)) || Number.isNaN(Date.parse(v)) || !realDay(v.slice(0, 10))) {
     errors.push(`${name} must be an ISO 8601 date`);
     return { dateOnly: false };
   }

@@ -25,7 +25,7 @@ import {
 import { z } from 'zod';
 import { scenePromptWithDetails } from './characters.js';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
-import { defineTool, idString, s } from './framework.js';
+import { defineTool, ID_MAX, INT32_MAX, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 
 // ---- products (SPEC 4.4) ----
@@ -35,7 +35,7 @@ const listProducts = defineTool({
   description: 'List saved products (page/page_size; search in name, description and tags).',
   scopes: ['products:read'],
   input: {
-    page: z.number().int().min(1).optional().describe('1-based page (default 1)'),
+    page: z.number().int().min(1).max(INT32_MAX).optional().describe('1-based page (default 1)'),
     page_size: s.limit(20, 100),
     search: z.string().min(1).max(200).optional().describe('Search in name, description and tags'),
   },
@@ -207,7 +207,11 @@ const getScene = getTool({
 const sceneFields = {
   description: z.string().max(500).nullable().optional().describe('Description (max 500)'),
   scene_prompt: z.string().max(4000).nullable().optional().describe('Prompt prefix (max 4000)'),
-  reference_image_ids: z.array(z.number().int().min(1)).max(20).optional().describe('Existing library image ids (up to 20 with the URLs)'),
+  reference_image_ids: z
+    .array(z.number().int().min(1).max(ID_MAX))
+    .max(20)
+    .optional()
+    .describe('Existing library image ids (up to 20 with the URLs)'),
   reference_image_urls: z.array(z.string().min(1).max(2048)).max(20).optional().describe('Public image URLs to fetch and add'),
   default_reference_mode: z.enum(['style', 'add']).nullable().optional().describe('style or add'),
   preferred_aspect_ratio: z.string().nullable().optional().describe('Default aspect ratio for generation'),
@@ -386,8 +390,8 @@ const searchFilters = z
     dateTo: z.string().optional(),
     aspectRatio: z.string().optional(),
     operationType: z.string().optional(),
-    minSize: z.number().optional(),
-    maxSize: z.number().optional(),
+    minSize: z.number().min(0).max(ID_MAX).optional(),
+    maxSize: z.number().min(0).max(ID_MAX).optional(),
     sessionId: z.string().optional(),
     hasNegativePrompt: z.boolean().optional(),
     sortBy: z.enum(['newest', 'oldest', 'largest', 'smallest']).optional(),

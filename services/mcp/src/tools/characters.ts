@@ -3,7 +3,7 @@ import { CreateCharacterRequest, UpdateCharacterRequest } from '@imagegen/contra
 import { characterDetail, characterListForm, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
 import { z } from 'zod';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
-import { defineTool, idString, s } from './framework.js';
+import { defineTool, ID_MAX, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 import { ASPECT_RATIOS } from './images.js';
 
@@ -38,7 +38,7 @@ const characterFields = {
   negative_prompt: z.string().max(1000).optional().describe('Negative prompt (max 1000)'),
   system_instruction: z.string().max(1000).optional().describe('System instruction (max 1000)'),
   preferred_aspect_ratio: z.string().optional().describe('Default aspect ratio when generating this character'),
-  reference_image_ids: z.array(z.number().int().min(1)).max(10).optional().describe('Up to 10 library image ids'),
+  reference_image_ids: z.array(z.number().int().min(1).max(ID_MAX)).max(10).optional().describe('Up to 10 library image ids'),
   tags: z.array(z.string().max(50)).max(20).optional().describe('Up to 20 tags'),
 };
 
@@ -82,7 +82,7 @@ const updateCharacter = defineTool({
     negative_prompt: nullableStr(1000, 'Negative prompt'),
     system_instruction: nullableStr(1000, 'System instruction'),
     preferred_aspect_ratio: z.string().nullable().optional().describe('Default aspect ratio (null clears)'),
-    reference_image_ids: z.array(z.number().int().min(1)).max(10).optional().describe('Replaces the reference images'),
+    reference_image_ids: z.array(z.number().int().min(1).max(ID_MAX)).max(10).optional().describe('Replaces the reference images'),
     tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Replaces the tags (null clears)'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
@@ -188,7 +188,7 @@ const generateMultiCharacterImage = defineTool({
   description: 'Generate one image showing 2-5 saved characters together.',
   scopes: ['images:generate', 'characters:read'],
   input: {
-    character_ids: z.array(z.number().int().min(1)).min(2).max(5).describe('2-5 character ids'),
+    character_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(2).max(5).describe('2-5 character ids'),
     scene_prompt: z.string().min(10).max(1500).describe('The scene (10-1500 characters)'),
     additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
     aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default landscape'),

@@ -192,10 +192,15 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
 
 // ---- schema helpers ----
 
+// Bounds of the gRPC wire types: paging is int32, ids and byte sizes int64 read back as safe integers.
+// A larger number cannot be encoded (the call would fail as an internal error), so the schemas refuse it.
+export const INT32_MAX = 2_147_483_647;
+export const ID_MAX = Number.MAX_SAFE_INTEGER;
+
 export const s = {
-  id: (what: string) => z.number().int().min(1).describe(what),
+  id: (what: string) => z.number().int().min(1).max(ID_MAX).describe(what),
   identifier: (what: string) =>
-    z.union([z.number().int().min(1), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
+    z.union([z.number().int().min(1).max(ID_MAX), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
   sessionId: () =>
     z
       .string()
@@ -204,7 +209,7 @@ export const s = {
       .optional()
       .describe('Application session id: pass the same value to group operations (returned by generation tools)'),
   limit: (def: number, max: number) => z.number().int().min(1).max(max).optional().describe(`Page size (default ${def}, max ${max})`),
-  offset: () => z.number().int().min(0).optional().describe('Items to skip (default 0)'),
+  offset: () => z.number().int().min(0).max(INT32_MAX).optional().describe('Items to skip (default 0)'),
 };
 
 export const idString = (v: string | number) => String(v);

@@ -2,7 +2,7 @@ import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/con
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
 import { AppError, badRequest, generatedImageJson, imageDetailJson, imageJson, MODEL_IDS, notFound } from '@imagegen/platform';
 import { z } from 'zod';
-import { defineTool, s, type ToolContext } from './framework.js';
+import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
 
 export const ASPECT_RATIOS = [
@@ -39,20 +39,20 @@ const generateInput = {
   background: z.enum(['auto', 'opaque', 'transparent']).optional().describe('provB only; transparent needs a 2.5 model and png or webp'),
   moderation: z.enum(['auto', 'low']).optional().describe('provB only'),
   system_instruction: z.string().optional().describe('Style guidance for the model'),
-  style_preset_id: z.number().int().min(1).optional().describe('Apply a saved style preset'),
+  style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Apply a saved style preset'),
   style_preset_name: z.string().min(1).optional().describe('Apply a saved style preset by name'),
-  scene_id: z.number().int().min(1).optional().describe('Use a saved scene (its prompt, references and aspect ratio)'),
+  scene_id: z.number().int().min(1).max(ID_MAX).optional().describe('Use a saved scene (its prompt, references and aspect ratio)'),
   scene_name: z.string().min(1).optional().describe('Use a saved scene by name'),
   reference_images: z.array(z.string().min(1)).optional().describe('Extra reference image storage keys'),
-  reference_group_id: z.number().int().min(1).optional().describe('A saved reference group (scene id)'),
-  reference_group_ids: z.array(z.number().int().min(1)).min(1).max(5).optional().describe('1-5 reference groups'),
+  reference_group_id: z.number().int().min(1).max(ID_MAX).optional().describe('A saved reference group (scene id)'),
+  reference_group_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(5).optional().describe('1-5 reference groups'),
   reference_group_name: z.string().min(1).optional().describe('A reference group by name'),
   reference_mode: z.enum(['style', 'add']).optional().describe('How references are used'),
-  character_id: z.number().int().min(1).optional().describe('One saved character'),
-  character_ids: z.array(z.number().int().min(1)).min(1).max(5).optional().describe('1-5 saved characters'),
-  product_id: z.number().int().min(1).optional().describe('One saved product'),
-  product_ids: z.array(z.number().int().min(1)).min(1).max(6).optional().describe('1-6 saved products'),
-  image_to_edit_id: z.number().int().min(1).optional().describe('Edit this image instead of generating'),
+  character_id: z.number().int().min(1).max(ID_MAX).optional().describe('One saved character'),
+  character_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(5).optional().describe('1-5 saved characters'),
+  product_id: z.number().int().min(1).max(ID_MAX).optional().describe('One saved product'),
+  product_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(6).optional().describe('1-6 saved products'),
+  image_to_edit_id: z.number().int().min(1).max(ID_MAX).optional().describe('Edit this image instead of generating'),
   session_id: s.sessionId(),
   async: z.boolean().optional().describe('Return an executionId at once; get the result with wait_for_execution'),
 };
@@ -74,7 +74,8 @@ async function sceneGroups(
     throw badRequest('Invalid request payload', ['use scene_id or scene_name, not both']);
   let sceneId = args.scene_id;
   if (sceneId === undefined) {
-    const scene = await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string }, ctx.principal);
+    // A name only: a scene named "12" must not resolve to the scene whose id is 12.
+    const scene = await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string, byName: true }, ctx.principal);
     sceneId = scene.id;
   }
   const ids = [sceneId, ...(args.reference_group_id !== undefined ? [args.reference_group_id] : []), ...(args.reference_group_ids ?? [])];
@@ -230,14 +231,14 @@ const listImages = defineTool({
     date_to: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
     aspect_ratio: z.string().optional().describe('e.g. 1:1'),
     operation_type: z.string().optional().describe('generate, edit, upload, ...'),
-    min_size: z.number().min(0).optional().describe('Minimum size in bytes'),
-    max_size: z.number().min(0).optional().describe('Maximum size in bytes'),
+    min_size: z.number().min(0).max(ID_MAX).optional().describe('Minimum size in bytes'),
+    max_size: z.number().min(0).max(ID_MAX).optional().describe('Maximum size in bytes'),
     session_id: z.string().min(1).max(200).optional().describe('Only images of this session'),
     has_negative_prompt: z.boolean().optional().describe('Only images with a negative prompt'),
     model_id: z.enum(MODEL_IDS).optional().describe('Only images of this model'),
     resolution_tier: z.string().optional().describe('1k, 2k, 4k; comma-separated allowed'),
-    style_preset_id: z.number().int().min(1).optional().describe('Only images made with this style preset'),
-    product_reference_id: z.number().int().min(1).optional().describe('Only images made with this product'),
+    style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this style preset'),
+    product_reference_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this product'),
     is_reference: z.boolean().optional().describe('true: reference images only'),
   },
   annotations: { readOnlyHint: true },
@@ -289,7 +290,7 @@ const deleteImages = defineTool({
   name: 'delete_images',
   description: 'Delete up to 20 images at once; reports which were deleted and which failed.',
   scopes: ['images:delete'],
-  input: { image_ids: z.array(z.number().int().min(1)).min(1).max(20).describe('Image ids (1-20)') },
+  input: { image_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(20).describe('Image ids (1-20)') },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.library.deleteImages({ imageIds: args.image_ids }, ctx.principal);
@@ -353,7 +354,7 @@ const downloadImages = defineTool({
   description: 'Download up to 10 images as image content (originals, or thumbnails with thumbnails=true).',
   scopes: ['images:read'],
   input: {
-    image_ids: z.array(z.number().int().min(1)).min(1).max(10).describe('Image ids (1-10)'),
+    image_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(10).describe('Image ids (1-10)'),
     thumbnails: z.boolean().optional().describe('Return 200x200 thumbnails instead of the originals'),
   },
   annotations: { readOnlyHint: true },

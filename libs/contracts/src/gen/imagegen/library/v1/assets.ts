@@ -27,6 +27,8 @@ export const protobufFileName = "imagegen/library/v1/assets.proto";
 export interface GetAssetRequest {
   /** numeric id, or the exact (decoded) name where the resource has one */
   identifier: string;
+  /** the identifier is only a name (a numeric name must not match another asset's id) */
+  byName?: boolean | undefined;
 }
 
 export interface DeleteAssetResponse {
@@ -445,13 +447,16 @@ export interface MarkAssetsUsedResponse {
 }
 
 function createBaseGetAssetRequest(): GetAssetRequest {
-  return { identifier: "" };
+  return { identifier: "", byName: undefined };
 }
 
 export const GetAssetRequest: MessageFns<GetAssetRequest> = {
   encode(message: GetAssetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.identifier !== "") {
       writer.uint32(10).string(message.identifier);
+    }
+    if (message.byName !== undefined) {
+      writer.uint32(16).bool(message.byName);
     }
     return writer;
   },
@@ -477,6 +482,14 @@ export const GetAssetRequest: MessageFns<GetAssetRequest> = {
             message.identifier = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.byName = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -490,13 +503,23 @@ export const GetAssetRequest: MessageFns<GetAssetRequest> = {
   },
 
   fromJSON(object: any): GetAssetRequest {
-    return { identifier: isSet(object.identifier) ? globalThis.String(object.identifier) : "" };
+    return {
+      identifier: isSet(object.identifier) ? globalThis.String(object.identifier) : "",
+      byName: isSet(object.byName)
+        ? globalThis.Boolean(object.byName)
+        : isSet(object.by_name)
+        ? globalThis.Boolean(object.by_name)
+        : undefined,
+    };
   },
 
   toJSON(message: GetAssetRequest): unknown {
     const obj: any = {};
     if (message.identifier !== "") {
       obj.identifier = message.identifier;
+    }
+    if (message.byName !== undefined) {
+      obj.byName = message.byName;
     }
     return obj;
   },
@@ -507,6 +530,7 @@ export const GetAssetRequest: MessageFns<GetAssetRequest> = {
   fromPartial(object: DeepPartial<GetAssetRequest>): GetAssetRequest {
     const message = createBaseGetAssetRequest();
     message.identifier = object.identifier ?? "";
+    message.byName = object.byName ?? undefined;
     return message;
   },
 };
