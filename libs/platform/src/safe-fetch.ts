@@ -58,7 +58,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 // Headers that must not follow a redirect to another origin.
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
-const envAllowsLoopback = (): boolean => process.env.ALLOW_LOOPBACK_FETCH === '1';
+// The same spellings as Config.allowLoopbackFetch (1 or true).
+const envAllowsLoopback = (): boolean => process.env.ALLOW_LOOPBACK_FETCH === '1' || process.env.ALLOW_LOOPBACK_FETCH === 'true';
 
 // ---------------------------------------------------------------------------------------------------
 // Address policy
@@ -68,11 +69,24 @@ export function isPublicAddress(ip: string, opts: { allowLoopback?: boolean } = 
   const allowLoopback = opts.allowLoopback ?? false;
   let addr: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    addr = ipaddr.parse(ip.replace(/^\[|\]$/g, ''));
+    addr = ipaddr.parse(canonicalIp(ip.replace(/^\[|\]$/g, '')));
   } catch {
     return false;
   }
   return addr.kind() === 'ipv4' ? isPublicV4(addr as ipaddr.IPv4, allowLoopback) : isPublicV6(addr as ipaddr.IPv6, allowLoopback);
+}
+
+/**
+ * The address in the form the socket layer (inet_pton) reads it, or a throw. Only what node:net accepts as
+ * an IP (no decimal, octal or short IPv4 forms, no zone ids). IPv6 goes through the WHATWG serialiser (pure
+ * hex) first: ipaddr.js reads '::a.b.c.d' (IPv4-compatible, ::/96) as '::ffff:a.b.c.d' (IPv4-mapped), so
+ * '::8.8.8.8' would be judged as 8.8.8.8 while the connection would go to ::808:808.
+ */
+function canonicalIp(ip: string): string {
+  const family = isIP(ip);
+  if (family === 4) return ip;
+  if (family === 6) return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  throw new Error('not an IP address');
 }
 
 function isPublicV4(addr: ipaddr.IPv4, allowLoopback: boolean): boolean {

@@ -285,6 +285,15 @@ describe('isPublicAddress', () => {
     ['2001:0:4136:e378:8000:63bf:f5ff:fffe', false], // teredo, client ~0xf5fffffe = 10.0.0.1
     ['2001:db8::1', false],
     ['not an ip', false],
+    // IPv4-compatible ::/96 (deprecated, never public): ipaddr.js alone reads '::8.8.8.8' as ::ffff:8.8.8.8.
+    ['::8.8.8.8', false],
+    ['::808:808', false],
+    ['[::8.8.8.8]', false],
+    // Only what the socket layer reads as an address: no decimal, octal, hex or short IPv4 forms, no zones.
+    ['134744072', false],
+    ['0x8.0x8.0x8.0x8', false],
+    ['8.8.2056', false],
+    ['2606:4700::1111%eth0', false],
     ['8.8.8.8', true],
     ['1.1.1.1', true],
     ['172.32.0.1', true],
@@ -300,7 +309,7 @@ describe('isPublicAddress', () => {
     for (const ip of ['127.0.0.1', '127.5.5.5', '::1', '::ffff:127.0.0.1']) {
       expect(isPublicAddress(ip, { allowLoopback: true })).toBe(true);
     }
-    for (const ip of ['10.0.0.1', '169.254.169.254', 'fe80::1', '::ffff:10.0.0.1', '0.0.0.0']) {
+    for (const ip of ['10.0.0.1', '169.254.169.254', 'fe80::1', '::ffff:10.0.0.1', '0.0.0.0', '::127.0.0.1', '::7f00:1']) {
       expect(isPublicAddress(ip, { allowLoopback: true })).toBe(false);
     }
   });

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,6 +188,50 @@ describe('fs storage layout', () => {
       expect((await readFile(join(dir, 'tenants/t1/images/raw.png'))).toString()).toBe('raw bytes');
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('fs storage and symbolic links', () => {
+  let top: string;
+  beforeAll(async () => {
+    top = await mkdtemp(join(tmpdir(), 'storage-links-'));
+    await writeFile(join(top, 'secret.txt'), 'SECRET');
+    await mkdir(join(top, 'elsewhere'));
+    await writeFile(join(top, 'elsewhere', 'x.png'), 'OTHER');
+  });
+  afterAll(async () => {
+    await rm(top, { recursive: true, force: true });
+  });
+
+  it('does not read through a link that leaves the root (file or directory)', async () => {
+    const dir = join(top, 'objects');
+    const storage = createFsStorage({ dir, publicBaseUrl: 'http://x' });
+    await storage.put('tenants/t1/images/ok.png', Buffer.from('ok'), 'image/png');
+    await symlink(join(top, 'secret.txt'), join(dir, 'tenants/t1/images/link.png'));
+    await symlink(join(top, 'elsewhere'), join(dir, 'tenants/t1/dirlink'));
+    for (const key of ['tenants/t1/images/link.png', 'tenants/t1/dirlink/x.png']) {
+      expect(await storage.stat(key)).toBeNull();
+      await expect404(storage.get(key));
+      await expect404(storage.getStream(key));
+    }
+    expect((await storage.get('tenants/t1/images/ok.png')).toString()).toBe('ok');
+  });
+
+  it('still serves objects when the root itself is a link, and links that stay inside it', async () => {
+    const real = join(top, 'real-root');
+    await mkdir(real);
+    const dir = join(top, 'linked-root');
+    await symlink(real, dir);
+    const storage = createFsStorage({ dir, publicBaseUrl: 'http://x' });
+    await storage.put('tenants/t1/images/a.png', Buffer.from('aaa'), 'image/png');
+    await symlink(join(dir, 'tenants/t1/images/a.png'), join(dir, 'tenants/t1/images/alias.png'));
+    for (const key of ['tenants/t1/images/a.png', 'tenants/t1/images/alias.png']) {
+      expect(await storage.stat(key)).toEqual({ size: 3, contentType: 'image/png' });
+      expect((await storage.get(key)).toString()).toBe('aaa');
+      const chunks: Buffer[] = [];
+      for await (const chunk of await storage.getStream(key)) chunks.push(chunk);
+      expect(Buffer.concat(chunks).toString()).toBe('aaa');
     }
   });
 });

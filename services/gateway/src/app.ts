@@ -80,6 +80,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
 
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
+    reply.header('x-content-type-options', 'nosniff');
     done(null, payload);
   });
 

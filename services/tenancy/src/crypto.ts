@@ -60,16 +60,18 @@ export function parseCredentialsKey(value: string | undefined): Buffer {
 /** iv (12) || tag (16) || ciphertext; `aad` binds the blob to its owner row. */
 export function encryptSecret(key: Buffer, plaintext: string, aad: string): Buffer {
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
   cipher.setAAD(Buffer.from(aad, 'utf8'));
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), ct]);
 }
 
 export function decryptSecret(key: Buffer, blob: Buffer, aad: string): string {
+  // A shorter blob would hand GCM a truncated tag, which Node accepts (down to 4 bytes) and checks only that far.
+  if (blob.length < 28) throw new Error('encrypted secret is malformed (shorter than iv and tag)');
   const iv = blob.subarray(0, 12);
   const tag = blob.subarray(12, 28);
-  const decipher = createDecipheriv('aes-256-gcm', key, iv);
+  const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
   decipher.setAAD(Buffer.from(aad, 'utf8'));
   decipher.setAuthTag(tag);
   return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');

@@ -19,7 +19,7 @@ export async function ensureBootstrapAdmin(sql: Sql, email: string | undefined, 
     INSERT INTO admin_users (user_id, email, display_name, role, password_hash)
     VALUES (${randomId('usr_')}, ${normalized}, 'Administrator', 'super_admin', ${hash})
     ON CONFLICT ((lower(email))) DO NOTHING RETURNING user_id`;
-  if (rows.length) logger.info({ email: normalized }, 'created the first super_admin from ADMIN_EMAIL');
+  if (rows.length) logger.info({ email: normalized }, 'created the first super_admin (the configured admin email and password)');
 }
 
 /** Tenants, API keys, provider credentials, admin users, sessions and invitations (schema `tenancy`). */

@@ -71,6 +71,12 @@ describe('provider credentials encryption (AES-256-GCM)', () => {
     expect(() => decryptSecret(randomBytes(32), blob, 'acme:provA')).toThrow();
   });
 
+  it('refuses a blob cut short (a truncated GCM tag is never checked as a shorter tag)', () => {
+    const blob = encryptSecret(key, '', 'acme:provA');
+    for (const n of [0, 16, 27]) expect(() => decryptSecret(key, blob.subarray(0, n), 'acme:provA')).toThrow(/malformed/);
+    expect(decryptSecret(key, blob, 'acme:provA')).toBe('');
+  });
+
   it('requires a 32-byte base64 key', () => {
     expect(() => parseCredentialsKey(undefined)).toThrow(/CREDENTIALS_KEY is required/);
     expect(() => parseCredentialsKey(randomBytes(16).toString('base64'))).toThrow(/32 bytes/);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ExecutionFinished, ImageDeleted, ImageStored, QuotaCrossed, TenantChanged } from '@imagegen/contracts/events/v1/events';
 import {
+  decodeOrSkip,
   type EventMessage,
   type EventTransport,
   type Logger,
@@ -281,8 +282,8 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
         durable: TENANT_CHANGED_DURABLE,
         subjects: [s.tenantChanged],
         handler: async (m) => {
-          const e = TenantChanged.decode(m.data);
-          if (e.tenantId) d.tenants.invalidate(e.tenantId);
+          const e = decodeOrSkip(TenantChanged, m, log);
+          if (e?.tenantId) d.tenants.invalidate(e.tenantId);
         },
       }),
     );

@@ -26,11 +26,14 @@ export const DEFAULT_POLICY: RetryPolicy = {
   disableAfter: 5,
 };
 
-/** Delay after the `attempt`-th failed attempt (1-based): base * factor^(attempt-1), capped, with jitter. */
+/**
+ * Delay after the `attempt`-th failed attempt (1-based): base * factor^(attempt-1) with jitter, never
+ * above maxMs (the cap bounds the jittered delay too: WEBHOOK_RETRY_MAX_MS is the longest delay).
+ */
 export function retryDelayMs(attempt: number, p: RetryPolicy, random = Math.random): number {
   const raw = Math.min(p.maxMs, p.baseMs * p.factor ** Math.max(0, attempt - 1));
   const j = 1 + p.jitter * (2 * random() - 1);
-  return Math.max(0, Math.round(raw * j));
+  return Math.max(0, Math.min(p.maxMs, Math.round(raw * j)));
 }
 
 export interface DispatcherOptions {

@@ -7,6 +7,7 @@ import {
   bind,
   consumeOnce,
   createDb,
+  decodeOrSkip,
   migrate,
   type RunningService,
   type ServiceContext,
@@ -90,8 +91,8 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
       subjects: [subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed')],
       ackWaitMs: 10_000,
       handler: async (m) => {
-        const e = QuotaCrossed.decode(m.data);
-        if (!e.tenantId) return;
+        const e = decodeOrSkip(QuotaCrossed, m, logger);
+        if (!e?.tenantId) return;
         const { event, body } = quotaPayload(e);
         let created = 0;
         await consumeOnce(sql, QUOTA_DURABLE, m.id, async (tx) => {

@@ -159,23 +159,44 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Leases up to `batch` due deliveries of enabled endpoints (SKIP LOCKED plus a lease time, so several
- * dispatcher replicas share the work and a crashed replica's lease simply runs out).
+ * Leases due deliveries of enabled endpoints: at most one per endpoint, and none for an endpoint that
+ * already has a delivery under a live lease (in flight here or on another replica), so deliveries to
+ * one endpoint go one at a time across replicas, and a lease only has to cover one attempt (a queue of
+ * deliveries leased together would outlive its lease behind a slow endpoint and be sent twice).
+ * The endpoint rows are locked (SKIP LOCKED) before the lease check, which runs in a statement of its
+ * own (a fresh snapshot): a replica that got the lock after another one committed sees that lease.
+ * A crashed replica's lease simply runs out.
  */
 export async function claimDue(sql: Sql, batch: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-  const rows = await sql`
-    UPDATE deliveries d SET locked_until = now() + ${`${leaseMs} milliseconds`}::interval
-    FROM (
-      SELECT d2.id FROM deliveries d2 JOIN endpoints e ON e.id = d2.endpoint_id
-      WHERE d2.status = 'pending' AND d2.next_attempt_at <= now() AND e.enabled
-        AND (d2.locked_until IS NULL OR d2.locked_until < now())
-      ORDER BY d2.next_attempt_at, d2.created_at
-      LIMIT ${batch}
-      FOR UPDATE OF d2 SKIP LOCKED
-    ) c
-    WHERE d.id = c.id
-    RETURNING d.id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
-  return rows
+  const rows = await sql.begin(async (tx) => {
+    const candidates = await tx`
+      SELECT d.endpoint_id, min(d.next_attempt_at) AS due
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND e.enabled
+      GROUP BY d.endpoint_id
+      HAVING bool_and(d.locked_until IS NULL OR d.locked_until < now())
+      ORDER BY due, d.endpoint_id
+      LIMIT ${batch}`;
+    if (candidates.length === 0) return [];
+    const locked = await tx`
+      SELECT id FROM endpoints WHERE id = ANY(${candidates.map((c) => String(c.endpoint_id))}::bigint[]) AND enabled
+      ORDER BY id FOR UPDATE SKIP LOCKED`;
+    if (locked.length === 0) return [];
+    return tx`
+      UPDATE deliveries d SET locked_until = now() + ${`${leaseMs} milliseconds`}::interval
+      FROM (
+        SELECT DISTINCT ON (d2.endpoint_id) d2.id FROM deliveries d2
+        WHERE d2.endpoint_id = ANY(${locked.map((r) => String(r.id))}::bigint[])
+          AND d2.status = 'pending' AND d2.next_attempt_at <= now()
+          AND NOT EXISTS (
+            SELECT 1 FROM deliveries l
+            WHERE l.endpoint_id = d2.endpoint_id AND l.status = 'pending' AND l.locked_until >= now())
+        ORDER BY d2.endpoint_id, d2.next_attempt_at, d2.created_at
+      ) c
+      WHERE d.id = c.id
+      RETURNING d.id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
+  });
+  return (rows as Row[])
     .map((r) => ({
       id: r.id as string,
       endpointId: Number(r.endpoint_id),
@@ -198,10 +219,15 @@ export async function releaseLease(db: Db, deliveryId: string): Promise<void> {
 }
 
 export async function nextDueAt(sql: Sql): Promise<Date | undefined> {
+  // Per endpoint: its earliest due delivery, or the end of the live lease of the one in flight (claimDue
+  // takes nothing from an endpoint with a delivery in flight).
   const [r] = await sql`
-    SELECT min(greatest(d.next_attempt_at, coalesce(d.locked_until, d.next_attempt_at))) AS at
-    FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-    WHERE d.status = 'pending' AND e.enabled`;
+    SELECT min(at) AS at FROM (
+      SELECT CASE WHEN max(d.locked_until) >= now() THEN max(d.locked_until) ELSE min(d.next_attempt_at) END AS at
+      FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND e.enabled
+      GROUP BY d.endpoint_id
+    ) x`;
   return r?.at ?? undefined;
 }
 

@@ -11,8 +11,8 @@ export interface Received {
   at: number;
 }
 
-/** What a path answers: a status, or 'hang' (never answers). */
-export type Behaviour = number | 'hang';
+/** What a path answers: a status, 'hang' (never answers), or a status after a delay. */
+export type Behaviour = number | 'hang' | { status: number; delayMs: number };
 
 /**
  * A real HTTPS webhook receiver on 127.0.0.1 with a throwaway self-signed certificate (openssl CLI);
@@ -22,6 +22,9 @@ export async function startReceiver() {
   const tls = selfSignedCert('webhook-rx-');
   const received: Received[] = [];
   const behaviour = new Map<string, Behaviour | Behaviour[]>();
+  // Requests being answered per path, and the most seen at once.
+  const inflight = new Map<string, number>();
+  const peak = new Map<string, number>();
   const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -33,6 +36,18 @@ export async function startReceiver() {
       let b = behaviour.get(path) ?? 200;
       if (Array.isArray(b)) b = b.length > 1 ? (b.shift() as Behaviour) : (b[0] ?? 200);
       if (b === 'hang') return;
+      if (typeof b === 'object') {
+        const { status, delayMs } = b;
+        const n = (inflight.get(path) ?? 0) + 1;
+        inflight.set(path, n);
+        peak.set(path, Math.max(peak.get(path) ?? 0, n));
+        setTimeout(() => {
+          inflight.set(path, (inflight.get(path) ?? 1) - 1);
+          res.writeHead(status, { 'content-type': 'text/plain' });
+          res.end(status < 300 ? 'ok' : 'nope');
+        }, delayMs);
+        return;
+      }
       res.writeHead(b, { 'content-type': 'text/plain', ...(b >= 300 && b < 400 ? { location: `${path}-moved` } : {}) });
       res.end(b < 300 ? 'ok' : 'nope');
     });
@@ -45,6 +60,8 @@ export async function startReceiver() {
     url: (path: string) => `https://localhost:${port}${path}`,
     received,
     on: (path: string) => received.filter((r) => r.path === path),
+    /** Most requests to `path` answered at the same time (delayed behaviours only). */
+    peakConcurrency: (path: string) => peak.get(path) ?? 0,
     /** A status per request in order (the last one repeats), or one for all. */
     respond(path: string, b: Behaviour | Behaviour[]) {
       behaviour.set(path, Array.isArray(b) ? [...b] : b);

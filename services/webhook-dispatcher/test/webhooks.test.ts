@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
 import { type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
@@ -19,7 +20,7 @@ import {
   subjectFor,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLICY, retryDelayMs } from '../src/dispatcher.js';
+import { DEFAULT_POLICY, retryDelayMs, startDispatcher } from '../src/dispatcher.js';
 import { startWebhookDispatcher, type WebhookOptions } from '../src/service.js';
 import { legacySignature, SecretBox, standardSignature } from '../src/signing.js';
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from './receiver.js';
@@ -367,6 +368,44 @@ describe('delivery', () => {
     expect(rx.on('/restart')[1].at - rx.on('/restart')[0].at).toBeGreaterThanOrEqual(1400);
   });
 
+  it('sends one delivery at a time per endpoint, also with two dispatcher replicas, each exactly once', async () => {
+    const p = principal('serial');
+    const w = await createWh({ url: rx.url('/serial'), events: [] }, p);
+    rx.respond('/serial', { status: 200, delayMs: 400 });
+    // A second replica on the same schema, polling often.
+    const sql2 = createDb(db.url, { schema: 'webhooks', max: 2 });
+    const replica = startDispatcher({
+      sql: sql2,
+      logger: ctx.logger,
+      secrets: new SecretBox(ctx.config.credentialsKey),
+      policy: { ...DEFAULT_POLICY, baseMs: 20 },
+      timeoutMs: 3000,
+      pollMs: 10,
+      allowLoopback: true,
+      ca: readFileSync(rx.caFile, 'utf8'),
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        await client.testWebhook({ id: w.webhook.id }, p);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const log = await until(
+        async () => {
+          const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+          return l.length === 4 && l.every((d) => d.status === 'succeeded') && l;
+        },
+        15_000,
+        'four deliveries',
+      );
+      expect(rx.peakConcurrency('/serial')).toBe(1);
+      expect(rx.on('/serial')).toHaveLength(4);
+      expect(log.map((d) => d.attemptCount)).toEqual([1, 1, 1, 1]);
+    } finally {
+      await replica.stop();
+      await sql2.end();
+    }
+  });
+
   it('listDeliveries validates its limit', async () => {
     const p = principal('limits');
     const w = await createWh({ url: rx.url('/l'), events: [] }, p);
@@ -410,5 +449,8 @@ describe('signing and schedule', () => {
     ]);
     expect(retryDelayMs(1, DEFAULT_POLICY, () => 0)).toBe(22_500);
     expect(retryDelayMs(1, DEFAULT_POLICY, () => 1)).toBe(37_500);
+    // The cap bounds the jittered delay too: never longer than 6 h (WEBHOOK_RETRY_MAX_MS, "longest delay").
+    for (const n of [6, 7, 10]) expect(retryDelayMs(n, DEFAULT_POLICY, () => 1)).toBe(21_600_000);
+    expect(retryDelayMs(7, DEFAULT_POLICY, () => 0)).toBe(16_200_000);
   });
 });

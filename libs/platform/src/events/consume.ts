@@ -1,4 +1,6 @@
 import type { Sql, TransactionSql } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { EventMessage } from './types.js';
 
 /**
  * Runs `fn` at most once per (consumer, eventId): the dedupe row and fn's writes commit together.
@@ -21,4 +23,17 @@ export async function consumeOnce(
     return true;
   });
   return done as boolean;
+}
+
+/**
+ * Decodes an event's protobuf payload. A payload that cannot be decoded is logged and skipped (undefined,
+ * so the handler returns and the message is acked): redelivering it would fail the same way forever.
+ */
+export function decodeOrSkip<T>(type: { decode(data: Uint8Array): T }, m: EventMessage, log: Logger): T | undefined {
+  try {
+    return type.decode(m.data);
+  } catch (err) {
+    log.error({ err, id: m.id, subject: m.subject }, 'undecodable event skipped');
+    return undefined;
+  }
 }

@@ -1,4 +1,4 @@
-export { consumeOnce } from './consume.js';
+export { consumeOnce, decodeOrSkip } from './consume.js';
 export { createInProcessTransport, type InProcessTransportOptions } from './inprocess.js';
 export { createNatsTransport, type NatsTransportOptions } from './nats.js';
 export {

@@ -233,6 +233,58 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
   };
 
   /*
+   * A pull request's messages arrive together and are handled one by one; their ack_wait runs from the
+   * moment the server sent them. Those still waiting behind a slow handler are kept alive too (working()),
+   * else the server would redeliver them meanwhile (to another replica, or to this pull request again):
+   * handled twice at once, with delivery counts spent (max_deliver) without any handler having failed.
+   */
+  const drainBatch = async (batch: AsyncIterable<JsMsg>) => {
+    const waiting: JsMsg[] = [];
+    let ended = false;
+    let failure: unknown;
+    let notify: (() => void) | undefined;
+    const reader = (async () => {
+      try {
+        for await (const m of batch) {
+          waiting.push(m);
+          notify?.();
+        }
+      } catch (err) {
+        failure = err;
+      } finally {
+        ended = true;
+        notify?.();
+      }
+    })();
+    const keepAlive = setInterval(
+      () => {
+        for (const m of waiting) m.working();
+      },
+      Math.max(500, ackWaitMs / 2),
+    );
+    try {
+      for (;;) {
+        const m = waiting.shift();
+        if (m) {
+          if (stopped) unhandled.push(m);
+          else await handle(m);
+          continue;
+        }
+        if (ended) break;
+        await new Promise<void>((r) => {
+          notify = r;
+          if (waiting.length > 0 || ended) r();
+        });
+        notify = undefined;
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
+    await reader;
+    if (failure) throw failure;
+  };
+
+  /*
    * One pull request at a time (fetch), each ending by itself: when its batch is filled or it expires.
    * stop() never abandons a pull request: it stops asking for more, lets the current one end while keeping
    * what still arrives unhandled, and only then naks those messages. A pull request abandoned while still
@@ -246,10 +298,7 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
         const consumer = await c.js.consumers.get(c.streamName, durable);
         while (!stopped) {
           const batch = await consumer.fetch({ max_messages: PULL_BATCH, expires: c.pullExpiresMs });
-          for await (const m of batch) {
-            if (stopped) unhandled.push(m);
-            else await handle(m);
-          }
+          await drainBatch(batch);
         }
       } catch (err) {
         if (stopped) break;

@@ -31,16 +31,19 @@ export async function writeOutbox(tx: Sql | TransactionSql, event: OutboxEvent):
   const id = event.id ?? randomUUID();
   const headers = injectContext({ ...(event.headers ?? {}) });
   const payload = toBuffer(event.data);
+  // created_at is the relay's order key: clock_timestamp(), not now() (the transaction's start, the
+  // same for every row of a transaction), so events written in one transaction (QuotaCrossed 80 then
+  // 100) keep their order instead of tying and going out in whatever order the plan returns them.
   // One statement: the row and the NOTIFY (a data-modifying CTE runs even though nothing reads it).
   if (event.schema) {
     await tx`WITH o AS (
-        INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers)
-        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})
+        INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers, created_at)
+        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
       ) SELECT pg_notify(${outboxChannel(event.schema)}, '')`;
   } else {
     await tx`WITH o AS (
-        INSERT INTO outbox (id, subject, payload, headers)
-        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)})
+        INSERT INTO outbox (id, subject, payload, headers, created_at)
+        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
       ) SELECT pg_notify('outbox_' || current_schema(), '')`;
   }
   return id;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, type FileHandle, mkdir, open, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { access, type FileHandle, mkdir, open, readFile, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, sep } from 'node:path';
 import { contentTypeFromKey } from './content-type.js';
 import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
 import type { ObjectStorage, ObjectStream } from './types.js';
@@ -64,6 +64,16 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
     }
   }
 
+  // Reads only follow a symbolic link that stays under the root (the root itself may be one, e.g. a mounted
+  // volume): a link planted in the tree must not serve /etc/passwd or another deployment's files at /files/*.
+  let realRoot: string | undefined;
+  async function readablePath(path: string): Promise<string> {
+    const real = await realpath(path); // ENOENT/ENOTDIR when missing
+    realRoot ??= await realpath(root);
+    if (!real.startsWith(realRoot + sep)) throw Object.assign(new Error('object outside the storage root'), { code: 'ENOENT' });
+    return real;
+  }
+
   async function contentTypeOf(key: string, path: string): Promise<string> {
     try {
       return (await readFile(sidecarOf(path), 'utf8')).trim() || contentTypeFromKey(key);
@@ -95,8 +105,9 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
     },
 
     async get(key) {
+      const path = pathOf(key);
       try {
-        return await readFile(pathOf(key));
+        return await readFile(await readablePath(path));
       } catch (e) {
         if (isMissing(e)) throw objectNotFound();
         throw e;
@@ -108,7 +119,7 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
       // Open first so a missing key fails here with 404 rather than later as a stream error.
       let handle: FileHandle;
       try {
-        handle = await open(path, 'r');
+        handle = await open(await readablePath(path), constants.O_RDONLY | constants.O_NOFOLLOW);
       } catch (e) {
         if (isMissing(e)) throw objectNotFound();
         throw e;
@@ -123,7 +134,7 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
     async stat(key) {
       const path = pathOf(key);
       try {
-        const st = await stat(path);
+        const st = await stat(await readablePath(path));
         if (!st.isFile()) return null;
         return { size: st.size, contentType: await contentTypeOf(key, path) };
       } catch (e) {

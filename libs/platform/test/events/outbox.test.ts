@@ -126,6 +126,20 @@ describe('outbox', () => {
     await r.stop();
   });
 
+  it('orders the rows of one transaction by when they were written (no created_at ties)', async () => {
+    const ids = await sql.begin(async (tx) => {
+      const out: string[] = [];
+      for (let i = 0; i < 5; i++) out.push(await writeOutbox(tx, { subject: 'imagegen.usage.quota_crossed', data: bytes(String(i)) }));
+      return out;
+    });
+    const rows = await sql`SELECT id, created_at FROM outbox WHERE id = ANY(${ids}::uuid[]) ORDER BY created_at`;
+    const [{ distinct }] = await sql`SELECT count(DISTINCT created_at)::int AS distinct FROM outbox WHERE id = ANY(${ids}::uuid[])`;
+    // No relay runs here: keep these rows away from the next tests' relays.
+    await sql`UPDATE outbox SET published_at = now() WHERE id = ANY(${ids}::uuid[])`;
+    expect(distinct).toBe(5);
+    expect(rows.map((r) => r.id)).toEqual(ids);
+  });
+
   it('keeps rows while the transport fails and publishes them once it works', async () => {
     const r = await setup(100);
     r.state.down = true;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
@@ -6,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createInProcessTransport,
   createNatsTransport,
+  decodeOrSkip,
   type EventMessage,
   type EventTransport,
   subjectFor,
@@ -188,6 +190,34 @@ describe.each([
     await until(() => second.received.length === 1);
     expect(first.received).toHaveLength(0);
     await second.sub.stop();
+  });
+
+  it('acks an undecodable payload once (decodeOrSkip) instead of redelivering it forever', async () => {
+    const s = subjectFor(h.prefix, `${space()}.quota_crossed`);
+    const logged: unknown[] = [];
+    const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const seen: (QuotaCrossed | undefined)[] = [];
+    let calls = 0;
+    const sub = await h.transport.subscribe({
+      durable: 'undecodable',
+      subjects: [s],
+      handler: async (m) => {
+        calls++;
+        seen.push(decodeOrSkip(QuotaCrossed, m, log));
+      },
+    });
+    // field 1, length-delimited, claims 16 bytes that never come: protobuf decode throws
+    await h.transport.publish({ id: randomUUID(), subject: s, data: new Uint8Array([0x0a, 0x10]), headers: {} });
+    const good = QuotaCrossed.encode(QuotaCrossed.fromPartial({ tenantId: 'acme', threshold: 80 })).finish();
+    await h.transport.publish({ id: randomUUID(), subject: s, data: good, headers: {} });
+    await until(() => seen.length === 2);
+    await new Promise((r) => setTimeout(r, 400)); // longer than the retry backoff: no redelivery follows
+    expect(calls).toBe(2);
+    expect(seen[0]).toBeUndefined();
+    expect(seen[1]?.tenantId).toBe('acme');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ msg: 'undecodable event skipped', subject: s });
+    await sub.stop();
   });
 
   it('matches wildcard subjects like NATS', async () => {

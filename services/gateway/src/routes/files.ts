@@ -9,6 +9,14 @@ import type { RouteModule } from '../app.js';
  */
 const CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
+/**
+ * Types a browser renders inline without running anything. Any other stored type (image/svg+xml, text/html,
+ * a missing or odd sidecar type...) is served as a download: on the API origin an inline SVG or HTML would be
+ * stored XSS wherever a browser ignores the CSP sandbox below.
+ */
+const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif']);
+const isInline = (contentType: string): boolean => INLINE_TYPES.has(contentType.split(';')[0].trim().toLowerCase());
+
 const filesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   app.route({
     method: ['GET', 'HEAD'],
@@ -40,6 +48,7 @@ const filesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       reply.header('cache-control', CACHE_CONTROL);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('content-security-policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox");
+      if (!isInline(st.contentType)) reply.header('content-disposition', 'attachment');
       if (!stream) return reply.send();
       return reply.send(stream);
     },

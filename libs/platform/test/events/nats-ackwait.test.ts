@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNatsTransport, type EventMessage, type EventTransport, subjectFor } from '../../src/events/index.js';
+
+const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+const logger = pino({ level: 'silent' });
+
+async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('nats transport: slow handlers and ack wait', () => {
+  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
+  const streamName = `TEST_${tag}`;
+  let transport: EventTransport;
+
+  beforeAll(async () => {
+    transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
+  });
+  afterAll(async () => {
+    await transport?.close();
+    const nc = await connect({ servers: NATS_URL });
+    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
+    await nc.close();
+  });
+
+  it('keeps prefetched messages waiting behind a slow handler from being redelivered', { timeout: 60_000 }, async () => {
+    const subject = subjectFor(tag, 'slow.work');
+    const ids = Array.from({ length: 6 }, () => randomUUID());
+    for (const id of ids) await transport.publish({ id, subject, data: new Uint8Array([1]), headers: {} });
+    const seen: EventMessage[] = [];
+    // One handler at a time taking 400 ms with a 1 s ack wait: the 4th to 6th message of the pull
+    // request wait 1.2 to 2 s before their handler starts.
+    const sub = await transport.subscribe({
+      durable: `${tag}-slow`,
+      subjects: [subject],
+      ackWaitMs: 1000,
+      maxDeliver: 3,
+      handler: async (m) => {
+        seen.push(m);
+        await new Promise((r) => setTimeout(r, 400));
+      },
+    });
+    try {
+      await until(() => new Set(seen.map((m) => m.id)).size === ids.length, 20_000, 'every message handled');
+      await new Promise((r) => setTimeout(r, 1500)); // a redelivery would show up meanwhile
+      expect(seen.map((m) => m.deliveryCount)).toEqual(ids.map(() => 1));
+      expect(seen.map((m) => m.id).sort()).toEqual([...ids].sort());
+    } finally {
+      await sub.stop();
+    }
+  });
+});
