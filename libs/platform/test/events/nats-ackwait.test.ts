@@ -1,37 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNatsTransport, type EventMessage, type EventTransport, subjectFor } from '../../src/events/index.js';
-
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-const logger = pino({ level: 'silent' });
-
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { describe, expect, it } from 'vitest';
+import { type EventMessage, subjectFor } from '../../src/events/index.js';
+import { natsTransportForSuite, until } from './nats-support.js';
 
 describe('nats transport: slow handlers and ack wait', () => {
-  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
-  const streamName = `TEST_${tag}`;
-  let transport: EventTransport;
-
-  beforeAll(async () => {
-    transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
-  });
-  afterAll(async () => {
-    await transport?.close();
-    const nc = await connect({ servers: NATS_URL });
-    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
-    await nc.close();
-  });
+  const { tag, transport: suiteTransport } = natsTransportForSuite();
 
   it('keeps prefetched messages waiting behind a slow handler from being redelivered', { timeout: 60_000 }, async () => {
+    const transport = suiteTransport();
     const subject = subjectFor(tag, 'slow.work');
     const ids = Array.from({ length: 6 }, () => randomUUID());
     for (const id of ids) await transport.publish({ id, subject, data: new Uint8Array([1]), headers: {} });

@@ -1,42 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNatsTransport, type EventTransport, subjectFor } from '../../src/events/index.js';
+import { describe, expect, it } from 'vitest';
+import { subjectFor } from '../../src/events/index.js';
+import { NATS_URL, natsTransportForSuite, until } from './nats-support.js';
 
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-const logger = pino({ level: 'silent' });
 /** Far longer than the test may run: a message that is only redelivered after ack wait fails the test. */
 const ACK_WAIT_MS = 10 * 60_000;
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 describe('nats transport: stopping a durable subscription', () => {
-  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
-  const streamName = `TEST_${tag}`;
-  let transport: EventTransport;
-
-  beforeAll(async () => {
-    transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
-  });
-  afterAll(async () => {
-    await transport?.close();
-    const nc = await connect({ servers: NATS_URL });
-    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
-    await nc.close();
-  });
+  const { tag, streamName, transport: suiteTransport } = natsTransportForSuite();
 
   it('hands prefetched, unhandled messages back so a restarted consumer gets them at once', { timeout: 120_000 }, async () => {
+    const transport = suiteTransport();
     const subject = subjectFor(tag, 'stop.queued');
     const durable = 'queued';
     const total = 20;
