@@ -45,7 +45,7 @@ export interface DispatcherOptions {
   pollMs: number;
   allowLoopback: boolean;
   ca?: string;
-  /** Leased deliveries per round. */
+  /** Deliveries in flight at once (each to a different endpoint). */
   batch?: number;
 }
 
@@ -66,7 +66,9 @@ const MAX_RESPONSE_BYTES = 256 * 1024;
 
 /**
  * The delivery loop: leases due deliveries (persisted, so retries survive restarts), delivers them
- * one endpoint at a time (different endpoints in parallel), and records each attempt.
+ * one at a time per endpoint (different endpoints in parallel, up to `batch` in flight), and records
+ * each attempt. Deliveries run on their own: a slow or hanging endpoint (up to the timeout) does not
+ * hold back the next deliveries of the others; each finished delivery wakes the loop for its endpoint's next.
  */
 export function startDispatcher(o: DispatcherOptions): Dispatcher {
   const log = o.logger.child({ component: 'webhook-dispatcher' });
@@ -75,6 +77,11 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
   let stopped = false;
   let kicked = false;
   let wakeUp: (() => void) | undefined;
+  const inFlight = new Set<Promise<void>>();
+  const wake = () => {
+    kicked = true;
+    wakeUp?.();
+  };
 
   async function attempt(d: ClaimedDelivery, url: string, secret: string): Promise<AttemptResult> {
     const started = performance.now();
@@ -177,12 +184,22 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
     }
   }
 
+  /** Leases what is due (at most one per endpoint, none for an endpoint with one in flight) and starts it. */
   async function round(): Promise<number> {
-    const claimed = await claimDue(o.sql, batch, leaseMs);
-    if (claimed.length === 0) return 0;
+    const room = batch - inFlight.size;
+    if (room <= 0) return 0;
+    const claimed = await claimDue(o.sql, room, leaseMs);
     const byEndpoint = new Map<number, ClaimedDelivery[]>();
     for (const d of claimed) byEndpoint.set(d.endpointId, [...(byEndpoint.get(d.endpointId) ?? []), d]);
-    await Promise.all([...byEndpoint.values()].map((list) => deliverAll(list).catch((err) => log.warn({ err }, 'delivery round failed'))));
+    for (const list of byEndpoint.values()) {
+      const run: Promise<void> = deliverAll(list)
+        .catch((err) => log.warn({ err }, 'webhook delivery failed'))
+        .finally(() => {
+          inFlight.delete(run);
+          wake();
+        });
+      inFlight.add(run);
+    }
     return claimed.length;
   }
 
@@ -195,7 +212,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         log.warn({ err }, 'webhook dispatcher round failed');
       }
       if (stopped) break;
-      if (n >= batch) continue;
+      if (n > 0 && inFlight.size < batch) continue; // more may be due
       if (kicked) {
         kicked = false;
         continue;
@@ -206,6 +223,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         if (due) sleep = Math.max(5, Math.min(o.pollMs, due.getTime() - Date.now()));
       } catch {}
       await new Promise<void>((resolve) => {
+        if (kicked) return resolve(); // woken while nextDueAt was reading
         const t = setTimeout(resolve, sleep);
         wakeUp = () => {
           clearTimeout(t);
@@ -217,14 +235,13 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
   })();
 
   return {
-    wake() {
-      kicked = true;
-      wakeUp?.();
-    },
+    wake,
     async stop() {
       stopped = true;
       wakeUp?.();
       await loop;
+      // Attempts under way finish (each bounded by the timeout) and are recorded.
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
     },
   };
 }

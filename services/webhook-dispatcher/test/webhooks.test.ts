@@ -406,6 +406,34 @@ describe('delivery', () => {
     }
   });
 
+  it('a hanging endpoint does not hold back the deliveries of the others', async () => {
+    const p = principal('hang');
+    // A long timeout: the hanging attempt is still under way while the other endpoint gets its three.
+    await svc.stop();
+    await startSvc({ ...FAST, timeoutMs: 10_000 });
+    try {
+      const slow = await createWh({ url: rx.url('/stuck'), events: [] }, p);
+      const quick = await createWh({ url: rx.url('/quick'), events: [] }, p);
+      rx.respond('/stuck', { status: 200, delayMs: 5000 });
+      rx.respond('/quick', 200);
+      await client.testWebhook({ id: slow.webhook.id }, p);
+      await until(() => rx.on('/stuck').length === 1, 10_000, 'the slow endpoint called');
+      for (let i = 0; i < 3; i++) await client.testWebhook({ id: quick.webhook.id }, p);
+      await until(() => rx.on('/quick').length === 3, 10_000, 'three deliveries to the quick endpoint');
+      // ...while the slow endpoint's one attempt has not been answered yet
+      const [pending] = await sql`SELECT status, attempt_count FROM deliveries WHERE endpoint_id = ${slow.webhook.id}`;
+      expect(pending).toMatchObject({ status: 'pending', attempt_count: 0 });
+      await until(
+        async () => (await client.listDeliveries({ webhookId: slow.webhook.id }, p)).deliveries[0]?.status === 'succeeded',
+        15_000,
+        'the slow delivery recorded',
+      );
+    } finally {
+      await svc.stop();
+      await startSvc();
+    }
+  });
+
   it('listDeliveries validates its limit', async () => {
     const p = principal('limits');
     const w = await createWh({ url: rx.url('/l'), events: [] }, p);
