@@ -218,6 +218,15 @@ describe('fs storage and symbolic links', () => {
     expect((await storage.get('tenants/t1/images/ok.png')).toString()).toBe('ok');
   });
 
+  it('does not take a content type from a sidecar link that leaves the root', async () => {
+    const dir = join(top, 'objects-ct');
+    const storage = createFsStorage({ dir, publicBaseUrl: 'http://x' });
+    await storage.put('tenants/t1/images/b.png', Buffer.from('bb'), 'image/png');
+    await writeFile(join(top, 'type.txt'), 'text/html');
+    await symlink(join(top, 'type.txt'), join(dir, 'tenants/t1/images/.b.png.ct'));
+    expect(await storage.stat('tenants/t1/images/b.png')).toEqual({ size: 2, contentType: 'image/png' });
+  });
+
   it('still serves objects when the root itself is a link, and links that stay inside it', async () => {
     const real = join(top, 'real-root');
     await mkdir(real);

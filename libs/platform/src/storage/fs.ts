@@ -76,7 +76,7 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
 
   async function contentTypeOf(key: string, path: string): Promise<string> {
     try {
-      return (await readFile(sidecarOf(path), 'utf8')).trim() || contentTypeFromKey(key);
+      return (await readFile(await readablePath(sidecarOf(path)), 'utf8')).trim() || contentTypeFromKey(key);
     } catch (e) {
       if (isMissing(e)) return contentTypeFromKey(key);
       throw e;
