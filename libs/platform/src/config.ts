@@ -101,6 +101,7 @@ const schema = z.object({
   USAGE_TENANT_CACHE_MS: int(5000),
   USAGE_CONSUMER_CONCURRENCY: int(64, 1),
   USAGE_CONSUMER_PARALLEL_BATCHES: int(2, 1),
+  OUTBOX_MAX_ATTEMPTS: int(10, 1),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -172,6 +173,11 @@ export interface Config {
   };
   /** usage-metering: tenant quota cache lifetime and the consumer's parallelism. */
   usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number };
+  /**
+   * Outbox relay: failed publishes of one event with an unclassified error before it is dead-lettered
+   * (OUTBOX_MAX_ATTEMPTS; bus outages never count). startOutboxRelay reads the same variable by default.
+   */
+  outboxMaxAttempts: number;
 }
 
 export type ServiceName = 'tenancy' | 'library' | 'generation' | 'usage' | 'webhooks' | 'oauth' | 'mcp';
@@ -280,5 +286,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       consumerConcurrency: e.USAGE_CONSUMER_CONCURRENCY,
       consumerParallelBatches: e.USAGE_CONSUMER_PARALLEL_BATCHES,
     },
+    outboxMaxAttempts: e.OUTBOX_MAX_ATTEMPTS,
   };
 }

@@ -38,7 +38,13 @@ export function createDb(url: string, opts: DbOptions): Sql {
   return telemetryRunning() ? traceSql(sql, opts.schema) : sql;
 }
 
-/** Platform-owned tables every schema gets: the transactional outbox and the consumer dedupe table. */
+/**
+ * Platform-owned tables every schema gets: the transactional outbox, its dead letters and the consumer
+ * dedupe table. Applied by every migrate(), so it must stay idempotent and lock-free on an existing schema:
+ * columns and indexes added later go through a catalog check (a bare ADD COLUMN IF NOT EXISTS or CREATE
+ * INDEX IF NOT EXISTS locks the outbox on every start even when there is nothing to do, waiting for open
+ * writers and a relay's transaction, and holding every new writer behind it).
+ */
 const PLATFORM_TABLES = `
 CREATE TABLE IF NOT EXISTS outbox (
   id uuid PRIMARY KEY,
@@ -46,9 +52,30 @@ CREATE TABLE IF NOT EXISTS outbox (
   payload bytea NOT NULL,
   headers jsonb NOT NULL DEFAULT '{}',
   created_at timestamptz NOT NULL DEFAULT now(),
-  published_at timestamptz
+  published_at timestamptz,
+  attempts int NOT NULL DEFAULT 0,
+  last_error text
 );
-CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'outbox'::regclass AND attname = 'attempts' AND NOT attisdropped) THEN
+    ALTER TABLE outbox ADD COLUMN IF NOT EXISTS attempts int NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS last_error text;
+  END IF;
+  IF to_regclass('outbox_unpublished') IS NULL THEN
+    CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+  END IF;
+END $$;
+CREATE TABLE IF NOT EXISTS outbox_dead_letter (
+  id uuid PRIMARY KEY,
+  subject text NOT NULL,
+  payload bytea NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}',
+  created_at timestamptz NOT NULL,
+  attempts int NOT NULL DEFAULT 0,
+  reason text NOT NULL,
+  error text,
+  dead_lettered_at timestamptz NOT NULL DEFAULT now()
+);
 CREATE TABLE IF NOT EXISTS processed_events (
   consumer text NOT NULL,
   event_id text NOT NULL,

@@ -18,9 +18,11 @@ function build() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const outboxLags = new Map<string, () => Promise<number>>();
+  const outboxDeadLetters = new Map<string, () => Promise<number>>();
   const m = {
     registry,
     outboxLags,
+    outboxDeadLetters,
     httpRequests: new Counter({
       name: 'imagegen_http_requests_total',
       help: 'HTTP requests served, by route pattern and status code',
@@ -56,6 +58,12 @@ function build() {
       name: 'imagegen_events_published_total',
       help: 'Events published to the bus by the outbox relay, by outcome (ok, error)',
       labelNames: ['subject', 'outcome'] as const,
+      registers: [registry],
+    }),
+    outboxDeadLettered: new Counter({
+      name: 'imagegen_outbox_dead_lettered_total',
+      help: 'Outbox events moved to the outbox_dead_letter table instead of being published, by schema and reason (payload_too_large, invalid_subject, no_stream, max_attempts)',
+      labelNames: ['schema', 'reason'] as const,
       registers: [registry],
     }),
     eventsConsumed: new Counter({
@@ -108,24 +116,36 @@ function build() {
       registers: [registry],
     }),
   };
-  new Gauge({
-    name: 'imagegen_outbox_lag',
-    help: 'Outbox rows not yet published to the bus, per schema (grows while the bus is unreachable)',
-    labelNames: ['schema'] as const,
-    registers: [registry],
-    async collect() {
-      this.reset();
-      await Promise.all(
-        [...outboxLags].map(async ([schema, lag]) => {
-          try {
-            this.set({ schema }, await withTimeout(lag(), 2000));
-          } catch {
-            // Database unreachable: leave the series out rather than report a wrong number.
-          }
-        }),
-      );
-    },
-  });
+  // Read at scrape time from every running relay's schema.
+  const perSchemaGauge = (name: string, help: string, sources: Map<string, () => Promise<number>>) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['schema'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        await Promise.all(
+          [...sources].map(async ([schema, read]) => {
+            try {
+              this.set({ schema }, await withTimeout(read(), 2000));
+            } catch {
+              // Database unreachable: leave the series out rather than report a wrong number.
+            }
+          }),
+        );
+      },
+    });
+  perSchemaGauge(
+    'imagegen_outbox_lag',
+    'Outbox rows not yet published to the bus, per schema (grows while the bus is unreachable)',
+    outboxLags,
+  );
+  perSchemaGauge(
+    'imagegen_outbox_dead_letters',
+    'Rows in the outbox_dead_letter table of each schema: events that will not be published until replayed (alert when > 0)',
+    outboxDeadLetters,
+  );
   return m;
 }
 
@@ -213,6 +233,19 @@ export function trackOutboxLag(schema: string, lag: () => Promise<number>): () =
   return () => {
     if (M.outboxLags.get(schema) === lag) M.outboxLags.delete(schema);
   };
+}
+
+/** Registers the dead letters of `schema` for the imagegen_outbox_dead_letters gauge (startOutboxRelay does it). */
+export function trackOutboxDeadLetters(schema: string, count: () => Promise<number>): () => void {
+  M.outboxDeadLetters.set(schema, count);
+  return () => {
+    if (M.outboxDeadLetters.get(schema) === count) M.outboxDeadLetters.delete(schema);
+  };
+}
+
+/** The outbox relay moved an event of `schema` to its dead-letter table. */
+export function recordOutboxDeadLettered(schema: string, reason: string): void {
+  M.outboxDeadLettered.inc({ schema, reason });
 }
 
 export function setReadyGauge(ready: boolean): void {

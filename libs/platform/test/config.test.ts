@@ -33,6 +33,13 @@ describe('loadConfig', () => {
     expect(c.provAModelMap).toEqual({ 'provA-pro-image': 'upstream-pro' });
   });
 
+  test('OUTBOX_MAX_ATTEMPTS: default 10, a whole number >= 1', () => {
+    expect(loadConfig({}).outboxMaxAttempts).toBe(10);
+    expect(loadConfig({ OUTBOX_MAX_ATTEMPTS: '3' }).outboxMaxAttempts).toBe(3);
+    expect(() => loadConfig({ OUTBOX_MAX_ATTEMPTS: '0' })).toThrow(ConfigError);
+    expect(() => loadConfig({ OUTBOX_MAX_ATTEMPTS: 'many' })).toThrow(ConfigError);
+  });
+
   test('service tunables: defaults', () => {
     const c = loadConfig({});
     expect(c.rateLimits).toEqual({

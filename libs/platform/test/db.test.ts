@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import postgres from 'postgres';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createDb, createTestDatabase, migrate, type Sql } from '../src/db.js';
 
@@ -42,4 +43,56 @@ test('a failing migration leaves nothing half-applied', async () => {
   expect(rows).toHaveLength(1);
   const applied = await sql`SELECT name FROM schema_migrations`;
   expect(applied.map((r) => r.name)).not.toContain('003_broken.sql');
+});
+
+test('an existing schema from before dead letters is upgraded in place, and a re-run takes no lock on the outbox', async () => {
+  // The platform tables as they were before outbox dead letters, with an unpublished row.
+  await sql.unsafe(`
+    CREATE SCHEMA legacy;
+    CREATE TABLE legacy.outbox (
+      id uuid PRIMARY KEY, subject text NOT NULL, payload bytea NOT NULL, headers jsonb NOT NULL DEFAULT '{}',
+      created_at timestamptz NOT NULL DEFAULT now(), published_at timestamptz);
+    CREATE INDEX outbox_unpublished ON legacy.outbox (created_at) WHERE published_at IS NULL;
+    CREATE TABLE legacy.processed_events (consumer text NOT NULL, event_id text NOT NULL,
+      processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id));
+    INSERT INTO legacy.outbox (id, subject, payload) VALUES ('00000000-0000-4000-8000-000000000001', 'imagegen.old.event', '\\x01');`);
+  await migrate(sql, 'legacy');
+  const cols = await sql`SELECT column_name FROM information_schema.columns WHERE table_schema = 'legacy' AND table_name = 'outbox'`;
+  expect(cols.map((c) => c.column_name)).toEqual(expect.arrayContaining(['attempts', 'last_error']));
+  const [old] = await sql`SELECT attempts, last_error, published_at FROM legacy.outbox`;
+  expect(old).toEqual({ attempts: 0, last_error: null, published_at: null });
+  const dl =
+    await sql`SELECT column_name FROM information_schema.columns WHERE table_schema = 'legacy' AND table_name = 'outbox_dead_letter'`;
+  expect(dl.map((c) => c.column_name)).toEqual(
+    expect.arrayContaining(['id', 'subject', 'payload', 'headers', 'created_at', 'attempts', 'reason', 'error', 'dead_lettered_at']),
+  );
+
+  // Every start re-applies the platform tables: with a writer's transaction open on the outbox (as a
+  // relay's is while it publishes) that must neither wait for it nor hold new writers behind it.
+  const writer = createDb(db.url, { schema: 'legacy', max: 1 });
+  const other = postgres(db.url, { max: 1, onnotice: () => {}, connection: { search_path: 'legacy', lock_timeout: 2000 } });
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let inserted!: () => void;
+  const insertedP = new Promise<void>((r) => {
+    inserted = r;
+  });
+  const tx = writer.begin(async (t) => {
+    await t`INSERT INTO outbox (id, subject, payload) VALUES ('00000000-0000-4000-8000-000000000002', 'imagegen.old.other', '\\x02')`;
+    inserted();
+    await held;
+  });
+  try {
+    await insertedP;
+    await expect(migrate(other as unknown as Sql, 'legacy')).resolves.toEqual([]);
+  } finally {
+    release();
+    await tx;
+    await writer.end();
+    await other.end();
+  }
+  const [{ n }] = await sql`SELECT count(*)::int AS n FROM legacy.outbox`;
+  expect(n).toBe(2);
 });

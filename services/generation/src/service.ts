@@ -91,7 +91,13 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     services: [bind(GenerationServiceService, generationHandlers(deps, pipeline, [breakers.provA, breakers.provB]))],
     logger,
   });
-  const relay = await startOutboxRelay({ sql, schema: 'generation', transport: ctx.events, logger });
+  const relay = await startOutboxRelay({
+    sql,
+    schema: 'generation',
+    transport: ctx.events,
+    logger,
+    maxAttempts: ctx.config.outboxMaxAttempts,
+  });
 
   const sweep = async () => {
     try {

@@ -43,7 +43,13 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
     const assets = createAssets({ sql, ctx });
     stops.push(() => assets.stop());
     const bindings: GrpcServiceBinding[] = [bind(LibraryServiceService, libraryHandlers({ sql, ctx })), assets.binding];
-    const relay = await startOutboxRelay({ sql, schema: 'library', transport: ctx.events, logger });
+    const relay = await startOutboxRelay({
+      sql,
+      schema: 'library',
+      transport: ctx.events,
+      logger,
+      maxAttempts: ctx.config.outboxMaxAttempts,
+    });
     stops.push(() => relay.stop());
     const server = await startGrpcServer({ host: ctx.config.grpcHost, port: ctx.config.grpcPort, services: bindings, logger });
     stops.push(() => server.stop(ctx.config.shutdownGraceMs));

@@ -438,16 +438,22 @@ export function createHandlers(deps: TenancyDeps): Handlers<typeof TenancyServic
         throw unauthorized(INVALID_LOGIN);
       }
       // Only someone who knows the password learns that the account exists but is locked.
-      if (locked) {
-        throw new AppError(423, {
+      const lockedError = () =>
+        new AppError(423, {
           error: `Account locked after ${MAX_FAILED_LOGINS} failed sign-in attempts; ask a super_admin to unlock it or try again later`,
         });
-      }
+      if (locked) throw lockedError();
       if (!user.is_active) throw unauthorized(INVALID_LOGIN);
       return sql.begin(async (tx) => {
+        // Checked again in the UPDATE: failed attempts (or a deactivation) that landed during the slow
+        // password check must not be wiped out by this success.
         const [row] = await tx`
           UPDATE admin_users SET failed_login_attempts = 0, locked_until = NULL, last_login_at = now()
-          WHERE user_id = ${user.user_id} RETURNING *`;
+          WHERE user_id = ${user.user_id} AND is_active AND (locked_until IS NULL OR locked_until <= now()) RETURNING *`;
+        if (!row) {
+          const [now] = await tx`SELECT is_active, locked_until > now() AS locked FROM admin_users WHERE user_id = ${user.user_id}`;
+          throw now?.is_active && now.locked ? lockedError() : unauthorized(INVALID_LOGIN);
+        }
         const s = await createSession(tx, user.user_id, req.ip || undefined, req.userAgent || undefined);
         return { ...s, user: store.toAdminUser(row) } satisfies AdminSession;
       });
@@ -585,19 +591,27 @@ export function createHandlers(deps: TenancyDeps): Handlers<typeof TenancyServic
       checkPassword(details, req.password);
       if (details.length) throw invalidPayload(details);
       const passwordHash = await hashPassword(req.password);
-      return sql.begin(async (tx) => {
-        const [inv] = await tx`SELECT * FROM invitations WHERE token = ${req.token} FOR UPDATE`;
-        check(inv);
-        if (await store.findUserByEmail(tx, inv.email)) throw conflict('An admin user with this email already exists');
-        const userId = randomId('usr_');
-        const [user] = await tx`
-          INSERT INTO admin_users (user_id, email, display_name, role, password_hash, tenant_id, last_login_at)
-          VALUES (${userId}, ${inv.email}, ${req.displayName.trim()}, ${inv.role}, ${passwordHash}, ${inv.tenant_id}, now())
-          RETURNING *`;
-        await tx`UPDATE invitations SET accepted_at = now(), accepted_user_id = ${userId} WHERE token = ${inv.token}`;
-        const s = await createSession(tx, userId);
-        return { ...s, user: store.toAdminUser(user) };
-      });
+      const emailTaken = () => conflict('An admin user with this email already exists');
+      try {
+        return await sql.begin(async (tx) => {
+          const [inv] = await tx`SELECT * FROM invitations WHERE token = ${req.token} FOR UPDATE`;
+          check(inv);
+          if (await store.findUserByEmail(tx, inv.email)) throw emailTaken();
+          const userId = randomId('usr_');
+          const [user] = await tx`
+            INSERT INTO admin_users (user_id, email, display_name, role, password_hash, tenant_id, last_login_at)
+            VALUES (${userId}, ${inv.email}, ${req.displayName.trim()}, ${inv.role}, ${passwordHash}, ${inv.tenant_id}, now())
+            RETURNING *`;
+          await tx`UPDATE invitations SET accepted_at = now(), accepted_user_id = ${userId} WHERE token = ${inv.token}`;
+          const s = await createSession(tx, userId);
+          return { ...s, user: store.toAdminUser(user) };
+        });
+      } catch (err) {
+        // Two invitations of one email accepted at the same time: both pass the look-up above, the unique
+        // email index decides, and the loser gets the same 409 as a sequential second accept (not a 500).
+        if ((err as { code?: string }).code === '23505') throw emailTaken();
+        throw err;
+      }
     },
   };
 }

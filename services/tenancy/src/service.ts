@@ -54,7 +54,7 @@ export const start: StartService = async (ctx) => {
       logger,
     });
     cleanups.push(() => grpc.stop(config.shutdownGraceMs));
-    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger });
+    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts });
     cleanups.push(() => relay.stop());
     return {
       grpcAddress: grpc.address,

@@ -16,7 +16,8 @@ export function createUsageBatcher(sql: Sql, logger: Logger, intervalMs = 1000):
   let flushing: Promise<void> | undefined;
 
   async function flush() {
-    if (flushing) await flushing;
+    // A loop, not an if: another caller may have started the next batch while this one waited.
+    while (flushing) await flushing;
     if (pending.size === 0) return;
     const batch = pending;
     pending = new Map();

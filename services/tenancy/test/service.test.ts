@@ -185,4 +185,64 @@ describe('tenancy service', () => {
     const me = await client.authenticateAdminSession({ tokenHash: sha256Hex(s.token) }, p);
     expect(me.role).toBe('super_admin');
   });
+
+  it('two invitations of one email accepted at once: one admin user, the other a 409 (never a 500)', async () => {
+    const email = 'race@example.com';
+    const invites = await Promise.all([0, 1].map(() => client.createInvitation({ email, role: 'admin', expiresInDays: 7 }, p)));
+    let accepting: Promise<PromiseSettledResult<unknown>[]> | undefined;
+    // Hold back inserts into admin_users (SHARE blocks INSERT, not SELECT) until both accepts have looked the
+    // email up and wait at their INSERT: the interleaving that lets both pass the look-up, made certain.
+    await sql.begin(async (tx) => {
+      await tx`LOCK TABLE admin_users IN SHARE MODE`;
+      accepting = Promise.allSettled(
+        invites.map((i) => client.acceptInvitation({ token: i.token, displayName: 'Racer', password: 'a long enough password' }, p)),
+      );
+      const waiting = async () => {
+        const [{ n }] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO admin_users%'`;
+        return n;
+      };
+      const deadline = Date.now() + 10_000;
+      while ((await waiting()) < 2) {
+        if (Date.now() > deadline) throw new Error('the accepts never reached their insert');
+      }
+    });
+    const results = await (accepting as Promise<PromiseSettledResult<unknown>[]>);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toMatchObject({
+      status: 409,
+      message: expect.stringContaining('already exists'),
+    });
+    const [{ n }] = await sql`SELECT count(*)::int AS n FROM admin_users WHERE lower(email) = ${email}`;
+    expect(n).toBe(1);
+  });
+  it('a sign-in whose password check overlaps a lockout does not lift it', async () => {
+    const [u] = await sql`SELECT user_id FROM admin_users WHERE email = 'boss@example.com'`;
+    const sessionsOf = async (userId: string) => (await sql`SELECT count(*)::int AS n FROM admin_sessions WHERE user_id = ${userId}`)[0].n;
+    const sessionsBefore = await sessionsOf(u.user_id);
+    let login: Promise<unknown> | undefined;
+    // Hold the user's row while the right password is checked, then lock the account as five failed attempts
+    // landing meanwhile would: the success must not clear that lock.
+    await sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM admin_users WHERE user_id = ${u.user_id} FOR UPDATE`;
+      login = client.adminLogin({ email: 'boss@example.com', password: 'a very long password', ip: '', userAgent: '' }, p).then(
+        () => 'signed in',
+        (err) => err,
+      );
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const [{ n }] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET failed_login_attempts = 0%'`;
+        if (n > 0) break;
+        if (Date.now() > deadline) throw new Error('the sign-in never reached its update');
+      }
+      await tx`UPDATE admin_users SET failed_login_attempts = 5, locked_until = now() + interval '15 minutes' WHERE user_id = ${u.user_id}`;
+    });
+    expect(await login).toMatchObject({ status: 423 });
+    const [after] = await sql`SELECT failed_login_attempts, locked_until FROM admin_users WHERE user_id = ${u.user_id}`;
+    expect(after.failed_login_attempts).toBe(5);
+    expect(after.locked_until).toBeTruthy();
+    expect(await sessionsOf(u.user_id)).toBe(sessionsBefore); // no session was made
+    await client.unlockAdminUser({ userId: u.user_id }, p);
+  });
 });

@@ -63,7 +63,7 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       logger,
     });
     cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
-    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger });
+    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts });
     cleanups.push(() => relay.stop());
     const consumer = await startUsageConsumer({
       sql,

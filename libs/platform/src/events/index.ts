@@ -2,6 +2,7 @@ export { consumeOnce, decodeOrSkip } from './consume.js';
 export { createInProcessTransport, type InProcessTransportOptions } from './inprocess.js';
 export { createNatsTransport, type NatsTransportOptions } from './nats.js';
 export {
+  DEFAULT_OUTBOX_MAX_ATTEMPTS,
   type OutboxEvent,
   type OutboxRelay,
   type OutboxRelayOptions,
@@ -9,7 +10,15 @@ export {
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';
-export { matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
+export { invalidPublishSubject, matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
 export { extractContext, injectContext } from './trace.js';
-export type { EventMessage, EventTransport, OutgoingEvent, RetryPolicy, SubscribeOptions, Subscription } from './types.js';
-export { DEFAULT_RETRY, retryDelay } from './types.js';
+export type {
+  EventMessage,
+  EventTransport,
+  OutgoingEvent,
+  PermanentPublishReason,
+  RetryPolicy,
+  SubscribeOptions,
+  Subscription,
+} from './types.js';
+export { classifyPublishError, DEFAULT_RETRY, PermanentPublishError, retryDelay, TransientPublishError } from './types.js';

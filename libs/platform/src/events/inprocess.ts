@@ -1,14 +1,16 @@
 import type { Logger } from 'pino';
-import { matchesAny, sanitizeDurable } from './subjects.js';
+import { invalidPublishSubject, matchesAny, sanitizeDurable } from './subjects.js';
 import { handleTraced } from './trace.js';
 import {
   DEFAULT_RETRY,
   type EventMessage,
   type EventTransport,
   type OutgoingEvent,
+  PermanentPublishError,
   type RetryPolicy,
   retryDelay,
   type SubscribeOptions,
+  TransientPublishError,
 } from './types.js';
 
 export interface InProcessTransportOptions {
@@ -19,6 +21,8 @@ export interface InProcessTransportOptions {
   retainMs?: number;
   retainMax?: number;
   retry?: RetryPolicy;
+  /** Largest payload accepted, in bytes, like the NATS server's max_payload (default: no limit). */
+  maxPayload?: number;
 }
 
 interface Pending {
@@ -131,7 +135,16 @@ export function createInProcessTransport(opts: InProcessTransportOptions): Event
     kind: 'inprocess',
 
     async publish(msg) {
-      if (closed) throw new Error('transport closed');
+      if (closed) throw new TransientPublishError('transport closed');
+      // The same permanent failures as JetStream, so the all-in-one shape dead-letters what NATS would.
+      const invalid = invalidPublishSubject(msg.subject);
+      if (invalid) throw new PermanentPublishError('invalid_subject', `${invalid}: '${msg.subject}'`);
+      if (opts.maxPayload !== undefined && msg.data.byteLength > opts.maxPayload) {
+        throw new PermanentPublishError(
+          'payload_too_large',
+          `payload of ${msg.data.byteLength} bytes exceeds max_payload ${opts.maxPayload}`,
+        );
+      }
       const now = Date.now();
       trim(now);
       if (seen.has(msg.id)) return;

@@ -13,16 +13,18 @@ import {
 } from '@nats-io/jetstream';
 import { connect, nanos, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { matchesAny, sanitizeDurable } from './subjects.js';
+import { invalidPublishSubject, matchesAny, sanitizeDurable, subjectMatches } from './subjects.js';
 import { handleTraced } from './trace.js';
 import {
   DEFAULT_RETRY,
   type EventMessage,
   type EventTransport,
+  PermanentPublishError,
   type RetryPolicy,
   retryDelay,
   type SubscribeOptions,
   type Subscription,
+  TransientPublishError,
 } from './types.js';
 
 export interface NatsTransportOptions {
@@ -83,6 +85,13 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
   const js = jetstream(nc);
   const ensure = () => ensureStream(jsm, opts, log);
   await ensure();
+  let lastEnsure = 0;
+  /** A publish into our own prefix found no stream: it was deleted (or JetStream restarts); re-create it. */
+  const ensureSoon = () => {
+    if (Date.now() - lastEnsure < 5000) return;
+    lastEnsure = Date.now();
+    ensure().catch((err) => log.warn({ err }, 're-creating the stream failed'));
+  };
 
   // Several filter subjects per consumer need server 2.10; older servers get a
   // stream-wide filter and the client drops what does not match.
@@ -96,11 +105,17 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
     kind: 'nats',
 
     async publish(msg) {
+      const invalid = invalidPublishSubject(msg.subject);
+      if (invalid) throw new PermanentPublishError('invalid_subject', `${invalid}: '${msg.subject}'`);
       const h = natsHeaders();
       for (const [k, v] of Object.entries(msg.headers)) h.set(k, v);
       h.set(EVENT_ID, msg.id);
-      // msgID = event id: the stream's duplicate window drops re-publishes (relay retries).
-      await js.publish(msg.subject, msg.data, { msgID: msg.id, headers: h, timeout: opts.publishTimeoutMs ?? 5000 });
+      try {
+        // msgID = event id: the stream's duplicate window drops re-publishes (relay retries).
+        await js.publish(msg.subject, msg.data, { msgID: msg.id, headers: h, timeout: opts.publishTimeoutMs ?? 5000 });
+      } catch (err) {
+        throw classifyNatsPublishError(err, msg.subject, opts.subjectPrefix, ensureSoon);
+      }
     },
 
     async subscribe(o) {
@@ -137,6 +152,38 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/**
+ * Tells the outbox relay whether retrying can help (types.ts classifyPublishError): the client's
+ * max_payload check (payload + headers) and a stream's max_msg_size are permanent, as is a subject no
+ * stream of ours captures (JetStream answers "no responders"); "no responders" inside our own prefix
+ * means the stream is gone for now (deleted, JetStream restarting): transient, and we re-create it.
+ * Timeouts and connection errors are transient; anything else is left unclassified.
+ */
+function classifyNatsPublishError(err: unknown, subject: string, prefix: string, ensureSoon: () => void): unknown {
+  // By name, not instanceof: the NATS client packages may be loaded twice (two import paths).
+  const name = err instanceof Error ? err.name : '';
+  const message = (err as Error)?.message ?? String(err);
+  if (name === 'InvalidArgumentError' && /max_payload/.test(message)) {
+    return new PermanentPublishError('payload_too_large', `payload exceeds the server's max_payload: ${message}`, { cause: err });
+  }
+  if (err instanceof JetStreamApiError && err.code === 10054 /* message size exceeds maximum allowed */) {
+    return new PermanentPublishError('payload_too_large', message, { cause: err });
+  }
+  if (name === 'InvalidSubjectError') return new PermanentPublishError('invalid_subject', message, { cause: err });
+  const noResponders = name === 'JetStreamNotEnabled' && /no responders/.test(String(((err as Error).cause as Error)?.message));
+  if (noResponders) {
+    if (!subjectMatches(`${prefix}.>`, subject)) {
+      return new PermanentPublishError('no_stream', `no stream captures '${subject}' (the stream takes '${prefix}.>')`, { cause: err });
+    }
+    ensureSoon();
+    return new TransientPublishError(`no stream answered for '${subject}' (stream missing?)`, { cause: err });
+  }
+  if (['TimeoutError', 'ConnectionError', 'ClosedConnectionError', 'DrainingConnectionError', 'RequestError'].includes(name)) {
+    return new TransientPublishError(message, { cause: err });
+  }
+  return err;
 }
 
 async function ensureStream(jsm: JetStreamManager, opts: NatsTransportOptions, log: Logger): Promise<void> {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../db.js';
-import { trackOutboxLag } from '../metrics.js';
+import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
 import { injectContext, publishTraced } from './trace.js';
-import type { EventTransport } from './types.js';
+import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
 
 export interface OutboxEvent {
   subject: string;
@@ -58,12 +58,20 @@ export interface OutboxRelayOptions {
   batch?: number;
   /** Published rows older than this are deleted (default 1 day; 0 keeps them). */
   retainMs?: number;
+  /**
+   * Failed publishes of one event with an unclassified error (classifyPublishError 'unknown') after
+   * which it is dead-lettered; retries back off from pollMs, doubling up to 30 s. Permanent failures
+   * are dead-lettered at once; bus outages (transient) never count. Default: OUTBOX_MAX_ATTEMPTS or 10.
+   */
+  maxAttempts?: number;
 }
 
 export interface OutboxRelay {
   stop(): Promise<void>;
   /** Unpublished rows (a readiness/metrics signal: grows while the transport is down). */
   lag(): Promise<number>;
+  /** Rows in this schema's outbox_dead_letter table (never published until replayed; docs/design/ops.md). */
+  deadLetters(): Promise<number>;
 }
 
 interface Row {
@@ -71,13 +79,41 @@ interface Row {
   subject: string;
   payload: Buffer;
   headers: Record<string, string> | null;
+  attempts: number;
 }
+
+interface DeadLetter {
+  row: Row;
+  reason: string;
+  error: string;
+  attempts: number;
+}
+
+export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 10;
+const MAX_RETRY_DELAY_MS = 30_000;
+
+/** OUTBOX_MAX_ATTEMPTS (validated by loadConfig in real processes), else the default. */
+function maxAttemptsFromEnv(): number {
+  const n = Number(process.env.OUTBOX_MAX_ATTEMPTS?.trim() || Number.NaN);
+  return Number.isInteger(n) && n >= 1 ? n : DEFAULT_OUTBOX_MAX_ATTEMPTS;
+}
+
+const errorText = (err: unknown) => {
+  const e = err as Error | undefined;
+  const text = e instanceof Error ? `${e.name}: ${e.message}` : String(err);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+};
 
 /**
  * Publishes outbox rows in created_at order and marks them. Rows are claimed with
- * FOR UPDATE SKIP LOCKED, so several replicas can relay the same schema; a publish failure
- * leaves the row (and those after it, to keep order) for the next round. A crash between
- * publish and mark re-publishes with the same id, which the stream's duplicate window drops.
+ * FOR UPDATE SKIP LOCKED, so several replicas can relay the same schema. A crash between publish
+ * and mark re-publishes with the same id, which the stream's duplicate window drops.
+ *
+ * Failures (classifyPublishError): a transient one (bus down, timeout) leaves the row, and those
+ * after it to keep order, for the next poll, forever. A permanent one (payload too large, invalid
+ * subject, no stream for the subject) moves the row to `outbox_dead_letter` in the same schema and
+ * goes on with the next rows; so does an unclassified failure once it happened maxAttempts times for
+ * that row (counted in outbox.attempts; until then the relay retries it in order with backoff).
  */
 export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<OutboxRelay> {
   const { sql, schema, transport } = opts;
@@ -85,43 +121,89 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   const pollMs = opts.pollMs ?? 500;
   const batch = opts.batch ?? 100;
   const retainMs = opts.retainMs ?? 86_400_000;
+  const maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? maxAttemptsFromEnv()));
   let stopped = false;
   let kicked = false;
+  /** Ends the current sleep; NOTIFY kicks use it only outside a retry delay. */
   let wake: (() => void) | undefined;
+  let retryDelaying = false;
   let lastCleanup = 0;
   let failing = false;
 
   const kick = () => {
     kicked = true;
-    wake?.();
+    if (!retryDelaying) wake?.();
   };
 
-  // Publishes one batch; true when there may be more right away.
-  async function round(): Promise<boolean> {
+  // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
+  async function round(): Promise<{ more: boolean; retryInMs?: number }> {
+    const dead: DeadLetter[] = [];
     const result = await sql.begin(async (tx) => {
       const rows = (await tx`
-        SELECT id, subject, payload, headers FROM ${tx(schema)}.outbox
+        SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
         WHERE published_at IS NULL ORDER BY created_at
         LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
+      let retryInMs: number | undefined;
       for (const r of rows) {
         try {
           await publishTraced(transport, { id: r.id, subject: r.subject, data: new Uint8Array(r.payload), headers: r.headers ?? {} });
           done.push(r.id);
         } catch (err) {
-          if (!failing) log.warn({ err, id: r.id, subject: r.subject }, 'outbox publish failed; will retry');
+          const kind = classifyPublishError(err, transport.healthy());
+          if (kind === 'permanent') {
+            dead.push({ row: r, reason: (err as PermanentPublishError).reason, error: errorText(err), attempts: r.attempts + 1 });
+            continue;
+          }
+          if (kind === 'unknown') {
+            const attempts = r.attempts + 1;
+            if (attempts >= maxAttempts) {
+              dead.push({ row: r, reason: 'max_attempts', error: errorText(err), attempts });
+              continue;
+            }
+            await tx`UPDATE ${tx(schema)}.outbox SET attempts = ${attempts}, last_error = ${errorText(err)} WHERE id = ${r.id}`;
+            retryInMs = Math.max(pollMs, Math.min(MAX_RETRY_DELAY_MS, pollMs * 2 ** Math.min(attempts - 1, 20)));
+            log.warn(
+              { err, id: r.id, subject: r.subject, attempts, maxAttempts, retryInMs },
+              'outbox publish failed; will retry, then dead-letter',
+            );
+          } else {
+            if (!failing) log.warn({ err, id: r.id, subject: r.subject }, 'outbox publish failed (bus unavailable); will retry');
+            retryInMs = pollMs;
+          }
           failing = true;
-          break;
+          break; // keep order: nothing after this row goes out before it
         }
       }
       if (done.length > 0) {
         await tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`;
-        if (failing && done.length === rows.length) log.info('outbox publishing again');
-        if (done.length === rows.length) failing = false;
       }
-      return { full: rows.length === batch && done.length === rows.length };
+      for (const d of dead) {
+        // Moved aside in the same transaction as the marks: payload and headers kept for inspection and replay.
+        await tx`WITH moved AS (
+            DELETE FROM ${tx(schema)}.outbox WHERE id = ${d.row.id}
+            RETURNING id, subject, payload, headers, created_at
+          )
+          INSERT INTO ${tx(schema)}.outbox_dead_letter (id, subject, payload, headers, created_at, attempts, reason, error)
+          SELECT id, subject, payload, headers, created_at, ${d.attempts}, ${d.reason}, ${d.error} FROM moved
+          ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, payload = excluded.payload, headers = excluded.headers,
+            created_at = excluded.created_at, attempts = excluded.attempts, reason = excluded.reason, error = excluded.error,
+            dead_lettered_at = now()`;
+      }
+      if (retryInMs === undefined && failing && done.length > 0) {
+        log.info('outbox publishing again');
+        failing = false;
+      }
+      return { more: rows.length === batch && retryInMs === undefined, retryInMs };
     });
-    return (result as { full: boolean }).full;
+    for (const d of dead) {
+      recordOutboxDeadLettered(schema, d.reason);
+      log.error(
+        { id: d.row.id, subject: d.row.subject, reason: d.reason, attempts: d.attempts, error: d.error, bytes: d.row.payload.byteLength },
+        'outbox event dead-lettered (moved to outbox_dead_letter); publishing the next ones',
+      );
+    }
+    return result as { more: boolean; retryInMs?: number };
   }
 
   async function cleanup() {
@@ -141,48 +223,59 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
 
   const loop = (async () => {
     while (!stopped) {
-      let more = false;
+      let next: { more: boolean; retryInMs?: number } = { more: false };
       try {
-        more = await round();
+        next = await round();
         await cleanup();
       } catch (err) {
         log.warn({ err }, 'outbox relay round failed');
       }
-      if (more || stopped) continue;
-      if (kicked) {
-        kicked = false;
-        continue;
+      if (stopped) continue;
+      if (next.retryInMs === undefined) {
+        if (next.more) continue;
+        if (kicked) {
+          kicked = false;
+          continue;
+        }
       }
+      // After a failed publish new rows (NOTIFY) do not shorten the wait: they queue behind the failed one.
+      retryDelaying = next.retryInMs !== undefined;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, pollMs);
+        const t = setTimeout(resolve, next.retryInMs ?? pollMs);
         wake = () => {
           clearTimeout(t);
           resolve();
         };
       });
       wake = undefined;
+      retryDelaying = false;
       kicked = false;
     }
   })();
 
-  // imagegen_outbox_lag on /metrics (ops).
-  const untrackLag = trackOutboxLag(schema, async () => {
+  const lag = async () => {
     const [r] = await sql`SELECT count(*)::int AS n FROM ${sql(schema)}.outbox WHERE published_at IS NULL`;
     return r.n as number;
-  });
+  };
+  const deadLetters = async () => {
+    const [r] = await sql`SELECT count(*)::int AS n FROM ${sql(schema)}.outbox_dead_letter`;
+    return r.n as number;
+  };
+  // imagegen_outbox_lag and imagegen_outbox_dead_letters on /metrics (ops).
+  const untrackLag = trackOutboxLag(schema, lag);
+  const untrackDead = trackOutboxDeadLetters(schema, deadLetters);
 
   return {
     async stop() {
       if (stopped) return;
       stopped = true;
       untrackLag();
+      untrackDead();
       wake?.();
       await loop;
       await listener?.unlisten().catch(() => {});
     },
-    async lag() {
-      const [r] = await sql`SELECT count(*)::int AS n FROM ${sql(schema)}.outbox WHERE published_at IS NULL`;
-      return r.n as number;
-    },
+    lag,
+    deadLetters,
   };
 }

@@ -25,3 +25,16 @@ export function sanitizeDurable(name: string): string {
   if (!s) throw new Error('durable name is empty');
   return s;
 }
+
+/**
+ * Why `subject` cannot be published to (undefined when it can): NATS subjects are non-empty
+ * dot-separated tokens without whitespace, and a published subject is literal (no `*` or `>` token).
+ */
+export function invalidPublishSubject(subject: string): string | undefined {
+  if (subject.length === 0) return 'empty subject';
+  if (/\s/.test(subject)) return 'whitespace in subject';
+  const tokens = subject.split('.');
+  if (tokens.some((t) => t.length === 0)) return 'empty token in subject';
+  if (tokens.some((t) => t === '*' || t === '>')) return 'wildcard in a published subject';
+  return undefined;
+}

@@ -30,7 +30,11 @@ export interface SubscribeOptions {
 
 export interface EventTransport {
   readonly kind: 'nats' | 'inprocess';
-  /** Idempotent by id: the same id within the duplicate window is stored once. */
+  /**
+   * Idempotent by id: the same id within the duplicate window is stored once. Throws
+   * PermanentPublishError when this message can never be published as is, TransientPublishError
+   * when the bus itself failed (unreachable, timeout, closing); see classifyPublishError.
+   */
   publish(msg: OutgoingEvent): Promise<void>;
   subscribe(opts: SubscribeOptions): Promise<Subscription>;
   healthy(): boolean;
@@ -48,4 +52,54 @@ export const DEFAULT_RETRY: RetryPolicy = { baseMs: 250, maxMs: 30_000 };
 export function retryDelay(deliveryCount: number, p: RetryPolicy = DEFAULT_RETRY): number {
   const n = Math.max(1, deliveryCount);
   return Math.min(p.maxMs, p.baseMs * 2 ** Math.min(n - 1, 20));
+}
+
+/** Why a message can never be published as is (the outbox relay dead-letters it at once). */
+export type PermanentPublishReason = 'payload_too_large' | 'invalid_subject' | 'no_stream';
+
+/** This message can never be published as is: retrying cannot help. */
+export class PermanentPublishError extends Error {
+  override readonly name = 'PermanentPublishError';
+  constructor(
+    readonly reason: PermanentPublishReason,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The bus failed, not the message (unreachable, timeout, closing): retry the same message later. */
+export class TransientPublishError extends Error {
+  override readonly name = 'TransientPublishError';
+}
+
+/** Node socket errors and NATS client errors that mean "the bus is unreachable right now". */
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+const TRANSIENT_NAMES = new Set(['TimeoutError', 'ConnectionError', 'ClosedConnectionError', 'DrainingConnectionError']);
+
+/**
+ * How the outbox relay treats a publish failure:
+ * - `permanent` (PermanentPublishError): dead-letter the event now;
+ * - `transient` (TransientPublishError, a socket/connection/timeout error, or an unhealthy transport):
+ *   retry the same event forever, keeping order; it never counts as an attempt;
+ * - `unknown` (anything else): retry, but dead-letter the event after maxAttempts such failures.
+ */
+export function classifyPublishError(err: unknown, transportHealthy = true): 'permanent' | 'transient' | 'unknown' {
+  if (err instanceof PermanentPublishError) return 'permanent';
+  if (err instanceof TransientPublishError) return 'transient';
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if ((typeof code === 'string' && TRANSIENT_CODES.has(code)) || TRANSIENT_NAMES.has(e.name)) return 'transient';
+  }
+  return transportHealthy ? 'unknown' : 'transient';
 }

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import pino from 'pino';
@@ -9,13 +7,13 @@ import { createDb, createTestDatabase, migrate, type Sql, type TransactionSql } 
 import {
   consumeOnce,
   createInProcessTransport,
-  createNatsTransport,
   type EventMessage,
   type EventTransport,
   extractContext,
   startOutboxRelay,
   writeOutbox,
 } from '../../src/events/index.js';
+import { natsTransportForSuite } from './nats-support.js';
 
 const logger = pino({ level: 'silent' });
 const SCHEMA = 'svc';
@@ -209,22 +207,10 @@ describe('consumeOnce', () => {
 });
 
 describe('outbox to JetStream', () => {
-  const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-  const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
-  const streamName = `TEST_${tag}`;
-  let nats: EventTransport;
-
-  beforeAll(async () => {
-    nats = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger });
-  });
-  afterAll(async () => {
-    await nats?.close();
-    const nc = await connect({ servers: NATS_URL });
-    await (await jetstreamManager(nc)).streams.delete(streamName).catch(() => {});
-    await nc.close();
-  });
+  const { tag, transport: suiteTransport } = natsTransportForSuite();
 
   it('relays, dedupes a re-publish and consumes once with the commit before the ack', async () => {
+    const nats = suiteTransport();
     const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: nats, logger, pollMs: 5000 });
     const handled: string[] = [];
     const sub = await nats.subscribe({

@@ -292,7 +292,9 @@ export function characterHandlers(deps: { sql: Sql; storage: ObjectStorage }) {
       const tenantId = tenantOf(call);
       const row = await findCharacter(sql, tenantId, req.identifier);
       // Generated images keep their character_id: images.character_id has no foreign key.
-      await sql`DELETE FROM characters WHERE tenant_id = ${tenantId} AND id = ${row.id}`;
+      // A concurrent delete of the same character may win between the look-up and the delete: then 404.
+      const gone = await sql`DELETE FROM characters WHERE tenant_id = ${tenantId} AND id = ${row.id} RETURNING id`;
+      if (gone.length === 0) throw characterNotFound();
       return { deleted: true };
     },
   };

@@ -316,46 +316,59 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
         has('new_scene_name'),
       );
       const cur = await findScene(sql, tenantId, req.identifier);
-      const newName = has('new_scene_name') ? (req.newSceneName ?? '').trim() : cur.sceneName;
+      const renamed = has('new_scene_name');
+      const newName = renamed ? (req.newSceneName ?? '').trim() : cur.sceneName;
       // Kept references are the scene's images that still exist: an id whose image was deleted since (readers skip
       // it) neither counts toward the 20 nor keeps the scene valid when its prompt is cleared.
-      const keptIds = has('reference_image_ids')
-        ? await checkReferenceIds(sql, tenantId, req.referenceImageIds)
-        : orderedRefs(cur.referenceImageIds, await findImages(sql, tenantId, cur.referenceImageIds)).map((i) => i.id);
+      const existingRefs = (tx: Sql | TransactionSql, ids: number[]) =>
+        findImages(tx, tenantId, ids).then((found) => orderedRefs(ids, found).map((i) => i.id));
+      const givenIds = has('reference_image_ids') ? await checkReferenceIds(sql, tenantId, req.referenceImageIds) : undefined;
       const urls = has('reference_image_urls') ? req.referenceImageUrls : [];
-      if (keptIds.length + urls.length > LIMITS.sceneReferences) {
-        throw invalidScene([
-          `A scene preset holds at most ${LIMITS.sceneReferences} reference images (existing ids and new URLs combined)`,
-        ]);
-      }
-      const prompt = has('scene_prompt') ? (req.scenePrompt?.trim() ? (req.scenePrompt as string) : null) : cur.scenePrompt;
-      if (!prompt?.trim() && keptIds.length + urls.length === 0) {
-        throw badRequest('Scene preset must include at least a prompt or reference images');
-      }
-      if (newName !== cur.sceneName) {
+      const promptOf = (row: SceneRow) =>
+        has('scene_prompt') ? (req.scenePrompt?.trim() ? (req.scenePrompt as string) : null) : row.scenePrompt;
+      /** The 20-reference limit and "a prompt or references" rule for the scene as it will be saved. */
+      const checkResult = (row: SceneRow, keptIds: number[], newCount: number) => {
+        if (keptIds.length + newCount > LIMITS.sceneReferences) {
+          throw invalidScene([
+            `A scene preset holds at most ${LIMITS.sceneReferences} reference images (existing ids and new URLs combined)`,
+          ]);
+        }
+        if (!promptOf(row)?.trim() && keptIds.length + newCount === 0) {
+          throw badRequest('Scene preset must include at least a prompt or reference images');
+        }
+      };
+      // Early answers from the unlocked read, before any URL is fetched; re-checked under the row lock below.
+      checkResult(cur, givenIds ?? (await existingRefs(sql, cur.referenceImageIds)), urls.length);
+      if (renamed && newName !== cur.sceneName) {
         const [dup] = await sql`SELECT 1 FROM scenes WHERE tenant_id = ${tenantId} AND scene_name = ${newName} AND id <> ${cur.id}`;
         if (dup) throw duplicateName(newName);
       }
       const batch = await fetchAll(tenantId, urls, call);
       const imported = await importAll(tenantId, newName, batch, call);
-      const ids = [...keptIds, ...imported.filter((i) => !keptIds.includes(i))];
       const pick = <T>(field: string, given: T | undefined, current: T | null): T | null =>
         has(field) ? (given === undefined ? null : given) : current;
       try {
         const row = await sql.begin(async (tx) => {
+          // Read-modify-write under the row lock: fields this request does not set keep the values of the row as
+          // it is now (a concurrent PATCH's changes are not overwritten), and the limits hold for the final row.
+          const [locked] = await tx`SELECT * FROM scenes WHERE tenant_id = ${tenantId} AND id = ${cur.id} FOR UPDATE`;
+          if (!locked) throw sceneNotFound(req.identifier);
+          const now = sceneFromDb(locked);
+          const keptIds = givenIds ?? (await existingRefs(tx, now.referenceImageIds));
+          const ids = [...keptIds, ...imported.filter((i) => !keptIds.includes(i))];
+          checkResult(now, keptIds, ids.length - keptIds.length);
           const [r] = await tx`
             UPDATE scenes SET
-              scene_name = ${newName},
-              description = ${pick('description', req.description, cur.description)},
-              scene_prompt = ${prompt},
+              scene_name = ${renamed ? newName : now.sceneName},
+              description = ${pick('description', req.description, now.description)},
+              scene_prompt = ${promptOf(now)},
               reference_image_ids = ${idArray(ids)}::bigint[],
-              default_reference_mode = ${pick('default_reference_mode', req.defaultReferenceMode, cur.defaultReferenceMode)},
-              preferred_aspect_ratio = ${pick('preferred_aspect_ratio', req.preferredAspectRatio, cur.preferredAspectRatio)},
-              tags = ${has('tags') ? cleanTags(req.tags) : cur.tags}::text[],
+              default_reference_mode = ${pick('default_reference_mode', req.defaultReferenceMode, now.defaultReferenceMode)},
+              preferred_aspect_ratio = ${pick('preferred_aspect_ratio', req.preferredAspectRatio, now.preferredAspectRatio)},
+              tags = ${has('tags') ? cleanTags(req.tags) : now.tags}::text[],
               updated_at = now()
             WHERE tenant_id = ${tenantId} AND id = ${cur.id}
             RETURNING *`;
-          if (!r) throw sceneNotFound(req.identifier);
           return sceneFromDb(r);
         });
         return (await render(tenantId, [row]))[0];
@@ -370,7 +383,9 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
       const row = await findScene(sql, tenantId, req.identifier);
       const images = await findImages(sql, tenantId, row.referenceImageIds);
       // Reference images stay in the library.
-      await sql`DELETE FROM scenes WHERE tenant_id = ${tenantId} AND id = ${row.id}`;
+      // A concurrent delete of the same scene may win between the look-up and the delete: then 404.
+      const gone = await sql`DELETE FROM scenes WHERE tenant_id = ${tenantId} AND id = ${row.id} RETURNING id`;
+      if (gone.length === 0) throw sceneNotFound(req.identifier);
       return { deleted: true, sceneId: row.id, sceneName: row.sceneName, imageCount: orderedRefs(row.referenceImageIds, images).length };
     },
   };

@@ -168,7 +168,9 @@ export function stylePresetHandlers(deps: { sql: Sql }) {
     async deleteStylePreset(req: GetAssetRequest, call: CallContext): Promise<DeleteAssetResponse> {
       const tenantId = tenantOf(call);
       const row = await findStylePreset(sql, tenantId, req.identifier);
-      await sql`DELETE FROM style_presets WHERE tenant_id = ${tenantId} AND id = ${row.id}`;
+      // A concurrent delete of the same preset may win between the look-up and the delete: then 404.
+      const gone = await sql`DELETE FROM style_presets WHERE tenant_id = ${tenantId} AND id = ${row.id} RETURNING id`;
+      if (gone.length === 0) throw stylePresetNotFound();
       return { deleted: true };
     },
   };
