@@ -140,7 +140,7 @@ function splitImage(image: string): [string, string | undefined] {
 function matchesTarget(o: K8sObject, t?: { kind?: string; name?: string; group?: string; version?: string }): boolean {
   if (!t) return false;
   if (t.kind && o.kind !== t.kind) return false;
-  if (t.name && !new RegExp(`^${t.name}$`).test(o.metadata.name)) return false;
+  if (t.name && !new RegExp(`^(?:${t.name})$`).test(o.metadata.name)) return false;
   return true;
 }
 

@@ -63,6 +63,143 @@ function effectiveEnv(objects: K8sObject[], container: any): { env: Record<strin
 }
 
 const portOf = (container: any, name: string): number | undefined => container.ports?.find((p: any) => p.name === name)?.containerPort;
+const podLabels0 = (dep: any): Record<string, string> => dep?.spec.template.metadata.labels ?? {};
+
+/** Services whose requests wait for a whole generation: generation itself and its gRPC callers that hold a client request. */
+const LONG_REQUESTS = SERVICES.filter((s) => s === 'generation' || /createClient\(GenerationServiceService/.test(serviceSource(s)));
+
+/** ServiceName (ctx.resolve) -> Deployment, and the port a caller uses. */
+const RESOLVE_TARGET: Record<string, [string, 'grpc' | 'http']> = {
+  tenancy: ['tenancy', 'grpc'],
+  library: ['library', 'grpc'],
+  generation: ['generation', 'grpc'],
+  usage: ['usage-metering', 'grpc'],
+  webhooks: ['webhook-dispatcher', 'grpc'],
+  oauth: ['oauth', 'http'],
+  mcp: ['mcp', 'http'],
+};
+
+/**
+ * Who calls whom, from the code: every ctx.resolve('<name>') in services/<svc>/src. The gateway reaches
+ * every service (its proxy and /admin/stats health probes resolve them by a variable name).
+ */
+function callGraph(services: string[]): Map<string, Set<string>> {
+  const callers = new Map<string, Set<string>>();
+  const edge = (from: string, to: string) => {
+    if (!callers.has(to)) callers.set(to, new Set());
+    callers.get(to)?.add(from);
+  };
+  for (const svc of services) {
+    if (svc === 'gateway') {
+      for (const [to] of Object.values(RESOLVE_TARGET)) edge('gateway', to);
+      continue;
+    }
+    for (const m of serviceSource(svc).matchAll(/ctx\.resolve\('(\w+)'\)/g)) {
+      const to = RESOLVE_TARGET[m[1]]?.[0];
+      expect(to, `${svc}: resolves unknown service ${m[1]}`).toBeDefined();
+      if (to !== svc) edge(svc, to as string);
+    }
+  }
+  return callers;
+}
+
+const selects = (sel: any, labels: Record<string, string>) =>
+  Object.entries(sel?.matchLabels ?? {}).every(([k, v]) => labels[k] === v) && !sel?.matchExpressions?.length;
+
+/**
+ * NetworkPolicies allow exactly the module graph: for each Deployment, the set of (source, port) pairs the
+ * policies selecting it admit. A source is "pod:<name>" (same namespace), "ns:<namespace>" or "any".
+ */
+function admitted(objects: K8sObject[], dep: any): { isolated: boolean; rules: Set<string> } {
+  const labels = podLabels0(dep);
+  const container = dep.spec.template.spec.containers[0];
+  const rules = new Set<string>();
+  let isolated = false;
+  for (const np of objects.filter((o) => o.kind === 'NetworkPolicy')) {
+    if (!selects(np.spec.podSelector, labels)) continue;
+    if (!(np.spec.policyTypes ?? ['Ingress']).includes('Ingress')) continue;
+    isolated = true;
+    for (const rule of np.spec.ingress ?? []) {
+      const ports = (rule.ports ?? [{ port: 'any' }]).map((p: any) =>
+        typeof p.port === 'number' ? String(p.port) : p.port === 'any' ? 'any' : String(portOf(container, p.port) ?? `unknown:${p.port}`),
+      );
+      const froms = (rule.from ?? [{}]).map((f: any) => {
+        if (f.namespaceSelector) return `ns:${f.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'] ?? '*'}`;
+        if (f.podSelector) {
+          const name = f.podSelector.matchLabels?.['app.kubernetes.io/name'];
+          return name && Object.keys(f.podSelector.matchLabels).length === 1 ? `pod:${name}` : `pods:${JSON.stringify(f.podSelector)}`;
+        }
+        return 'any';
+      });
+      for (const f of froms) for (const p of ports) rules.add(`${f}@${p}`);
+    }
+  }
+  return { isolated, rules };
+}
+
+function checkNetworkPolicies(name: string, objects: K8sObject[], services: string[], extraEdges: [string, string, string][] = []) {
+  const graph = callGraph(services.filter((s) => !DEV_ONLY.has(s)));
+  for (const [from, to] of extraEdges) {
+    if (!graph.has(to)) graph.set(to, new Set());
+    graph.get(to)?.add(from);
+  }
+  for (const svc of services) {
+    const dep = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === svc);
+    const container = dep?.spec.template.spec.containers[0];
+    const { isolated, rules } = admitted(objects, dep);
+    expect(isolated, `${name}/${svc}: selected by an Ingress NetworkPolicy`).toBe(true);
+    const expected = new Set<string>();
+    if (svc === 'gateway') {
+      expected.add(`ns:ingress-nginx@${portOf(container, 'http')}`);
+      expected.add(`ns:monitoring@${portOf(container, 'http')}`);
+    } else {
+      const portName = extraEdges.find(([, to]) => to === svc)?.[2] ?? Object.values(RESOLVE_TARGET).find(([d]) => d === svc)?.[1];
+      for (const caller of graph.get(svc) ?? []) expected.add(`pod:${caller}@${portOf(container, portName as string)}`);
+      expected.add(`ns:monitoring@${portOf(container, 'ops')}`);
+    }
+    expect([...rules].sort(), `${name}/${svc}: ingress allowed`).toEqual([...expected].sort());
+  }
+}
+
+/** Public paths of the gateway (README "Module graph": REST, admin, files, docs, proxied oauth/mcp). */
+const PUBLIC_PATHS = ['/api', '/admin', '/files', '/docs', '/mcp', '/sse', '/messages', '/oauth', '/.well-known', '/'];
+const STREAMING_PATHS = ['/mcp', '/sse', '/messages'];
+
+function checkIngress(name: string, objects: K8sObject[]) {
+  const ingresses = objects.filter((o) => o.kind === 'Ingress');
+  const routes = new Map<string, { ing: K8sObject; backend: any }>();
+  const hosts = new Set<string>();
+  for (const ing of ingresses) {
+    for (const rule of ing.spec.rules) {
+      hosts.add(rule.host);
+      for (const p of rule.http.paths) {
+        expect(p.pathType, `${name}: ${p.path} pathType`).toBe('Prefix');
+        expect(routes.has(p.path), `${name}: ${p.path} routed twice`).toBe(false);
+        routes.set(p.path, { ing, backend: p.backend.service });
+      }
+    }
+  }
+  expect(hosts.size, `${name}: one public host`).toBe(1);
+  expect([...routes.keys()].sort()).toEqual([...PUBLIC_PATHS].sort());
+  const hashes = new Set<string>();
+  for (const [path, { ing, backend }] of routes) {
+    expect(backend.name, `${name}: ${path}`).toBe('gateway');
+    expect(
+      objects.find((o) => o.kind === 'Service' && o.metadata.name === 'gateway')?.spec.ports.some((p: any) => p.name === backend.port.name),
+    ).toBe(true);
+    const ann = ing.metadata.annotations ?? {};
+    expect(ann['nginx.ingress.kubernetes.io/proxy-buffering'], `${name}: ${path} unbuffered (SSE)`).toBe('off');
+    // provB calls take up to 240 s; streams stay open much longer.
+    const min = STREAMING_PATHS.includes(path) ? 3600 : 300;
+    for (const t of ['proxy-read-timeout', 'proxy-send-timeout'])
+      expect(Number(ann[`nginx.ingress.kubernetes.io/${t}`]), `${name}: ${path} ${t}`).toBeGreaterThanOrEqual(min);
+    if (STREAMING_PATHS.includes(path)) expect(ann['nginx.ingress.kubernetes.io/proxy-request-buffering'], `${name}: ${path}`).toBe('off');
+    // /sse and /messages of one client reach one gateway pod (mcp keeps the session; ClientIP affinity per gateway pod).
+    hashes.add(ann['nginx.ingress.kubernetes.io/upstream-hash-by']);
+  }
+  expect([...hashes], `${name}: one client-address hash on every gateway route`).toEqual(['$binary_remote_addr']);
+  expect(objects.find((o) => o.kind === 'Service' && o.metadata.name === 'mcp')?.spec.sessionAffinity).toBe('ClientIP');
+}
 
 function checkBuild(name: string, objects: K8sObject[], services: string[], opts: { secretGenerated: boolean }) {
   const find = (kind: string, n: string) => objects.find((o) => o.kind === kind && o.metadata.name === n);
@@ -131,6 +268,22 @@ function checkBuild(name: string, objects: K8sObject[], services: string[], opts
     const graceMs = Number(env.SHUTDOWN_GRACE_MS ?? 10_000) + Number(env.SHUTDOWN_DRAIN_MS ?? 0);
     expect(pod.terminationGracePeriodSeconds * 1000, `${name}/${svc}: terminationGracePeriodSeconds`).toBeGreaterThanOrEqual(graceMs);
 
+    // seccomp RuntimeDefault on the pod (or the container).
+    expect(container.securityContext.seccompProfile?.type ?? pod.securityContext.seccompProfile?.type).toBe('RuntimeDefault');
+    // Services holding requests that wait for a generation (provB up to PROVB_TIMEOUT_MS) drain them.
+    if (LONG_REQUESTS.includes(svc)) {
+      const provB = Number(env.PROVB_TIMEOUT_MS ?? 240_000);
+      expect(Number(env.SHUTDOWN_GRACE_MS ?? 10_000), `${name}/${svc}: SHUTDOWN_GRACE_MS covers a provB call`).toBeGreaterThanOrEqual(
+        provB,
+      );
+    }
+    // Replicas spread over nodes and zones.
+    for (const key of ['kubernetes.io/hostname', 'topology.kubernetes.io/zone']) {
+      const c = (pod.topologySpreadConstraints ?? []).find((t: any) => t.topologyKey === key);
+      expect(c, `${name}/${svc}: topology spread over ${key}`).toBeDefined();
+      for (const [k, v] of Object.entries(c.labelSelector.matchLabels)) expect(podLabels0(dep)[k]).toBe(v);
+    }
+
     // Env from the shared ConfigMap and Secret.
     const refs = (container.envFrom ?? []).map((f: any) => f.configMapRef?.name ?? f.secretRef?.name);
     expect(refs).toEqual(expect.arrayContaining(['imagegen-config', 'imagegen-secrets']));
@@ -185,12 +338,10 @@ function checkBuild(name: string, objects: K8sObject[], services: string[], opts
     expect(Number(u.port)).toBe(find('Service', svc)?.spec.ports.find((p: any) => p.name === 'http')?.port);
   }
 
-  // The gateway is the only public door.
-  const ingresses = objects.filter((o) => o.kind === 'Ingress');
-  expect(ingresses.length).toBe(1);
-  const backend = ingresses[0].spec.rules[0].http.paths[0].backend.service;
-  expect(backend.name).toBe('gateway');
-  expect(find('Service', 'gateway')?.spec.ports.some((p: any) => p.name === backend.port.name)).toBe(true);
+  // The gateway is the only public door: every public path, SSE-friendly.
+  checkIngress(name, objects);
+  // NetworkPolicies admit exactly the module graph's calls.
+  checkNetworkPolicies(name, objects, services, services.includes('sandbox-provider') ? [['generation', 'sandbox-provider', 'http']] : []);
 }
 
 describe('k8s manifests', () => {
@@ -242,8 +393,10 @@ describe('k8s manifests', () => {
     for (const o of objects) expect(o.metadata.namespace).toBe('imagegen');
     for (const d of objects.filter((o) => o.kind === 'Deployment'))
       expect(d.spec.template.spec.containers[0].image).toMatch(/:\d+\.\d+\.\d+$/);
-    const ing = objects.find((o) => o.kind === 'Ingress');
-    expect(ing?.spec.tls?.[0]?.hosts).toContain(ing?.spec.rules[0].host);
+    const ingresses = objects.filter((o) => o.kind === 'Ingress');
+    for (const ing of ingresses) expect(ing.spec.tls?.[0]?.hosts, ing.metadata.name).toContain(ing.spec.rules[0].host);
+    // One Certificate for the shared TLS secret (two issuer annotations would make two Certificates fight over it).
+    expect(ingresses.filter((i) => i.metadata.annotations?.['cert-manager.io/cluster-issuer']).length).toBe(1);
     const gwHpa = objects.find((o) => o.kind === 'HorizontalPodAutoscaler' && o.metadata.name === 'gateway');
     expect(gwHpa?.spec.minReplicas).toBe(3);
     const gen = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'generation');

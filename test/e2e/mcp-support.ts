@@ -147,3 +147,14 @@ export function textOf(result: unknown): string {
 export function jsonOf(result: unknown): any {
   return JSON.parse(textOf(result));
 }
+
+/** Calls a tool and returns {ok, text, json (when the text is JSON), result, images}. */
+export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}) {
+  const result = await client.callTool({ name, arguments: args });
+  const text = textOf(result);
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { ok: !result.isError, text, json, result, images: (result.content as { type: string }[]).filter((c) => c.type === 'image') };
+}

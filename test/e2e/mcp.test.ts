@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { jsonOf, mcpClient, mintTokens, textOf } from './mcp-support.js';
+import { callTool, jsonOf, mcpClient, mintTokens } from './mcp-support.js';
 
 /**
  * The MCP endpoint through the gateway with the official SDK client (streamable HTTP and legacy SSE):
@@ -82,16 +82,7 @@ let b: TestTenant;
 let mcp: Client;
 let mcpB: Client;
 
-/** Calls a tool and returns {ok, text, json, result}. */
-async function call(client: Client, name: string, args: Record<string, unknown> = {}) {
-  const result = await client.callTool({ name, arguments: args });
-  const text = textOf(result);
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {}
-  return { ok: !result.isError, text, json, result, images: (result.content as { type: string }[]).filter((c) => c.type === 'image') };
-}
+const call = callTool;
 
 async function expectOk(client: Client, name: string, args: Record<string, unknown> = {}) {
   const r = await call(client, name, args);
@@ -606,7 +597,7 @@ describe('account', () => {
     const u = await expectOk(mcp, 'get_usage', { limit: 3 });
     expect(u.json.data.quota).toMatchObject({ monthlyQuotaMb: 10240, rateLimitPerMinute: 1000 });
     expect(u.json.data.months.length).toBeLessThanOrEqual(3);
-    await expectError(mcp, 'get_usage', { limit: 25 }, 'limit must be <= 24');
+    await expectError(mcp, 'get_usage', { limit: 25 }, 'Invalid limit');
     const p = await expectOk(mcp, 'get_profile');
     expect(p.json).toEqual({ tenant: { tenantId: a.tenantId, tenantName: `Tenant ${a.tenantId}`, quotas: expect.any(Object) } });
   });
@@ -614,12 +605,12 @@ describe('account', () => {
   it('webhooks', async () => {
     await expectError(mcp, 'create_webhook', { url: 'http://example.com/hook' }, 'Webhook URL must use HTTPS');
     const w = await expectOk(mcp, 'create_webhook', { url: 'https://127.0.0.1:9/hook', events: ['quota.warning'] });
-    expect(w.json.data.webhook).toMatchObject({ url: 'https://127.0.0.1:9/hook', events: ['quota.warning'], enabled: true });
+    expect(w.json.data).toMatchObject({ url: 'https://127.0.0.1:9/hook', events: ['quota.warning'], enabled: true });
     expect(w.json.data.secret).toMatch(/^whsec_/);
     expect((await expectOk(mcp, 'list_webhooks')).json.data).toHaveLength(1);
     expect((await expectOk(mcpB, 'list_webhooks')).json.data).toHaveLength(0);
-    await expectError(mcpB, 'delete_webhook', { id: w.json.data.webhook.id }, 'Webhook not found');
-    expect((await expectOk(mcp, 'delete_webhook', { id: w.json.data.webhook.id })).json.data).toEqual({ deleted: true });
+    await expectError(mcpB, 'delete_webhook', { id: w.json.data.id }, 'Webhook not found');
+    expect((await expectOk(mcp, 'delete_webhook', { id: w.json.data.id })).json.data).toEqual({ deleted: true, id: w.json.data.id });
   });
 
   it('models', async () => {

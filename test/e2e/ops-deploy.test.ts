@@ -52,6 +52,61 @@ describe('deploy/Dockerfile', () => {
   });
 });
 
+describe('deploy/Dockerfile: production image', () => {
+  const dockerfile = read('deploy/Dockerfile');
+  /** The stages by name, each with its FROM line and instructions. */
+  const stages = dockerfile
+    .split(/^(?=FROM )/m)
+    .slice(1)
+    .map((text) => ({ name: /^FROM \S+(?: AS (\S+))?/.exec(text)?.[1], from: /^FROM (\S+)/.exec(text)?.[1] as string, text }));
+  const runtime = stages.at(-1) as (typeof stages)[number];
+  /** A stage and the stages it is built FROM. */
+  const lineage = (name: string | undefined): string => {
+    const st = stages.find((x) => x.name === name);
+    return st ? st.text + lineage(st.from) : '';
+  };
+
+  it('the runtime stage gets production dependencies only, without the test package', () => {
+    const sources = [...runtime.text.matchAll(/^COPY --from=(\S+)/gm)].map((m) => m[1]);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const src of sources) {
+      const built = lineage(src);
+      const installs = [...built.matchAll(/pnpm install[^\n]*/g)].map((m) => m[0]);
+      for (const i of installs) {
+        expect(i, `${src}: ${i}`).toMatch(/--prod\b/);
+        expect(i, `${src}: the test package is not installed`).toMatch(/--filter '!@imagegen\/e2e'/);
+      }
+    }
+    expect(runtime.text).not.toMatch(/pnpm install/);
+    // The excluded name is the test package's.
+    expect(JSON.parse(read('test/package.json')).name).toBe('@imagegen/e2e');
+    // tsx (a root devDependency the entrypoint needs) comes pinned to the lockfile's version.
+    const root = JSON.parse(read('package.json'));
+    if (!root.dependencies?.tsx) {
+      expect(dockerfile).toMatch(/tsx@\$\{TSX_VERSION\}/);
+      expect(dockerfile).toMatch(/pnpm-lock\.yaml/);
+      expect(read('pnpm-lock.yaml')).toMatch(/^ {2}tsx@\d[\d.]*:$/m);
+    }
+    // The build proves the platform loads with those dependencies.
+    expect(lineage(sources.find((x) => stages.some((st) => st.name === x)))).toMatch(/node --import tsx .*libs\/platform\/src\/index\.ts/);
+  });
+
+  it('signals reach node: tini as PID 1 in exec form, the entrypoint execs node', () => {
+    const ep = /^ENTRYPOINT (.+)$/m.exec(runtime.text)?.[1] as string;
+    const argv = JSON.parse(ep);
+    expect(argv[0]).toMatch(/tini$/);
+    expect(argv).toContain('/usr/local/bin/imagegen-entrypoint');
+    expect(read('deploy/entrypoint.sh')).toMatch(/^exec node /m);
+    expect(runtime.text).not.toMatch(/^CMD [^[]/m);
+  });
+
+  it('no local secrets in the build context', () => {
+    const ignore = read('deploy/Dockerfile.dockerignore').split('\n');
+    for (const p of ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/node_modules']) expect(ignore, p).toContain(p);
+    expect(dockerfile).not.toMatch(/^(ENV|ARG) [^\n]*(PASSWORD|SECRET|TOKEN|CREDENTIALS_KEY|DATABASE_URL)/m);
+  });
+});
+
 describe('deploy/docker-compose.yml', () => {
   const compose = YAML.parse(read('deploy/docker-compose.yml'), { merge: true });
 
@@ -88,6 +143,16 @@ describe('deploy/docker-compose.yml', () => {
     expect(env.MCP_URL).toBe(`http://mcp:${env.HTTP_PORT}`);
     expect(env.PROVA_BASE_URL).toBe(`http://sandbox-provider:${env.HTTP_PORT}/provA`);
     expect(compose.services.gateway.ports).toContain(`${env.PORT}:${env.PORT}`);
+    // Docker waits long enough for the graceful stop; services holding generation requests get provB's 240 s.
+    const seconds = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1]);
+    for (const s of SERVICES) {
+      const svc = compose.services[s];
+      const graceMs = Number(svc.environment.SHUTDOWN_GRACE_MS ?? 10_000) + Number(svc.environment.SHUTDOWN_DRAIN_MS ?? 0);
+      expect(seconds(svc.stop_grace_period) * 1000, `${s}: stop_grace_period`).toBeGreaterThan(graceMs);
+    }
+    for (const s of ['gateway', 'generation', 'mcp']) {
+      expect(Number(compose.services[s].environment.SHUTDOWN_GRACE_MS), `${s}: SHUTDOWN_GRACE_MS`).toBeGreaterThanOrEqual(240_000);
+    }
     // Health checks hit /readyz where it is served.
     expect(compose.services.gateway.healthcheck.test.join(' ')).toContain(`:${env.PORT}/readyz`);
     expect(compose.services.tenancy.healthcheck.test.join(' ')).toContain(`:${env.OPS_PORT}/readyz`);

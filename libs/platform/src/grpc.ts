@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { AppError, type ErrorBody } from './errors.js';
-import { recordGrpcServerCall } from './metrics.js';
+import { recordGrpcClientCall, recordGrpcServerCall } from './metrics.js';
 import { SpanKind, telemetryRunning, withSpan } from './telemetry.js';
 
 /**
@@ -352,12 +352,26 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
       const local = inProcessCalls
         ? inProcessServers.get(typeof address === 'function' ? address() : address)?.get(method.path)
         : undefined;
-      if (local) return callInProcess({ method, run: local, req, principal, deadline });
-      return new Promise((resolve, reject) => {
-        get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
-          err ? reject(fromServiceError(err, principal.requestId)) : resolve(res),
-        );
-      });
+      const started = performance.now();
+      const call: Promise<unknown> = local
+        ? callInProcess({ method, run: local, req, principal, deadline })
+        : new Promise((resolve, reject) => {
+            get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
+              err ? reject(fromServiceError(err, principal.requestId)) : resolve(res),
+            );
+          });
+      // Client-side RED metrics, the same for remote and in-process calls (the code from the status the caller sees).
+      return call.then(
+        (res) => {
+          recordGrpcClientCall(method.path, grpc.status.OK, performance.now() - started);
+          return res;
+        },
+        (err: unknown) => {
+          const code = err instanceof AppError ? httpStatusToGrpc(err.status) : grpc.status.UNKNOWN;
+          recordGrpcClientCall(method.path, code, performance.now() - started);
+          throw err;
+        },
+      );
     };
   }
   return out as Client<D>;

@@ -1,25 +1,98 @@
-import { context, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
-/** pino logger whose lines carry trace_id and span_id of the active span (when tracing is on). */
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+/**
+ * Keys whose values never reach a log line, wherever they appear at the top level of a line's object or
+ * one level down (pino's `*.key` does not match the top level, so both are listed): credentials of
+ * callers (API keys, bearer/admin tokens, passwords, session cookies), of providers and of webhooks.
+ */
+const SECRET_KEYS = [
+  'password',
+  'newPassword',
+  'currentPassword',
+  'apiKey',
+  'api_key',
+  'apiKeys',
+  'providerKey',
+  'providerKeys',
+  'secret',
+  'webhookSecret',
+  'signingSecret',
+  'clientSecret',
+  'client_secret',
+  'token',
+  'accessToken',
+  'access_token',
+  'refreshToken',
+  'refresh_token',
+  'adminToken',
+  'authorization',
+  'cookie',
+  'credentials',
+  'privateKey',
+];
+/** Header names carrying credentials (request and response headers, HTTP and gRPC metadata). */
+const SECRET_HEADERS = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'x-admin-token',
+  'x-goog-api-key',
+  'x-webhook-secret',
+];
+
+/** pino redact paths (exported for tests and for services that build their own pino). */
+export const REDACT_PATHS: string[] = [
+  ...SECRET_KEYS.flatMap((k) => [k, `*.${k}`]),
+  ...SECRET_HEADERS.flatMap((h) => ['req.headers', 'res.headers', 'headers', 'request.headers', 'err.headers'].map((p) => `${p}["${h}"]`)),
+];
+
+/**
+ * The child logger for a fastify app's request log (LOG_REQUESTS): a request is logged as method, path
+ * without the query string (OAuth codes, state and filters stay out of the logs), route and client
+ * address; headers are never logged.
+ */
+export function httpLogger(parent: Logger, component: string): Logger {
+  return parent.child(
+    { component },
+    {
+      serializers: {
+        req: (r: { method?: string; url?: string; ip?: string; routeOptions?: { url?: string } }) => ({
+          method: r.method,
+          url: typeof r.url === 'string' ? r.url.split('?')[0] : r.url,
+          route: r.routeOptions?.url,
+          remoteAddress: r.ip,
+        }),
+      },
+    },
+  );
+}
+
+/**
+ * pino logger whose lines carry trace_id, span_id and trace_flags of the active span (when tracing is
+ * on), with secrets redacted (REDACT_PATHS). `destination` defaults to stdout.
+ */
+export function createLogger(
+  service: string,
+  level: string = process.env.LOG_LEVEL ?? 'info',
+  destination?: pino.DestinationStream,
+): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-admin-token"]', '*.password', '*.apiKey'],
-      censor: '[redacted]',
-    },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     mixin() {
-      const span = trace.getSpan(context.active());
-      if (!span) return {};
-      const { traceId, spanId } = span.spanContext();
-      return { trace_id: traceId, span_id: spanId };
+      const sc = trace.getSpan(context.active())?.spanContext();
+      if (!sc || !isSpanContextValid(sc)) return {};
+      return { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: `0${sc.traceFlags.toString(16)}`.slice(-2) };
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**

@@ -54,6 +54,19 @@ function build() {
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
+    grpcClientHandled: new Counter({
+      name: 'imagegen_grpc_client_handled_total',
+      help: 'gRPC calls made to other services, by method and status code (as the caller saw it: DEADLINE_EXCEEDED, UNAVAILABLE, ...)',
+      labelNames: ['method', 'code'] as const,
+      registers: [registry],
+    }),
+    grpcClientDuration: new Histogram({
+      name: 'imagegen_grpc_client_handling_seconds',
+      help: 'gRPC call latency seen by the caller (network and queueing included)',
+      labelNames: ['method', 'code'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
     eventsPublished: new Counter({
       name: 'imagegen_events_published_total',
       help: 'Events published to the bus by the outbox relay, by outcome (ok, error)',
@@ -199,6 +212,16 @@ export function recordGrpcServerCall(method: string, code: number, ms: number): 
   const labels = { method, code: grpcCodeName(code) };
   M.grpcHandled.inc(labels);
   M.grpcDuration.observe(labels, ms / 1000);
+}
+
+/**
+ * For gRPC clients (createClient's calls, remote or in-process): one call per finished call, `method` the
+ * full path (`/imagegen.generation.v1.GenerationService/GenerateImages`), `code` the grpc status number.
+ */
+export function recordGrpcClientCall(method: string, code: number, ms: number): void {
+  const labels = { method, code: grpcCodeName(code) };
+  M.grpcClientHandled.inc(labels);
+  M.grpcClientDuration.observe(labels, ms / 1000);
 }
 
 export function recordEventPublished(subject: string, ok: boolean): void {

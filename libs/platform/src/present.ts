@@ -1,7 +1,13 @@
-import type { Execution, GeneratedImage, GenerateImagesResponse } from '@imagegen/contracts/generation/v1/generation';
+import type {
+  EditImageResponse,
+  Execution,
+  GeneratedImage,
+  GenerateImagesResponse,
+  UploadForEditingResponse,
+} from '@imagegen/contracts/generation/v1/generation';
 import type { Character, Product, Scene, SearchPreset, StylePreset } from '@imagegen/contracts/library/v1/assets';
 import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from '@imagegen/contracts/library/v1/library';
-import type { Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
+import type { CreateWebhookResponse, Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
 
 /**
  * One definition of each resource's JSON form (SPEC 2: field names and case per resource), used by the
@@ -299,4 +305,46 @@ export function webhookJson(w: Webhook) {
     createdAt: w.createdAt,
     updatedAt: w.updatedAt,
   };
+}
+
+/** The answer of POST /api/edit-image (flat, camelCase; and the MCP tool): the edit of `sourceImageId`. */
+export function editImageJson(r: EditImageResponse, sourceImageId: number) {
+  const i = r.image as GeneratedImage;
+  return {
+    thumbnailUrl: i.thumbnailUrl,
+    fullUrl: i.fullUrl,
+    width: i.width,
+    height: i.height,
+    sizeBytes: i.sizeBytes,
+    format: i.format,
+    prompt: i.prompt,
+    parentImageId: i.parentImageId ?? sourceImageId,
+    recordId: i.recordId,
+    createdAt: i.createdAt,
+    aspectRatio: i.aspectRatio,
+    sessionId: r.sessionId,
+    executionId: r.executionId,
+  };
+}
+
+/** The answer of POST /api/upload-for-editing (flat, snake_case; and the MCP tool). */
+export function uploadForEditingJson(r: UploadForEditingResponse) {
+  return {
+    image_id: r.imageId,
+    object_key: r.objectKey,
+    public_url: r.publicUrl,
+    size_bytes: r.sizeBytes,
+    mime_type: r.mimeType,
+    message: r.message,
+    width: r.width,
+    height: r.height,
+    thumbnail_url: r.thumbnailUrl,
+    session_id: r.sessionId,
+    execution_id: r.executionId,
+  };
+}
+
+/** A created webhook with its signing secret (shown this once). */
+export function webhookCreatedJson(r: CreateWebhookResponse) {
+  return { ...webhookJson(r.webhook as Webhook), secret: r.secret };
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AppError, badRequest, quotaExceeded } from '../src/errors.js';
 import { bind, configureGrpcClients, createClient, type Principal, type RunningGrpcServer, startGrpcServer } from '../src/grpc.js';
 import { createLogger } from '../src/logger.js';
+import { metricsText } from '../src/metrics.js';
 
 // A hand-written JSON-serialized service definition, shaped like ts-proto's grpc-js output.
 function jsonMethod<Req, Res>(path: string): MethodDefinition<Req, Res> {
@@ -139,6 +140,24 @@ describe.each([
     const client = createClient(EchoService, '127.0.0.1:1');
     const err = (await client.echo({ text: 'x' }, principal, { timeoutMs: 2000 }).catch((e) => e)) as AppError;
     expect([503, 504]).toContain(err.status);
+    client.close();
+  });
+
+  test('client calls are counted by method and status name (imagegen_grpc_client_*)', async () => {
+    const count = async (method: string, code: string) => {
+      const line = (await metricsText()).body
+        .split('\n')
+        .find(
+          (l) => l.startsWith('imagegen_grpc_client_handled_total{') && l.includes(`method="${method}"`) && l.includes(`code="${code}"`),
+        );
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    };
+    const [ok0, bad0] = [await count('/test.Echo/Echo', 'OK'), await count('/test.Echo/Fail', 'INVALID_ARGUMENT')];
+    const client = createClient(EchoService, server.address);
+    await client.echo({ text: 'counted' }, principal);
+    await client.fail({ kind: 'bad' }, principal).catch(() => undefined);
+    expect(await count('/test.Echo/Echo', 'OK')).toBe(ok0 + 1);
+    expect(await count('/test.Echo/Fail', 'INVALID_ARGUMENT')).toBe(bad0 + 1);
     client.close();
   });
 

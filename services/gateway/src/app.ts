@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { AppError, type Logger, lazyChildLogger, type Principal, type ServiceContext } from '@imagegen/platform';
+import { AppError, httpLogger, type Logger, lazyChildLogger, type Principal, type ServiceContext } from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -51,7 +51,7 @@ function validatorCompiler() {
 
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: ctx.logger.child({ component: 'http' }),
+    loggerInstance: httpLogger(ctx.logger, 'http'),
     logController: new LogController({ disableRequestLogging: !ctx.config.logRequests }),
     // Each request's child logger is made when the request first logs something (most never do).
     childLoggerFactory: (logger, bindings, opts) => lazyChildLogger(logger as Logger, bindings, opts) as FastifyBaseLogger,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@imagegen/platform';
-import { ALL_SCOPES } from '@imagegen/platform';
+import { ALL_SCOPES, httpLogger } from '@imagegen/platform';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
@@ -64,7 +64,7 @@ export interface McpAppDeps {
  */
 export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInstance; closeSessions(): Promise<void> }> {
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'mcp-http' }),
+    loggerInstance: httpLogger(deps.logger, 'mcp-http'),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
   });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AuthFailure, createAuthenticator } from '../src/auth.js';
 import { createToolLimiter } from '../src/rate-limit.js';
-import { formatIssue, toolError } from '../src/tools/framework.js';
+import { formatIssue, formatIssues, toolError } from '../src/tools/framework.js';
 import { ALL_TOOLS } from '../src/tools/index.js';
 
 const logger = createLogger('mcp-test', 'silent');
@@ -35,12 +35,17 @@ describe('argument errors use the REST wording', () => {
   it('formats each problem', () => {
     expect(details({})).toEqual(['prompt is required']);
     expect(details({ prompt: 3 })).toEqual(['prompt must be a string']);
-    expect(details({ prompt: '' })).toEqual(['prompt must be at least 1 character']);
+    expect(details({ prompt: '' })).toEqual(['prompt cannot be empty']);
     expect(details({ prompt: 'x', n: 9 })).toEqual(['n must be <= 4']);
     expect(details({ prompt: 'x', n: 1.5 })).toEqual(['n must be an integer']);
     expect(details({ prompt: 'x', ids: [] })).toEqual(['ids must have at least 1 item']);
     expect(details({ prompt: 'x', ids: [1, 'a'] })).toEqual(['ids[1] must be a number']);
     expect(details({ prompt: 'x', mode: 'c' })).toEqual(['mode must be one of: a, b']);
+  });
+  it('names each unknown argument as the REST API does (strict schemas)', () => {
+    const r = schema.strict().safeParse({ prompt: 'x', negativ_prompt: 'y', nn: 2 });
+    expect(r.success).toBe(false);
+    expect(formatIssues(r.success ? [] : r.error.issues)).toEqual(['negativ_prompt is not allowed', 'nn is not allowed']);
   });
   it('tool errors carry the text, details and status', () => {
     const r = toolError(400, { error: 'Invalid request payload', details: ['prompt is required'] });

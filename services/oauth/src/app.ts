@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import formbody from '@fastify/formbody';
 import type { Logger } from '@imagegen/platform';
-import { ALL_SCOPES } from '@imagegen/platform';
+import { ALL_SCOPES, httpLogger } from '@imagegen/platform';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type Provider from 'oidc-provider';
 import { MOUNT, type Urls } from './provider.js';
@@ -46,7 +46,7 @@ export function protectedResourceMetadata(urls: Urls) {
 export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance> {
   const { provider, urls } = deps;
   const app = Fastify({
-    loggerInstance: deps.logger.child({ component: 'oauth-http' }),
+    loggerInstance: httpLogger(deps.logger, 'oauth-http'),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
   });

@@ -1,5 +1,5 @@
 import { type GeneratedImage, type GenerateImagesRequest, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
-import { type Client, createClient, type ServiceContext } from '@imagegen/platform';
+import { type Client, createClient, editImageJson, type ServiceContext, uploadForEditingJson } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { ID_MAX, INT32_MAX, INT32_MIN } from '../validation.js';
@@ -208,22 +208,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         req.principal,
         { timeoutMs: GENERATE_DEADLINE_MS },
       );
-      const i = r.image as GeneratedImage;
-      return {
-        thumbnailUrl: i.thumbnailUrl,
-        fullUrl: i.fullUrl,
-        width: i.width,
-        height: i.height,
-        sizeBytes: i.sizeBytes,
-        format: i.format,
-        prompt: i.prompt,
-        parentImageId: i.parentImageId ?? null,
-        recordId: i.recordId,
-        createdAt: i.createdAt,
-        aspectRatio: i.aspectRatio,
-        sessionId: r.sessionId,
-        executionId: r.executionId,
-      };
+      return editImageJson(r, b.image_id as number);
     },
   );
 
@@ -255,19 +240,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         req.principal,
         { timeoutMs: UPLOAD_DEADLINE_MS },
       );
-      return {
-        image_id: r.imageId,
-        object_key: r.objectKey,
-        public_url: r.publicUrl,
-        size_bytes: r.sizeBytes,
-        mime_type: r.mimeType,
-        message: r.message,
-        width: r.width,
-        height: r.height,
-        thumbnail_url: r.thumbnailUrl,
-        session_id: r.sessionId,
-        execution_id: r.executionId,
-      };
+      return uploadForEditingJson(r);
     },
   );
 };

@@ -1,5 +1,5 @@
-import { type Delivery, type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { badRequest, createClient, notFound, webhookJson } from '@imagegen/platform';
+import { type Delivery, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
+import { badRequest, createClient, notFound, webhookCreatedJson, webhookJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenantSecurity } from '../auth.js';
 
@@ -84,7 +84,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     async (request, reply) => {
       const b = request.body;
       const res = await webhooks.createWebhook({ url: b.url, events: b.events ?? [], description: b.description }, request.principal);
-      return reply.status(201).send({ data: { ...webhookJson(res.webhook as Webhook), secret: res.secret } });
+      return reply.status(201).send({ data: webhookCreatedJson(res) });
     },
   );
 

@@ -2,7 +2,16 @@ import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imag
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { AppError, executionJson, MODEL_IDS, sessionImageJson, sessionJson, sessionRecordJson, webhookJson } from '@imagegen/platform';
+import {
+  AppError,
+  executionJson,
+  MODEL_IDS,
+  sessionImageJson,
+  sessionJson,
+  sessionRecordJson,
+  webhookCreatedJson,
+  webhookJson,
+} from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, s, type ToolImage } from './framework.js';
 import { thumbnailsOf } from './generation-run.js';
@@ -67,11 +76,11 @@ const listActiveExecutions = defineTool({
   name: 'list_active_executions',
   description: 'Executions still running for this tenant.',
   scopes: ['sessions:read'],
-  input: {},
+  input: { limit: s.limit(100, 200) },
   annotations: { readOnlyHint: true },
-  async run(_args, ctx) {
+  async run(args, ctx) {
     const r = await ctx.deps.clients.generation.listActiveExecutions(
-      ListActiveExecutionsRequest.fromPartial({ limit: 100 }),
+      ListActiveExecutionsRequest.fromPartial({ limit: args.limit ?? 100 }),
       ctx.principal,
     );
     return { data: { success: true, executions: r.executions.map((e) => executionJson(e)), total: r.total } };
@@ -161,6 +170,8 @@ const getUsage = defineTool({
   description: 'Monthly usage (newest first), the rolling 30 days and the quota.',
   scopes: ['analytics:read'],
   input: { limit: z.number().int().min(1).max(24).optional().describe('Months (default 12, max 24)') },
+  // GET /api/usage answers a bad limit with 'Invalid limit' (SPEC 7)
+  invalidArguments: 'Invalid limit',
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.usage.getUsage({ tenantId: ctx.principal.tenantId ?? '', limit: args.limit ?? 12 }, ctx.principal);
@@ -231,7 +242,8 @@ const createWebhook = defineTool({
       CreateWebhookRequest.fromPartial({ url: args.url, events: args.events ?? [], description: args.description }),
       ctx.principal,
     );
-    return { data: { data: { webhook: r.webhook ? webhookJson(r.webhook) : null, secret: r.secret } } };
+    // POST /api/webhooks: {data: {...webhook, secret}}
+    return { data: { data: webhookCreatedJson(r) } };
   },
 });
 
@@ -242,8 +254,9 @@ const deleteWebhook = defineTool({
   input: { id: s.id('Webhook id') },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.webhooks.deleteWebhook({ id: args.id }, ctx.principal);
-    return { data: { data: { deleted: r.deleted } } };
+    await ctx.deps.clients.webhooks.deleteWebhook({ id: args.id }, ctx.principal);
+    // DELETE /api/webhooks/:id: {data: {deleted: true, id}}
+    return { data: { data: { deleted: true, id: args.id } } };
   },
 });
 

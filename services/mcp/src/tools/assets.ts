@@ -255,7 +255,8 @@ const updateScene = defineTool({
   description: 'Change a scene; only given fields change (null clears; reference_image_ids replace, URLs add).',
   scopes: ['styles:manage'],
   input: { identifier: s.identifier('Scene'), new_scene_name: z.string().min(1).max(100).optional().describe('New name'), ...sceneFields },
-  annotations: { readOnlyHint: false, destructiveHint: false },
+  // reference_image_urls are fetched from the public web
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const sc = await ctx.deps.clients.assets.updateScene(
       UpdateSceneRequest.fromPartial({

@@ -52,6 +52,8 @@ export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
   /** Alternatively: any one of these is enough. */
   anyScopes?: Scope[];
   input: S;
+  /** The error text of invalid arguments when the REST twin has its own (no details then); default 'Invalid request payload' + details. */
+  invalidArguments?: string;
   annotations?: ToolAnnotations;
   run(args: z.infer<z.ZodObject<S>>, ctx: ToolContext): Promise<ToolOutput>;
 }
@@ -111,7 +113,7 @@ export function formatIssue(i: z.ZodIssue): string {
       if (i.received === 'undefined') return `${field} is required`;
       return `${field} must be ${i.expected === 'integer' ? 'an integer' : `a${/^[aeiou]/.test(i.expected) ? 'n' : ''} ${i.expected}`}`;
     case 'too_small':
-      if (i.type === 'string') return `${field} must be at least ${i.minimum} character${i.minimum === 1 ? '' : 's'}`;
+      if (i.type === 'string') return i.minimum === 1 ? `${field} cannot be empty` : `${field} must be at least ${i.minimum} characters`;
       if (i.type === 'array') return `${field} must have at least ${i.minimum} item${i.minimum === 1 ? '' : 's'}`;
       return `${field} must be >= ${i.minimum}`;
     case 'too_big':
@@ -121,11 +123,15 @@ export function formatIssue(i: z.ZodIssue): string {
     case 'invalid_enum_value':
       return `${field} must be one of: ${i.options.join(', ')}`;
     case 'unrecognized_keys':
-      return `${i.keys.join(', ')} ${i.keys.length === 1 ? 'is not an allowed argument' : 'are not allowed arguments'}`;
+      // The REST API's wording for additionalProperties: one line per key (formatIssues splits them).
+      return i.keys.map((k) => `${pathOf([...i.path, k])} is not allowed`).join('\n');
     default:
       return `${field}: ${i.message}`;
   }
 }
+
+/** The details lines of a failed validation (one per problem, one per unknown argument). */
+export const formatIssues = (issues: z.ZodIssue[]): string[] => issues.flatMap((i) => formatIssue(i).split('\n'));
 
 /** Registers the tools on an McpServer. */
 export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDeps, authOf: (extra: Extra) => McpAuth) {
@@ -133,10 +139,15 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
   // checks its scope first and then validates with its zod schema (the schema the SDK publishes in
   // tools/list), reporting problems as the REST API does: 'Invalid request payload' + details.
   Object.assign(server, { validateToolInput: async (_tool: unknown, args: unknown) => args });
-  const schemas = new Map(tools.map((t) => [t.name, z.object(t.input)]));
+  // Strict: an argument the tool does not know (a misspelt `negativ_prompt`) is refused like the REST API's
+  // additionalProperties: false, never silently dropped.
+  const schemas = new Map(tools.map((t) => [t.name, z.object(t.input).strict()]));
 
   for (const tool of tools) {
-    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, (async (
+    // openWorldHint defaults to true in MCP: only tools that reach outside the platform (image providers,
+    // public URLs, webhook receivers) say so; every other tool works on the tenant's own data.
+    const annotations: ToolAnnotations = { openWorldHint: false, ...tool.annotations };
+    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input, annotations }, (async (
       args: Record<string, unknown>,
       extra: Extra,
     ): Promise<CallToolResult> => {
@@ -158,7 +169,11 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
         return toolError(429, { error: `Rate limit exceeded. Try again in ${limit.retryAfter} seconds.`, retryAfter: limit.retryAfter });
       }
       const parsed = await (schemas.get(tool.name) as z.ZodTypeAny).safeParseAsync(args ?? {});
-      if (!parsed.success) return toolError(400, { error: 'Invalid request payload', details: parsed.error.issues.map(formatIssue) });
+      if (!parsed.success) {
+        return tool.invalidArguments
+          ? toolError(400, { error: tool.invalidArguments })
+          : toolError(400, { error: 'Invalid request payload', details: formatIssues(parsed.error.issues) });
+      }
       args = parsed.data;
       const principal: Principal = {
         requestId: auth.requestId ? `${auth.requestId}:${randomUUID().slice(0, 8)}` : randomUUID(),

@@ -1,6 +1,16 @@
 import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { AppError, badRequest, generatedImageJson, imageDetailJson, imageJson, MODEL_IDS, notFound } from '@imagegen/platform';
+import {
+  AppError,
+  badRequest,
+  editImageJson,
+  generatedImageJson,
+  imageDetailJson,
+  imageJson,
+  MODEL_IDS,
+  notFound,
+  uploadForEditingJson,
+} from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
@@ -57,6 +67,23 @@ const generateInput = {
   async: z.boolean().optional().describe('Return an executionId at once; get the result with wait_for_execution'),
 };
 
+/**
+ * The library reports invalid filters under the REST query names (dateFrom, resolutionTier); the tool's
+ * arguments are snake_case (date_from, resolution_tier), so the details name the argument the model passed.
+ */
+async function libraryArgs<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof AppError && Array.isArray(err.body.details)) {
+      const snake = (d: unknown) =>
+        typeof d === 'string' ? d.replace(/^[a-z]+(?:[A-Z][a-z]*)+\b/, (w) => w.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)) : d;
+      throw new AppError(err.status, { ...err.body, details: err.body.details.map(snake) }, err.headers);
+    }
+    throw err;
+  }
+}
+
 type GenerateArgs = z.infer<z.ZodObject<typeof generateInput>>;
 
 /** scene_name -> scene id (AssetsService.GetScene); a scene is a reference group for generation. */
@@ -72,12 +99,13 @@ async function sceneGroups(
   }
   if (args.scene_id !== undefined && args.scene_name !== undefined)
     throw badRequest('Invalid request payload', ['use scene_id or scene_name, not both']);
-  let sceneId = args.scene_id;
-  if (sceneId === undefined) {
-    // A name only: a scene named "12" must not resolve to the scene whose id is 12.
-    const scene = await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string, byName: true }, ctx.principal);
-    sceneId = scene.id;
-  }
+  // A name only: a scene named "12" must not resolve to the scene whose id is 12. An id is looked up too, so an
+  // unknown one answers the scene's own error ('Scene preset with ID <id> not found for this tenant').
+  const scene =
+    args.scene_id !== undefined
+      ? await ctx.deps.clients.assets.getScene({ identifier: String(args.scene_id) }, ctx.principal)
+      : await ctx.deps.clients.assets.getScene({ identifier: args.scene_name as string, byName: true }, ctx.principal);
+  const sceneId = scene.id;
   const ids = [sceneId, ...(args.reference_group_id !== undefined ? [args.reference_group_id] : []), ...(args.reference_group_ids ?? [])];
   const unique = [...new Set(ids)];
   if (unique.length > 5) throw badRequest('Invalid request payload', ['scene and reference groups: at most 5 in total']);
@@ -179,20 +207,7 @@ const editImage = defineTool({
         const img = res.image!;
         return {
           executionId: res.executionId,
-          data: {
-            thumbnailUrl: img.thumbnailUrl,
-            fullUrl: img.fullUrl,
-            width: img.width,
-            height: img.height,
-            sizeBytes: img.sizeBytes,
-            format: img.format,
-            prompt: img.prompt,
-            parentImageId: img.parentImageId ?? args.image_id,
-            recordId: img.recordId,
-            createdAt: img.createdAt,
-            sessionId: res.sessionId,
-            executionId: res.executionId,
-          },
+          data: editImageJson(res, args.image_id),
           images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
         };
       },
@@ -229,46 +244,48 @@ const listImages = defineTool({
     search_mode: z.enum(['exact', 'all', 'any']).optional().describe('exact phrase (default), all words, any word'),
     date_from: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
     date_to: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
-    aspect_ratio: z.string().optional().describe('e.g. 1:1'),
-    operation_type: z.string().optional().describe('generate, edit, upload, ...'),
+    aspect_ratio: z.string().max(20).optional().describe('e.g. 1:1'),
+    operation_type: z.string().max(50).optional().describe('generate, edit, upload, ...'),
     min_size: z.number().min(0).max(ID_MAX).optional().describe('Minimum size in bytes'),
     max_size: z.number().min(0).max(ID_MAX).optional().describe('Maximum size in bytes'),
     session_id: z.string().min(1).max(200).optional().describe('Only images of this session'),
     has_negative_prompt: z.boolean().optional().describe('Only images with a negative prompt'),
     model_id: z.enum(MODEL_IDS).optional().describe('Only images of this model'),
-    resolution_tier: z.string().optional().describe('1k, 2k, 4k; comma-separated allowed'),
+    resolution_tier: z.string().max(50).optional().describe('0.5k, 1k, 2k, 4k; comma-separated allowed'),
     style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this style preset'),
     product_reference_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this product'),
     is_reference: z.boolean().optional().describe('true: reference images only'),
   },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.library.listImages(
-      ListImagesRequest.fromPartial({
-        limit: args.limit ?? 20,
-        offset: args.offset ?? 0,
-        search: args.search,
-        searchMode: args.search_mode,
-        dateFrom: args.date_from,
-        dateTo: args.date_to,
-        aspectRatio: args.aspect_ratio,
-        operationType: args.operation_type,
-        minSize: args.min_size,
-        maxSize: args.max_size,
-        sessionId: args.session_id,
-        hasNegativePrompt: args.has_negative_prompt,
-        modelId: args.model_id,
-        resolutionTiers: args.resolution_tier
-          ? args.resolution_tier
-              .split(',')
-              .map((t) => t.trim().toLowerCase())
-              .filter(Boolean)
-          : [],
-        stylePresetId: args.style_preset_id,
-        productReferenceId: args.product_reference_id,
-        isReference: args.is_reference,
-      }),
-      ctx.principal,
+    const r = await libraryArgs(() =>
+      ctx.deps.clients.library.listImages(
+        ListImagesRequest.fromPartial({
+          limit: args.limit ?? 20,
+          offset: args.offset ?? 0,
+          search: args.search,
+          searchMode: args.search_mode,
+          dateFrom: args.date_from,
+          dateTo: args.date_to,
+          aspectRatio: args.aspect_ratio,
+          operationType: args.operation_type,
+          minSize: args.min_size,
+          maxSize: args.max_size,
+          sessionId: args.session_id,
+          hasNegativePrompt: args.has_negative_prompt,
+          modelId: args.model_id,
+          resolutionTiers: args.resolution_tier
+            ? args.resolution_tier
+                .split(',')
+                .map((t) => t.trim().toLowerCase())
+                .filter(Boolean)
+            : [],
+          stylePresetId: args.style_preset_id,
+          productReferenceId: args.product_reference_id,
+          isReference: args.is_reference,
+        }),
+        ctx.principal,
+      ),
     );
     return { data: { data: r.images.map(imageJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
   },
@@ -293,12 +310,14 @@ const deleteImages = defineTool({
   input: { image_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(20).describe('Image ids (1-20)') },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.library.deleteImages({ imageIds: args.image_ids }, ctx.principal);
+    // As POST /api/images/delete-bulk: a repeated id counts once.
+    const ids = [...new Set(args.image_ids)];
+    const r = await ctx.deps.clients.library.deleteImages({ imageIds: ids }, ctx.principal);
     return {
       data: {
         deleted: r.deleted,
         failed: r.failed.map((f) => ({ id: f.id, error: f.error })),
-        summary: { total: args.image_ids.length, succeeded: r.deleted.length, failed: r.failed.length },
+        summary: { total: ids.length, succeeded: r.deleted.length, failed: r.failed.length },
       },
     };
   },
@@ -332,18 +351,7 @@ const uploadImageForEditing = defineTool({
       thumbKey = (await ctx.deps.clients.library.getImage({ imageId: res.imageId }, ctx.principal)).image?.thumbnailKey ?? '';
     } catch {}
     return {
-      data: {
-        image_id: res.imageId,
-        object_key: res.objectKey,
-        public_url: res.publicUrl,
-        size_bytes: res.sizeBytes,
-        mime_type: res.mimeType,
-        message: res.message,
-        width: res.width,
-        height: res.height,
-        thumbnail_url: res.thumbnailUrl,
-        session_id: res.sessionId,
-      },
+      data: uploadForEditingJson(res),
       images: await thumbnailsOf(ctx, [thumbKey]),
     };
   },
