@@ -172,6 +172,14 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     const providerCall = trace.find((s) => s.service === 'imagegen-generation' && s.kind === KIND.CLIENT && s.scope.includes('undici'));
     expect(providerCall, 'provider HTTP client span').toBeDefined();
     expect(ancestors(providerCall!)).toContain(genServer);
+    // ...inside the attempt's own span (one per key tried), which names the provider, model and key.
+    const attempt = trace.find(
+      (s) => s.service === 'imagegen-generation' && s.name.endsWith(' generate') && s.attributes['imagegen.provider'],
+    );
+    expect(attempt, 'provider attempt span').toBeDefined();
+    expect(providerCall!.parentSpanId).toBe(attempt!.spanId);
+    expect(attempt!.attributes).toMatchObject({ 'imagegen.provider.key': 1 });
+    expect(ancestors(attempt!)).toContain(genServer);
     const upstream = trace.find((s) => s.service === 'imagegen-sandbox-provider' && s.kind === KIND.SERVER);
     expect(upstream?.parentSpanId).toBe(providerCall!.spanId);
 

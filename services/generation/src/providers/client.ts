@@ -1,4 +1,4 @@
-import { AppError, badRequest, recordProviderCall } from '@imagegen/platform';
+import { AppError, badRequest, recordProviderCall, SpanKind, withSpan } from '@imagegen/platform';
 import type { Provider } from '../models.js';
 import type { CircuitBreaker } from './breaker.js';
 import { type ProviderAdapter, type ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
@@ -45,8 +45,17 @@ export class ProviderClient {
       const ticket = this.opts.breaker.acquire(); // 503 at once while the circuit is open
       const signal = AbortSignal.timeout(this.opts.timeoutMs);
       const started = performance.now();
+      // One span per attempt (key failover shows as sibling attempts), around the adapter's HTTP client span.
+      const attempt = { 'imagegen.provider': this.provider, 'imagegen.provider.model': req.model, 'imagegen.provider.key': idx + 1 };
       try {
-        const result = await this.opts.adapter.call(req, keys[idx], signal);
+        const result = await withSpan(`${this.provider} generate`, { kind: SpanKind.INTERNAL, attributes: attempt }, async (span) => {
+          try {
+            return await this.opts.adapter.call(req, keys[idx], signal);
+          } catch (err) {
+            span.setAttribute('imagegen.provider.outcome', transportFailure(err, signal, this.provider, this.opts.timeoutMs).kind);
+            throw err;
+          }
+        });
         ticket.success();
         recordProviderCall(this.provider, 'success', (performance.now() - started) / 1000, req.model);
         return result;
