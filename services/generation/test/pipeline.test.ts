@@ -355,7 +355,7 @@ describe('keys', () => {
     expect(err.body.error).toBe('Image generation failed: provider provA rejected every configured API key');
     err = await fails(gen.pipeline.generate({ prompt: 'all quota', modelId: 'provB-image-2' }, principal(t)));
     expect(err.status).toBe(503);
-    expect(err.headers['Retry-After']).toBe('30');
+    expect(err.headers['Retry-After']).toBe('20'); // the soonest wait: ratelimit-2 says 20 s, quota-1 none (30)
     const t2 = newTenant();
     world.keys[t2] = { provA: [], provB: [] };
     err = await fails(gen.pipeline.generate({ prompt: 'no keys' }, principal(t2)));

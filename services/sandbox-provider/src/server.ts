@@ -74,8 +74,10 @@ export const PROVB_SAFETY_MESSAGE =
 class UpstreamError extends Error {
   constructor(
     readonly status: number,
+    /** JSON error body, or a string sent as text/html (a proxy's error page). */
     readonly body: unknown,
     message: string,
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -92,7 +94,7 @@ const provAStatusName: Record<number, string> = {
   503: 'UNAVAILABLE',
   504: 'DEADLINE_EXCEEDED',
 };
-const provAError = (status: number, message: string, reason?: string) =>
+const provAError = (status: number, message: string, reason?: string, details?: unknown[]) =>
   new UpstreamError(
     status,
     {
@@ -100,17 +102,77 @@ const provAError = (status: number, message: string, reason?: string) =>
         code: status,
         message,
         status: provAStatusName[status] ?? 'UNKNOWN',
-        ...(reason ? { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'sandbox' }] } : {}),
+        ...(details
+          ? { details }
+          : reason
+            ? {
+                details: [
+                  {
+                    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+                    reason,
+                    domain: 'googleapis.com',
+                    metadata: { service: 'sandbox' },
+                  },
+                ],
+              }
+            : {}),
       },
     },
     message,
   );
 
-// ---- provB (images-API-style) error bodies ----
-const provBError = (status: number, message: string, type: string, code: string | null, param: string | null = null) =>
-  new UpstreamError(status, { error: { message, type, param, code } }, message);
+/** The upstream's 429: QuotaFailure naming the exhausted quota (per minute or per day) plus RetryInfo. */
+export const PROVA_QUOTA_MESSAGE =
+  'You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.';
+export const PROVA_RETRY_DELAY_S = { quota: 3600, rate: 17 };
+const provAQuota = (perDay: boolean) =>
+  provAError(429, PROVA_QUOTA_MESSAGE, undefined, [
+    {
+      '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+      violations: [
+        {
+          quotaMetric: 'generativelanguage.googleapis.com/generate_content_requests',
+          quotaId: perDay ? 'GenerateRequestsPerDayPerProjectPerModel' : 'GenerateRequestsPerMinutePerProjectPerModel',
+          quotaDimensions: { location: 'global' },
+        },
+      ],
+    },
+    {
+      '@type': 'type.googleapis.com/google.rpc.Help',
+      links: [{ description: 'Learn more', url: 'https://ai.google.dev/gemini-api/docs/rate-limits' }],
+    },
+    {
+      '@type': 'type.googleapis.com/google.rpc.RetryInfo',
+      retryDelay: `${perDay ? PROVA_RETRY_DELAY_S.quota : PROVA_RETRY_DELAY_S.rate}s`,
+    },
+  ]);
 
-function directives(prompt: string): { fail?: number; safety?: string; delayMs?: number; textOnly?: boolean } {
+/** What a load balancer in front of either upstream answers when the backend is down: HTML, not JSON. */
+const HTML_STATUS: Record<number, string> = {
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Temporarily Unavailable',
+  504: 'Gateway Time-out',
+};
+const htmlError = (status: number) =>
+  new UpstreamError(
+    status,
+    `<html>\r\n<head><title>${status} ${HTML_STATUS[status] ?? 'Error'}</title></head>\r\n<body>\r\n<center><h1>${status} ${HTML_STATUS[status] ?? 'Error'}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`,
+    `${status} (HTML error page)`,
+  );
+
+// ---- provB (images-API-style) error bodies ----
+const provBError = (
+  status: number,
+  message: string,
+  type: string,
+  code: string | null,
+  param: string | null = null,
+  headers: Record<string, string> = {},
+) => new UpstreamError(status, { error: { message, type, param, code } }, message, headers);
+export const PROVB_RETRY_AFTER_S = 20;
+
+function directives(prompt: string): { fail?: number; safety?: string; delayMs?: number; textOnly?: boolean; htmlError?: number } {
   const out: ReturnType<typeof directives> = {};
   for (const m of prompt.matchAll(/\[\[([a-z-]+)(?::([^\]]*))?\]\]/gi)) {
     const [, name, arg] = m;
@@ -129,6 +191,9 @@ function directives(prompt: string): { fail?: number; safety?: string; delayMs?:
         break;
       case 'text-only':
         out.textOnly = true;
+        break;
+      case 'html-error':
+        out.htmlError = arg && /^\d{3}$/.test(arg) ? Number(arg) : 502;
         break;
     }
   }
@@ -182,14 +247,20 @@ function newRecord(state: SandboxState, provider: SandboxProvider, endpoint: Rec
   return r;
 }
 
-/** Key conventions shared by both providers: bad-* 401, forbidden-* 403, quota-* 429 (quota), ratelimit-* 429. */
+/**
+ * Key conventions shared by both providers: bad-* 401, forbidden-* 403, quota-* 429 (quota), ratelimit-* 429.
+ * provA also: invalid-* 400 INVALID_ARGUMENT + ErrorInfo API_KEY_INVALID (how the real upstream refuses a wrong
+ * key). provB also: billing-* 400 billing_hard_limit_reached. Rate limits carry the upstream's wait hint
+ * (provA RetryInfo.retryDelay, provB Retry-After header).
+ */
 function keyFailure(provider: SandboxProvider, key: string | null): UpstreamError | undefined {
   if (provider === 'provA') {
     if (!key) return provAError(401, "Method doesn't allow unregistered callers. Please use an API key.", 'API_KEY_MISSING');
     if (key.startsWith('bad-')) return provAError(401, 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
+    if (key.startsWith('invalid-')) return provAError(400, 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
     if (key.startsWith('forbidden-')) return provAError(403, 'Permission denied: the API key cannot use this model.', 'PERMISSION_DENIED');
-    if (key.startsWith('quota-')) return provAError(429, 'Resource has been exhausted (e.g. check quota).', 'QUOTA_EXCEEDED');
-    if (key.startsWith('ratelimit-')) return provAError(429, 'Too many requests, please slow down.', 'RATE_LIMIT_EXCEEDED');
+    if (key.startsWith('quota-')) return provAQuota(true);
+    if (key.startsWith('ratelimit-')) return provAQuota(false);
     return undefined;
   }
   if (!key) return provBError(401, 'Missing bearer authentication in header', 'invalid_request_error', null);
@@ -204,7 +275,17 @@ function keyFailure(provider: SandboxProvider, key: string | null): UpstreamErro
       'insufficient_quota',
       'insufficient_quota',
     );
-  if (key.startsWith('ratelimit-')) return provBError(429, 'Rate limit reached for requests.', 'requests', 'rate_limit_exceeded');
+  if (key.startsWith('billing-'))
+    return provBError(400, 'Billing hard limit has been reached', 'invalid_request_error', 'billing_hard_limit_reached');
+  if (key.startsWith('ratelimit-'))
+    return provBError(
+      429,
+      `Rate limit reached for images per min (IPM): Limit 5, Used 5, Requested 1. Please try again in ${PROVB_RETRY_AFTER_S}s.`,
+      'requests',
+      'rate_limit_exceeded',
+      null,
+      { 'retry-after': String(PROVB_RETRY_AFTER_S), 'x-ratelimit-reset-requests': `${PROVB_RETRY_AFTER_S}s` },
+    );
   return undefined;
 }
 
@@ -235,6 +316,7 @@ async function preflight(state: SandboxState, provider: SandboxProvider, rec: Re
   const kf = keyFailure(provider, rec.apiKey);
   if (kf) throw kf;
   if (d.fail) throw forcedFailure(provider, d.fail);
+  if (d.htmlError) throw htmlError(d.htmlError);
   let safety = d.safety;
   if (!safety && mode.safetyNext > 0) {
     mode.safetyNext--;
@@ -320,8 +402,11 @@ async function handleProvA(state: SandboxState, req: FastifyRequest, reply: Fast
       });
     }
     const modalities = (rec.responseModalities ?? ['TEXT', 'IMAGE']).map((x) => String(x).toUpperCase());
-    const parts: any[] = [{ text: `Sandbox image for: ${visibleText(rec.prompt).slice(0, 200)}` }];
-    if (!textOnly && modalities.includes('IMAGE')) {
+    const withImage = !textOnly && modalities.includes('IMAGE');
+    // Like the upstream: a text part only when TEXT is among the response modalities (or there is no picture).
+    const parts: any[] =
+      modalities.includes('TEXT') || !withImage ? [{ text: `Sandbox image for: ${visibleText(rec.prompt).slice(0, 200)}` }] : [];
+    if (withImage) {
       const data = await renderImage({
         width: dims.width,
         height: dims.height,
@@ -350,7 +435,9 @@ function sendError(rec: RecordedRequest, reply: FastifyReply, err: unknown) {
   if (err instanceof UpstreamError) {
     rec.status = err.status;
     rec.error = err.message;
-    return reply.status(err.status).send(err.body);
+    reply.status(err.status).headers(err.headers);
+    if (typeof err.body === 'string') return reply.type('text/html').send(err.body);
+    return reply.send(err.body);
   }
   rec.status = 500;
   rec.error = (err as Error)?.message ?? String(err);

@@ -174,3 +174,57 @@ describe('provB protocol', () => {
     expect(res.status).toBe(400);
   });
 });
+
+describe('upstream refusal shapes', () => {
+  const text = (t: string, generationConfig?: unknown) => ({ contents: [{ parts: [{ text: t }] }], generationConfig });
+
+  it('provA: an invalid key is 400 INVALID_ARGUMENT with ErrorInfo API_KEY_INVALID, like the real upstream', async () => {
+    const res = await provA('m', text('x'), 'invalid-key');
+    expect(res.status).toBe(400);
+    const err = (await res.json()).error;
+    expect(err).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: 'API key not valid. Please pass a valid API key.' });
+    expect(err.details).toEqual([
+      expect.objectContaining({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID' }),
+    ]);
+  });
+
+  it('provA: 429 RESOURCE_EXHAUSTED names the quota (QuotaFailure) and the wait (RetryInfo)', async () => {
+    for (const [key, quotaId, delay] of [
+      ['quota-1', 'GenerateRequestsPerDayPerProjectPerModel', '3600s'],
+      ['ratelimit-1', 'GenerateRequestsPerMinutePerProjectPerModel', '17s'],
+    ]) {
+      const res = await provA('m', text('x'), key);
+      expect(res.status).toBe(429);
+      const err = (await res.json()).error;
+      expect(err.status).toBe('RESOURCE_EXHAUSTED');
+      const byType = Object.fromEntries((err.details as any[]).map((d) => [d['@type'].split('.').pop(), d]));
+      expect(byType.QuotaFailure.violations[0].quotaId).toBe(quotaId);
+      expect(byType.RetryInfo.retryDelay).toBe(delay);
+    }
+  });
+
+  it('provA: only the requested response modalities come back', async () => {
+    const body = await (await provA('m', text('fox', { responseModalities: ['IMAGE'] }))).json();
+    expect(body.candidates[0].content.parts.map((p: any) => Object.keys(p)[0])).toEqual(['inlineData']);
+  });
+
+  it('provB: rate limits carry Retry-After; a billing hard limit is a 400 with its own code', async () => {
+    let res = await provB({ model: 'image-2', prompt: 'x' }, 'ratelimit-1');
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('20');
+    expect((await res.json()).error).toMatchObject({ type: 'requests', code: 'rate_limit_exceeded' });
+    res = await provB({ model: 'image-2', prompt: 'x' }, 'quota-1');
+    expect((await res.json()).error.code).toBe('insufficient_quota');
+    res = await provB({ model: 'image-2', prompt: 'x' }, 'billing-1');
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe('billing_hard_limit_reached');
+  });
+
+  it('both: [[html-error:N]] answers an HTML error page like a proxy in front of the upstream', async () => {
+    for (const res of [await provA('m', text('x [[html-error:502]]')), await provB({ model: 'image-2', prompt: 'x [[html-error:503]]' })]) {
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await res.text()).toMatch(/^<html>[\s\S]*<title>50[23] (Bad Gateway|Service Temporarily Unavailable)<\/title>/);
+    }
+    expect((await requests()).map((r) => r.status)).toEqual([502, 503]);
+  });
+});

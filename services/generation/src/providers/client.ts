@@ -116,9 +116,12 @@ function exhausted(provider: Provider, refused: ProviderError[]): AppError {
       code: 'PROVIDER_AUTH_FAILED',
     });
   }
+  // The upstream's own hints (Retry-After / RetryInfo; 30 s for a key without one): the soonest any key frees up, 1 s-1 h.
+  const hints = refused.filter((e) => e.kind !== 'auth').map((e) => e.retryAfterS ?? 30);
+  const wait = hints.length ? Math.min(3600, Math.max(1, Math.min(...hints))) : 30;
   return new AppError(
     503,
     { error: `Provider ${provider} quota or rate limit reached for every configured API key; retry later`, code: 'PROVIDER_RATE_LIMITED' },
-    { 'Retry-After': '30' },
+    { 'Retry-After': String(wait) },
   );
 }

@@ -1,5 +1,15 @@
 import { PROVA_IMAGE_SIZE } from '../models.js';
-import { type ProviderAdapter, ProviderError, type ProviderRequest, type ProviderResult, readJson } from './types.js';
+import {
+  decodeBase64,
+  MAX_RESPONSE_BYTES,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderRequest,
+  type ProviderResult,
+  readBody,
+  retryAfterHeader,
+  type UpstreamBody,
+} from './types.js';
 
 /** finishReason / blockReason values that mean the content was blocked by a safety filter. */
 const SAFETY_REASONS = new Set([
@@ -10,7 +20,13 @@ const SAFETY_REASONS = new Set([
   'BLOCKLIST',
   'SPII',
   'OTHER_SAFETY',
+  // Recitation (the answer would reproduce protected material) is a content refusal as well.
+  'RECITATION',
+  'IMAGE_RECITATION',
 ]);
+
+/** ErrorInfo reasons of a rejected key (Gemini answers an invalid key with 400 INVALID_ARGUMENT + API_KEY_INVALID). */
+const KEY_REASONS = new Set(['API_KEY_INVALID', 'API_KEY_MISSING', 'API_KEY_EXPIRED', 'API_KEY_SERVICE_BLOCKED', 'CONSUMER_SUSPENDED']);
 
 /**
  * provA: a Gemini-style `generateContent` JSON API. POST {base}/v1beta/models/{model}:generateContent
@@ -21,7 +37,10 @@ const SAFETY_REASONS = new Set([
 export class ProvAAdapter implements ProviderAdapter {
   readonly provider = 'provA' as const;
 
-  constructor(private readonly baseUrl: () => string) {}
+  constructor(
+    private readonly baseUrl: () => string,
+    private readonly opts: { maxResponseBytes?: number } = {},
+  ) {}
 
   buildBody(req: ProviderRequest): Record<string, unknown> {
     const parts: Record<string, unknown>[] = [{ text: req.prompt }];
@@ -38,31 +57,50 @@ export class ProvAAdapter implements ProviderAdapter {
 
   async call(req: ProviderRequest, apiKey: string, signal: AbortSignal): Promise<ProviderResult> {
     const base = this.baseUrl().replace(/\/+$/, '');
-    const res = await fetch(`${base}/v1beta/models/${encodeURIComponent(req.model)}:generateContent`, {
+    // Model names may be configured in resource form ("models/x"); the path wants the bare id.
+    const model = req.model.replace(/^models\//, '');
+    const res = await fetch(`${base}/v1beta/models/${encodeURIComponent(model)}:generateContent`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-goog-api-key': apiKey },
       body: JSON.stringify(this.buildBody(req)),
       signal,
     });
-    const json = await readJson(res);
-    if (!res.ok) throw classify(res.status, json);
-    return parseResponse(json);
+    const body = await readBody(res, 'provA', this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES);
+    if (!res.ok) throw classify(res.status, body, res.headers);
+    if (!body.json || typeof body.json !== 'object') {
+      throw new ProviderError('server', `provA answered ${res.status} without a JSON body: ${body.summary ?? 'empty body'}`, res.status);
+    }
+    return parseResponse(body.json);
   }
 }
 
-function classify(status: number, json: any): ProviderError {
-  const err = json?.error ?? {};
-  const message: string = err.message ?? json?.raw ?? `HTTP ${status}`;
-  const reasons: string[] = ((err.details ?? []) as any[]).map((d) => String(d?.reason ?? '')).filter(Boolean);
-  const text = `provA answered ${status}: ${message}`;
-  if (status === 401 || status === 403 || reasons.includes('API_KEY_INVALID') || reasons.includes('API_KEY_MISSING')) {
+/** google.rpc RetryInfo.retryDelay ("38s", "1.5s") in whole seconds. */
+function retryDelay(details: any[]): number | undefined {
+  for (const d of details) {
+    const m = /^(\d+(?:\.\d+)?)s$/.exec(String(d?.retryDelay ?? ''));
+    if (m) return Math.max(1, Math.ceil(Number(m[1])));
+  }
+  return undefined;
+}
+
+function classify(status: number, body: UpstreamBody, headers: Headers): ProviderError {
+  const err = body.json?.error ?? {};
+  const message: string = typeof err.message === 'string' ? err.message : (body.summary ?? `HTTP ${status}`);
+  const details: any[] = Array.isArray(err.details) ? err.details : [];
+  const reasons: string[] = details.map((d) => String(d?.reason ?? '')).filter(Boolean);
+  const text = `provA answered ${status}${err.status ? ` ${err.status}` : ''}: ${message}`;
+  if (status === 401 || status === 403 || reasons.some((r) => KEY_REASONS.has(r)) || /API key (not valid|expired|invalid)/i.test(message)) {
     return new ProviderError('auth', text, status);
   }
   if (status === 429) {
-    const rate = reasons.includes('RATE_LIMIT_EXCEEDED') || /rate/i.test(message);
-    return new ProviderError(rate ? 'rate_limit' : 'quota', text, status);
+    // QuotaFailure violations name the quota: per-minute ones are rate limits, per-day ones the quota.
+    const quotaIds: string[] = details.flatMap((d) => ((d?.violations ?? []) as any[]).map((v) => String(v?.quotaId ?? '')));
+    const perMinute = quotaIds.some((q) => /PerMinute|PerSecond/i.test(q));
+    const perDay = quotaIds.some((q) => /PerDay|PerMonth/i.test(q));
+    const rate = perMinute || (!perDay && (reasons.includes('RATE_LIMIT_EXCEEDED') || /rate limit|too many requests/i.test(message)));
+    return new ProviderError(rate ? 'rate_limit' : 'quota', text, status, undefined, retryDelay(details) ?? retryAfterHeader(headers));
   }
-  if (status >= 500) return new ProviderError('server', text, status);
+  if (status === 408 || status >= 500) return new ProviderError('server', text, status);
   return new ProviderError('bad_request', text, status);
 }
 
@@ -75,16 +113,19 @@ function parseResponse(json: any): ProviderResult {
   }
   const images: ProviderResult['images'] = [];
   const texts: string[] = [];
-  let finishReason: string | undefined;
-  let finishMessage: string | undefined;
-  for (const cand of (json?.candidates ?? []) as any[]) {
-    finishReason ??= cand?.finishReason;
-    finishMessage ??= cand?.finishMessage;
+  const candidates: any[] = Array.isArray(json?.candidates) ? json.candidates : [];
+  // A safety finishReason on any candidate wins over another candidate's STOP (all candidates are searched for pictures).
+  const blocked = candidates.find((c) => SAFETY_REASONS.has(String(c?.finishReason)));
+  const finishReason: string | undefined = (blocked ?? candidates[0])?.finishReason;
+  const finishMessage: string | undefined = (blocked ?? candidates[0])?.finishMessage;
+  for (const cand of candidates) {
     for (const p of (cand?.content?.parts ?? []) as any[]) {
+      if (p?.thought) continue; // interim "thinking" pictures and text are not the answer
       const inline = p?.inlineData ?? p?.inline_data;
-      if (inline?.data && !p.thought) {
-        images.push({ data: Buffer.from(inline.data, 'base64'), mimeType: inline.mimeType ?? inline.mime_type ?? 'image/png' });
-      } else if (typeof p?.text === 'string' && !p.thought) texts.push(p.text);
+      const mimeType = String(inline?.mimeType ?? inline?.mime_type ?? 'image/png');
+      if (typeof inline?.data === 'string' && inline.data && mimeType.startsWith('image/')) {
+        images.push({ data: decodeBase64(inline.data, 'provA'), mimeType });
+      } else if (typeof p?.text === 'string') texts.push(p.text);
     }
   }
   if (images.length === 0) {

@@ -1,4 +1,14 @@
-import { type ProviderAdapter, ProviderError, type ProviderRequest, type ProviderResult, readJson } from './types.js';
+import {
+  decodeBase64,
+  MAX_RESPONSE_BYTES,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderRequest,
+  type ProviderResult,
+  readBody,
+  retryAfterHeader,
+  type UpstreamBody,
+} from './types.js';
 
 const MIME: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
 const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' };
@@ -11,7 +21,10 @@ const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', '
 export class ProvBAdapter implements ProviderAdapter {
   readonly provider = 'provB' as const;
 
-  constructor(private readonly baseUrl: () => string) {}
+  constructor(
+    private readonly baseUrl: () => string,
+    private readonly opts: { maxResponseBytes?: number } = {},
+  ) {}
 
   fields(req: ProviderRequest): Record<string, string | number> {
     const f: Record<string, string | number> = { model: req.model, prompt: req.prompt, n: req.n };
@@ -47,27 +60,35 @@ export class ProvBAdapter implements ProviderAdapter {
       });
       res = await fetch(`${base}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form, signal });
     }
-    const json = await readJson(res);
-    if (!res.ok) throw classify(res.status, json);
+    const body = await readBody(res, 'provB', this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES);
+    if (!res.ok) throw classify(res.status, body, res.headers);
+    const json = body.json;
+    if (!json || typeof json !== 'object') {
+      throw new ProviderError('server', `provB answered ${res.status} without a JSON body: ${body.summary ?? 'empty body'}`, res.status);
+    }
     const mimeType = MIME[String(json?.output_format ?? req.outputFormat ?? 'png')] ?? 'image/png';
     const images = ((json?.data ?? []) as any[])
       .filter((d) => typeof d?.b64_json === 'string')
-      .map((d) => ({ data: Buffer.from(d.b64_json, 'base64'), mimeType }));
+      .map((d) => ({ data: decodeBase64(d.b64_json, 'provB'), mimeType }));
     if (images.length === 0) throw new ProviderError('no_image', 'provB returned no image');
     return { images, tokens: Number(json?.usage?.total_tokens ?? 0) || 0 };
   }
 }
 
-function classify(status: number, json: any): ProviderError {
-  const err = json?.error ?? {};
-  const message: string = err.message ?? json?.raw ?? `HTTP ${status}`;
+/** Error codes of an account that has run out of money (a 400 for the hard billing limit, 429 otherwise). */
+const QUOTA_CODES = new Set(['insufficient_quota', 'billing_hard_limit_reached', 'billing_not_active']);
+
+function classify(status: number, body: UpstreamBody, headers: Headers): ProviderError {
+  const err = body.json?.error ?? {};
+  const message: string = typeof err.message === 'string' ? err.message : (body.summary ?? `HTTP ${status}`);
   const code = String(err.code ?? '');
   const type = String(err.type ?? '');
   const text = `provB answered ${status}: ${message}`;
   if (status === 401 || status === 403 || code === 'invalid_api_key') return new ProviderError('auth', text, status);
+  if (QUOTA_CODES.has(code) || QUOTA_CODES.has(type)) return new ProviderError('quota', text, status, undefined, retryAfterHeader(headers));
   if (status === 429) {
-    const quota = code === 'insufficient_quota' || type === 'insufficient_quota' || /quota|billing/i.test(message);
-    return new ProviderError(quota ? 'quota' : 'rate_limit', text, status);
+    const quota = /quota|billing/i.test(message);
+    return new ProviderError(quota ? 'quota' : 'rate_limit', text, status, undefined, retryAfterHeader(headers));
   }
   if (
     code === 'moderation_blocked' ||
@@ -76,6 +97,6 @@ function classify(status: number, json: any): ProviderError {
   ) {
     return new ProviderError('safety', text, status, message);
   }
-  if (status >= 500) return new ProviderError('server', text, status);
+  if (status === 408 || status >= 500) return new ProviderError('server', text, status);
   return new ProviderError('bad_request', text, status);
 }

@@ -62,6 +62,8 @@ export class ProviderError extends Error {
     readonly status?: number,
     /** Safety blocks: the upstream's reason (blockReason, finishReason or message). */
     readonly reason?: string,
+    /** Quota / rate-limit refusals: seconds the upstream asked us to wait (Retry-After, RetryInfo). */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'ProviderError';
@@ -93,12 +95,89 @@ export function transportFailure(err: unknown, signal: AbortSignal, provider: Pr
   return new ProviderError('network', `${provider} request failed: ${cause?.code ?? cause?.message ?? msg}`);
 }
 
-export async function readJson(res: Response): Promise<any> {
-  const text = await res.text();
-  if (!text) return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { raw: text.slice(0, 500) };
+/** Default cap on a successful upstream answer (base64 pictures: provB n=4 at 4K PNG stays well below). */
+export const MAX_RESPONSE_BYTES = 192 * 1024 * 1024;
+/** Error answers are only read this far (the rest is dropped; they are summarised for logs and details). */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+export interface UpstreamBody {
+  /** Parsed JSON, or undefined when the body is empty or not JSON. */
+  json: any;
+  /** A short printable summary of a non-JSON body (HTML pages: title / text, whitespace collapsed). */
+  summary?: string;
+}
+
+/**
+ * Reads an upstream answer with a size cap. Successful answers above `maxBytes` (by Content-Length or while
+ * streaming) are a `server` ProviderError; error answers are truncated at MAX_ERROR_BODY_BYTES. Non-JSON
+ * bodies (an HTML 502 page from a proxy) come back as a short text summary, never as raw markup.
+ */
+export async function readBody(res: Response, provider: Provider, maxBytes = MAX_RESPONSE_BYTES): Promise<UpstreamBody> {
+  const limit = res.ok ? maxBytes : Math.min(maxBytes, MAX_ERROR_BODY_BYTES);
+  const tooLarge = (n: number | string) =>
+    new ProviderError('server', `${provider} answered ${res.status} with a body over the ${limit}-byte cap (${n} bytes)`, res.status);
+  const declared = Number(res.headers.get('content-length'));
+  if (res.ok && Number.isFinite(declared) && declared > limit) {
+    await res.body?.cancel().catch(() => {});
+    throw tooLarge(declared);
   }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  if (res.body) {
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > limit) {
+        await reader.cancel().catch(() => {});
+        if (res.ok) throw tooLarge(`more than ${limit}`);
+        chunks.push(Buffer.from(value.subarray(0, value.byteLength - (total - limit))));
+        break;
+      }
+      chunks.push(Buffer.from(value));
+    }
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!text.trim()) return { json: undefined };
+  try {
+    return { json: JSON.parse(text) };
+  } catch {
+    return { json: undefined, summary: summarize(text) };
+  }
+}
+
+/** One line out of a non-JSON body: an HTML page's <title> (or its text), whitespace collapsed, 200 chars. */
+export function summarize(text: string): string {
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(text)?.[1];
+  const plain = (title ?? text)
+    .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&nbsp;/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return plain.length > 200 ? `${plain.slice(0, 200)}...` : plain || 'empty body';
+}
+
+/**
+ * Strict base64 (standard or URL-safe alphabet, optional padding, whitespace ignored): Buffer.from silently
+ * drops invalid characters, which would turn a malformed answer into a corrupt picture.
+ */
+export function decodeBase64(data: string, provider: Provider): Buffer {
+  const s = data.replace(/\s+/g, '');
+  if (!s || s.length % 4 === 1 || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(s)) {
+    throw new ProviderError('server', `${provider} answered with image data that is not valid base64`, 200);
+  }
+  return Buffer.from(s, 'base64'); // Node's decoder takes both alphabets
+}
+
+/** Seconds from Retry-After (delta seconds or HTTP date) or retry-after-ms; undefined when absent. */
+export function retryAfterHeader(headers: Headers, now = Date.now()): number | undefined {
+  const ms = Number(headers.get('retry-after-ms'));
+  if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return Math.max(1, Math.ceil(ms / 1000));
+  const v = headers.get('retry-after')?.trim();
+  if (!v) return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.max(1, Math.ceil(Number(v)));
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(1, Math.ceil((at - now) / 1000)) : undefined;
 }
