@@ -194,6 +194,15 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     expect(storeServer!.parentSpanId).toBe(storeClient!.spanId);
     expect(ancestors(storeClient!)).toContain(genServer);
 
+    // ...where the thumbnail is rendered and both files are written to object storage, in spans of their own.
+    const thumb = trace.find((s) => s.service === 'imagegen-library' && s.name === 'image thumbnail');
+    expect(thumb, 'thumbnail span').toBeDefined();
+    expect(ancestors(thumb!)).toContain(storeServer);
+    expect(thumb!.attributes).toMatchObject({ 'imagegen.image.format': 'png' });
+    const puts = trace.filter((s) => s.service === 'imagegen-library' && s.name === 'storage put');
+    expect(puts.map((s) => String(s.attributes['imagegen.storage.key']).split('/')[2]).sort()).toEqual(['images', 'thumbnails']);
+    for (const put of puts) expect(ancestors(put)).toContain(storeServer);
+
     // Queries: every service pool traces its queries (createDb while tracing runs); StoreImage's INSERT is one.
     const insert = trace.find(
       (s) =>

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import { createFsStorage } from './fs.js';
 import { createS3Storage } from './s3.js';
+import { tracedStorage } from './traced.js';
 import type { ObjectStorage } from './types.js';
 
 export { createFsStorage, type FsStorageOptions } from './fs.js';
 export { isPlainKey, MAX_KEY_LENGTH, PLAIN_KEY_SQL, tenantKey, validateKey } from './keys.js';
 export { createS3Storage, type S3StorageOptions } from './s3.js';
+export { tracedStorage } from './traced.js';
 export type { ObjectStorage, ObjectStream } from './types.js';
 
 export interface StorageConfig {
@@ -20,8 +22,15 @@ export interface StorageConfig {
 
 export const DEFAULT_BUCKET = 'imagegen';
 
-/** S3 when S3_ENDPOINT is set, else plain files under `$DATA_DIR/objects` (ARCHITECTURE: one variable swaps the default). */
+/**
+ * S3 when S3_ENDPOINT is set, else plain files under `$DATA_DIR/objects` (ARCHITECTURE: one variable swaps the
+ * default); each call traced while telemetry runs.
+ */
 export function createStorage(cfg: StorageConfig): ObjectStorage {
+  return tracedStorage(createBackend(cfg));
+}
+
+function createBackend(cfg: StorageConfig): ObjectStorage {
   if (cfg.s3Endpoint) {
     return createS3Storage({
       endPoint: cfg.s3Endpoint,

@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, type Config, invalidPayload, type Logger, type ObjectStorage, type Sql, tenantKey } from '@imagegen/platform';
+import {
+  activeSpanContext,
+  badRequest,
+  type Config,
+  invalidPayload,
+  type Logger,
+  type ObjectStorage,
+  type Sql,
+  telemetryRunning,
+  tenantKey,
+  withSpan,
+} from '@imagegen/platform';
 import sharp, { type Metadata } from 'sharp';
 import {
   adjustSessionCount,
@@ -67,7 +78,16 @@ export interface ProcessedImage {
 }
 
 /** Reads the image header and renders the 200x200 thumbnail (EXIF-rotated, fit inside, never enlarged). */
-export async function processImage(data: Buffer): Promise<ProcessedImage> {
+export function processImage(data: Buffer): Promise<ProcessedImage> {
+  if (!telemetryRunning() || !activeSpanContext()) return decodeAndThumbnail(data);
+  return withSpan('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, async (span) => {
+    const p = await decodeAndThumbnail(data);
+    span.setAttributes({ 'imagegen.image.format': p.format, 'imagegen.image.width': p.width, 'imagegen.image.height': p.height });
+    return p;
+  });
+}
+
+async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
   let meta: Metadata;
   try {
     meta = await sharp(data).metadata();
