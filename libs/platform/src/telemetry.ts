@@ -281,6 +281,18 @@ export async function withSpan<T>(
   });
 }
 
+/**
+ * withSpan inside a traced operation only: without tracing, or without an active span (background work),
+ * `fn` runs as is with no span, so such work makes no root spans of its own.
+ */
+export function withSpanInTrace<T>(
+  name: string,
+  opts: { kind?: SpanKind; attributes?: Attributes },
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  return telemetryRunning() && trace.getSpan(context.active()) ? withSpan(name, opts, fn) : fn(undefined);
+}
+
 // ---- postgres.js: no official instrumentation; manual client spans on awaited queries ----
 
 const SQL_TRACED = Symbol.for('imagegen.sql.traced');

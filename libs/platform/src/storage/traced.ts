@@ -1,4 +1,4 @@
-import { activeSpanContext, SpanKind, telemetryRunning, withSpan } from '../telemetry.js';
+import { SpanKind, withSpanInTrace } from '../telemetry.js';
 import type { ObjectStorage } from './types.js';
 
 /**
@@ -10,13 +10,11 @@ export function tracedStorage(inner: ObjectStorage): ObjectStorage {
   const traced =
     <A extends unknown[], R>(op: string, fn: (...args: A) => Promise<R>, keyOf: (...args: A) => Record<string, string | number>) =>
     (...args: A): Promise<R> =>
-      telemetryRunning() && activeSpanContext()
-        ? withSpan(
-            `storage ${op}`,
-            { kind: SpanKind.CLIENT, attributes: { 'imagegen.storage.backend': inner.kind, ...keyOf(...args) } },
-            () => fn(...args),
-          )
-        : fn(...args);
+      withSpanInTrace(
+        `storage ${op}`,
+        { kind: SpanKind.CLIENT, attributes: { 'imagegen.storage.backend': inner.kind, ...keyOf(...args) } },
+        () => fn(...args),
+      );
   const key = (k: string) => ({ 'imagegen.storage.key': k });
   return {
     kind: inner.kind,

@@ -1,5 +1,5 @@
 import { type Delivery, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { badRequest, createClient, notFound, webhookCreatedJson, webhookJson } from '@imagegen/platform';
+import { badRequest, createClient, notFound, type Principal, webhookCreatedJson, webhookJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenantSecurity } from '../auth.js';
 
@@ -53,6 +53,12 @@ function webhookId(raw: string): number {
 
 const webhookRoutes: RouteModule = (app, { ctx }) => {
   const webhooks = createClient(WebhookServiceService, () => ctx.resolve('webhooks'));
+  /** DELETE /api/webhooks/:id and DELETE /api/webhooks?id=: {data:{deleted:true, id}}. */
+  const deleteById = async (raw: string, principal: Principal) => {
+    const id = webhookId(raw);
+    await webhooks.deleteWebhook({ id }, principal);
+    return { data: { deleted: true, id } };
+  };
   app.addHook('onClose', async () => webhooks.close());
 
   app.get('/api/webhooks', { schema: { tags: TAGS, summary: 'List webhook endpoints', security: tenantSecurity } }, async (request) => {
@@ -134,11 +140,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
   app.delete(
     '/api/webhooks/:id',
     { schema: { tags: TAGS, summary: 'Delete a webhook endpoint and its delivery log', params: idParams, security: tenantSecurity } },
-    async (request) => {
-      const id = webhookId((request.params as { id: string }).id);
-      await webhooks.deleteWebhook({ id }, request.principal);
-      return { data: { deleted: true, id } };
-    },
+    async (request) => deleteById((request.params as { id: string }).id, request.principal),
   );
 
   // SPEC 4.11 names DELETE on /api/webhooks itself: the endpoint is chosen by `id` or by `url` (query
@@ -161,11 +163,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
       const body = request.body && typeof request.body === 'object' ? request.body : {};
       const rawId = request.query.id ?? (body.id === undefined ? undefined : String(body.id));
       const rawUrl = request.query.url ?? (typeof body.url === 'string' ? body.url : undefined);
-      if (rawId !== undefined) {
-        const id = webhookId(rawId);
-        await webhooks.deleteWebhook({ id }, request.principal);
-        return { data: { deleted: true, id } };
-      }
+      if (rawId !== undefined) return deleteById(rawId, request.principal);
       if (rawUrl === undefined || rawUrl === '') throw badRequest('Invalid request payload', ['id or url is required']);
       let href: string;
       try {

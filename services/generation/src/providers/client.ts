@@ -52,8 +52,10 @@ export class ProviderClient {
           try {
             return await this.opts.adapter.call(req, keys[idx], signal);
           } catch (err) {
-            span.setAttribute('imagegen.provider.outcome', transportFailure(err, signal, this.provider, this.opts.timeoutMs).kind);
-            throw err;
+            // Classified once, here: the catch below gets the ProviderError itself (transportFailure passes it through).
+            const pe = transportFailure(err, signal, this.provider, this.opts.timeoutMs);
+            span.setAttribute('imagegen.provider.outcome', pe.kind);
+            throw pe;
           }
         });
         ticket.success();

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import {
-  activeSpanContext,
   badRequest,
   type Config,
   invalidPayload,
   type Logger,
   type ObjectStorage,
   type Sql,
-  telemetryRunning,
   tenantKey,
-  withSpan,
+  withSpanInTrace,
 } from '@imagegen/platform';
 import sharp, { type Metadata } from 'sharp';
 import {
@@ -79,10 +77,9 @@ export interface ProcessedImage {
 
 /** Reads the image header and renders the 200x200 thumbnail (EXIF-rotated, fit inside, never enlarged). */
 export function processImage(data: Buffer): Promise<ProcessedImage> {
-  if (!telemetryRunning() || !activeSpanContext()) return decodeAndThumbnail(data);
-  return withSpan('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, async (span) => {
+  return withSpanInTrace('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, async (span) => {
     const p = await decodeAndThumbnail(data);
-    span.setAttributes({ 'imagegen.image.format': p.format, 'imagegen.image.width': p.width, 'imagegen.image.height': p.height });
+    span?.setAttributes({ 'imagegen.image.format': p.format, 'imagegen.image.width': p.width, 'imagegen.image.height': p.height });
     return p;
   });
 }
