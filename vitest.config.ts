@@ -2,7 +2,15 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/distributed/**/*.test.ts'],
+    include: [
+      'libs/*/test/**/*.test.ts',
+      'services/*/test/**/*.test.ts',
+      'test/e2e/**/*.test.ts',
+      'test/distributed/**/*.test.ts',
+      'test/deploy/**/*.test.ts',
+      'test/faults/**/*.test.ts',
+      'test/fuzz/**/*.test.ts',
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -1,17 +1,20 @@
 import { benchGateway } from './gateway.js';
 
 /**
- * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage).
- * Each prints its figures and the ratio against a baseline measured in the same run.
+ * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale).
+ * Each prints its figures and the ratio against a baseline measured in the same run. `scale` (issue 16: 2M
+ * seeded rows, several minutes) runs only when named: `pnpm bench scale`.
  */
 const all: Record<string, () => Promise<void>> = {
   gateway: benchGateway,
   generation: async () => (await import('./generation.js')).benchGeneration(),
   library: async () => (await import('./library.js')).benchLibrary(),
   usage: async () => (await import('./usage.js')).benchUsage(),
+  scale: async () => (await import('./scale.js')).benchScale(),
 };
+const explicitOnly = new Set(['scale']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-for (const name of wanted.length ? wanted : Object.keys(all)) {
+for (const name of wanted.length ? wanted : Object.keys(all).filter((n) => !explicitOnly.has(n))) {
   const run = all[name];
   if (!run) throw new Error(`unknown benchmark ${name}; expected ${Object.keys(all).join(', ')}`);
   await run();

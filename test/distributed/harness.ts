@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -90,7 +90,8 @@ export interface PrivateNats {
   port: number;
   stop(): Promise<void>;
   start(): Promise<void>;
-  restart(downMs?: number): Promise<void>;
+  /** Stops, waits `downMs`, starts again; with `emptyStore` the JetStream store is wiped meanwhile (a new node). */
+  restart(downMs?: number, opts?: { emptyStore?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -119,8 +120,12 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     port,
     start,
     stop,
-    async restart(downMs = 1000) {
+    async restart(downMs = 1000, o: { emptyStore?: boolean } = {}) {
       await stop();
+      if (o.emptyStore) {
+        rmSync(storeDir, { recursive: true, force: true });
+        mkdirSync(storeDir, { recursive: true });
+      }
       await sleep(downMs);
       await start();
     },
@@ -143,7 +148,7 @@ function tcpOpen(port: number): Promise<boolean> {
 }
 // ---- s3rver ----
 
-export async function startS3(): Promise<{ endPoint: string; stop(): Promise<void> }> {
+export async function startS3(): Promise<{ endPoint: string; objectKeys(): string[]; stop(): Promise<void> }> {
   const S3rver = require('s3rver') as new (o: {
     address: string;
     port: number;
@@ -158,6 +163,11 @@ export async function startS3(): Promise<{ endPoint: string; stop(): Promise<voi
   const { port } = await server.run();
   return {
     endPoint: `http://127.0.0.1:${port}`,
+    // s3rver keeps each object as <dir>/<bucket>/<key>._S3rver_object
+    objectKeys: () =>
+      (readdirSync(dir, { recursive: true }) as string[])
+        .filter((f) => f.endsWith('._S3rver_object'))
+        .map((f) => f.slice(f.indexOf('/') + 1, -'._S3rver_object'.length)),
     async stop() {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
@@ -204,6 +214,8 @@ export interface Journey {
   /** SIGKILL (crash) or SIGTERM (graceful); resolves when the process has exited. */
   kill(name: ServiceName, signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   logs(name: ServiceName): string;
+  /** Keys of every object in the journey's S3 bucket. */
+  objectKeys(): string[];
   stop(): Promise<void>;
 }
 
@@ -214,13 +226,15 @@ export interface JourneyOptions {
   /** Starts every process with the telemetry preload exporting OTLP/HTTP here. */
   otlpEndpoint?: string;
   env?: Record<string, string>;
+  /** Server on which the fresh database is created. Default: DATABASE_URL (the machine's PostgreSQL). */
+  databaseUrl?: string;
 }
 
 let tenantSeq = 0;
 
 export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> {
   const wanted = new Set(opts.services ?? ALL_SERVICES);
-  const db = await createTestDatabase(undefined, 'dist');
+  const db = await createTestDatabase(opts.databaseUrl, 'dist');
   const s3 = await startS3();
   const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-dist-'));
   const logDir = join(dataDir, 'logs');
@@ -374,6 +388,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     createTenant: (body = {}) => createTestTenant(api, `d${++tenantSeq}${randomBytes(3).toString('hex')}`, body),
     start,
     kill,
+    objectKeys: () => s3.objectKeys(),
     logs: (name) => (existsSync(services.get(name)?.logFile ?? '') ? readFileSync(services.get(name)?.logFile as string, 'utf8') : ''),
     stop: stopAll,
   };

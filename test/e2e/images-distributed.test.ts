@@ -98,7 +98,7 @@ it('stores, lists, serves, zips and deletes images across processes with events 
   const list = await api('/api/images', { headers });
   expect(list.status).toBe(200);
   expect(list.body.data.map((i: { id: number }) => i.id)).toEqual([rec.id]);
-  expect(list.body.pagination).toEqual({ total: 1, limit: 20, offset: 0 });
+  expect(list.body.pagination).toEqual({ total: 1, limit: 20, offset: 0, totalIsExact: true, nextCursor: null });
 
   const file = await fetch(rec.fullUrl);
   expect(file.status).toBe(200);

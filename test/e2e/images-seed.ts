@@ -20,6 +20,7 @@ export function storeImageRequest(tenantId: string, over: Partial<StoreImageRequ
     hasSynthid: false,
     keyType: 'live',
     tokens: 0,
+    pending: false,
     ...over,
   };
 }

@@ -100,7 +100,7 @@ describe('GET /api/images', () => {
     const r = await s.api('/api/images', { key: A.liveKey });
     expect(r.status).toBe(200);
     expect(ids(r.body)).toEqual([imgs.product.id, imgs.styled.id, imgs.edit.id, imgs.car.id, imgs.fox.id]);
-    expect(r.body.pagination).toEqual({ total: 5, limit: 20, offset: 0 });
+    expect(r.body.pagination).toEqual({ total: 5, limit: 20, offset: 0, totalIsExact: true, nextCursor: null });
     const car = r.body.data.find((i: { id: number }) => i.id === imgs.car.id);
     expect(Object.keys(car).sort()).toEqual(LIST_KEYS);
     expect(car).toEqual({
@@ -122,9 +122,9 @@ describe('GET /api/images', () => {
 
     const p = await s.api('/api/images?limit=2&offset=1', { key: A.liveKey });
     expect(ids(p.body)).toEqual([imgs.styled.id, imgs.edit.id]);
-    expect(p.body.pagination).toEqual({ total: 5, limit: 2, offset: 1 });
+    expect(p.body.pagination).toEqual({ total: 5, limit: 2, offset: 1, totalIsExact: true, nextCursor: expect.any(String) });
     const past = await s.api('/api/images?offset=50', { key: A.liveKey });
-    expect(past.body).toEqual({ data: [], pagination: { total: 5, limit: 20, offset: 50 } });
+    expect(past.body).toEqual({ data: [], pagination: { total: 5, limit: 20, offset: 50, totalIsExact: true, nextCursor: null } });
     const max = await s.api('/api/images?limit=100', { key: A.liveKey });
     expect(max.body.pagination.limit).toBe(100);
   });

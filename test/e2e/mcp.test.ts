@@ -248,10 +248,10 @@ describe('protocol', () => {
     try {
       for (const name of TOOL_NAMES) {
         const refusedBy = ANALYTICS_TOOLS.includes(name) ? c2 : c1;
-        const r = await call(refusedBy, name, {});
-        expect(r.ok, name).toBe(false);
-        expect(r.text, name).toMatch(new RegExp(`^Insufficient scope: ${name} requires `));
-        expect((r.result.structuredContent as any).status).toBe(403);
+        // HTTP 403 insufficient_scope before the tool runs (MCP authorization spec: clients step up from it).
+        const r = await refusedBy.callTool({ name, arguments: {} }).catch((e) => e);
+        expect(r.code, name).toBe(403);
+        expect(String(r.message), name).toContain(`Insufficient scope: ${name} requires `);
       }
       // allowed with the right scope
       expect((await call(c1, 'get_profile')).ok).toBe(true);

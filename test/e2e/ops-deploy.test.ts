@@ -37,6 +37,11 @@ describe('deploy/Dockerfile', () => {
     packages.push('test/package.json');
     for (const p of packages) expect(dockerfile, p).toContain(`COPY ${p} `);
     expect(dockerfile).toContain('pnpm install --frozen-lockfile');
+    // Patched dependencies: the patch files are in the build before the install.
+    const workspace = YAML.parse(read('pnpm-workspace.yaml'));
+    const patchDirs = new Set(Object.values(workspace.patchedDependencies ?? {}).map((f) => String(f).split('/')[0]));
+    for (const d of patchDirs) expect(dockerfile.indexOf(`COPY ${d} `), `COPY ${d}`).toBeGreaterThan(-1);
+    for (const d of patchDirs) expect(dockerfile.indexOf(`COPY ${d} `)).toBeLessThan(dockerfile.indexOf('pnpm install --frozen-lockfile'));
     const pnpmPin = JSON.parse(read('package.json')).packageManager.replace('pnpm@', '');
     expect(dockerfile).toContain(`pnpm@${pnpmPin}`);
   });

@@ -53,6 +53,7 @@ const schema = z.object({
   PROVA_MODEL_MAP: optionalString,
   PROVB_MODEL_MAP: optionalString,
   CREDENTIALS_KEY: optionalString,
+  CURSOR_KEY: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   TARGET: z.string().default('all'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -124,6 +125,8 @@ export interface Config {
   provAModelMap?: Record<string, string>;
   provBModelMap?: Record<string, string>;
   credentialsKey?: string;
+  /** HMAC key of image list cursors (any string); default: derived from CREDENTIALS_KEY. */
+  cursorKey?: string;
   otelEndpoint?: string;
   target: string;
   logLevel: Env['LOG_LEVEL'];
@@ -231,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     provAModelMap: parseJsonMap('PROVA_MODEL_MAP', e.PROVA_MODEL_MAP),
     provBModelMap: parseJsonMap('PROVB_MODEL_MAP', e.PROVB_MODEL_MAP),
     credentialsKey: e.CREDENTIALS_KEY,
+    cursorKey: e.CURSOR_KEY,
     otelEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     target: e.TARGET,
     logLevel: e.LOG_LEVEL,

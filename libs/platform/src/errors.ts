@@ -32,8 +32,58 @@ export const forbidden = (error: string) => new AppError(403, { error });
 export const notFound = (error: string) => new AppError(404, { error });
 export const conflict = (error: string, details?: unknown) => new AppError(409, details === undefined ? { error } : { error, details });
 export const quotaExceeded = () => new AppError(402, { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
-export const unavailable = (error = 'Service temporarily unavailable') => new AppError(503, { error });
+export const unavailable = (error = 'Service temporarily unavailable') => new AppError(503, { error }, { 'retry-after': '2' });
 
 export function isAppError(e: unknown): e is AppError {
   return e instanceof AppError;
+}
+
+/** Seconds a client is asked to wait when a dependency (the database) is unreachable. */
+export const DEPENDENCY_RETRY_AFTER_S = 2;
+
+/** 503 `Service temporarily unavailable` with Retry-After: what a request gets while a dependency is down. */
+export const dependencyUnavailable = (retryAfterS = DEPENDENCY_RETRY_AFTER_S) =>
+  new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': String(retryAfterS) });
+
+/**
+ * Error codes that mean "the database (or the connection to it) is not there", not "this request is wrong":
+ * socket errors, postgres.js connection errors, and SQLSTATEs of class 08 (connection exception) and 57P01-57P05
+ * (admin/crash shutdown, cannot connect now, database dropped, idle session timeout).
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
+
+/** True for an error raised because the database (or another dependency's socket) is unreachable. */
+export function isUnavailableError(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code))) return true;
+  // AggregateError (a host with several addresses, every connect refused) and wrapped causes.
+  const inner = (err as { errors?: unknown }).errors;
+  if (Array.isArray(inner) && inner.length > 0 && inner.every((e) => isUnavailableError(e, depth + 1))) return true;
+  return isUnavailableError((err as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * The one mapping of unexpected errors (platform-wide, used by every gRPC handler): an AppError stays as it is,
+ * an unreachable database becomes 503 with Retry-After, anything else is undefined (the caller's 500).
+ */
+export function knownAppError(err: unknown): AppError | undefined {
+  if (err instanceof AppError) return err;
+  if (isUnavailableError(err)) return dependencyUnavailable();
+  return undefined;
 }

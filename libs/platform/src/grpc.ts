@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { AppError, type ErrorBody } from './errors.js';
+import { AppError, dependencyUnavailable, type ErrorBody, knownAppError } from './errors.js';
 import { recordGrpcClientCall, recordGrpcServerCall } from './metrics.js';
 import { SpanKind, telemetryRunning, withSpan } from './telemetry.js';
 
@@ -102,8 +102,12 @@ export function httpStatusToGrpc(status: number): grpc.status {
 
 /** Turns an error raised by a handler into a gRPC ServiceError carrying the exact HTTP body. */
 export function toServiceError(err: unknown, requestId: string, logger?: Logger): Partial<grpc.ServiceError> {
-  const app = err instanceof AppError ? err : new AppError(500, { error: 'Internal server error', requestId });
-  if (!(err instanceof AppError)) logger?.error({ err, requestId }, 'unhandled error in gRPC handler');
+  // A database (or other dependency) that is unreachable is 503 + Retry-After (UNAVAILABLE), not INTERNAL.
+  const known = knownAppError(err);
+  const app = known ?? new AppError(500, { error: 'Internal server error', requestId });
+  if (!known) logger?.error({ err, requestId }, 'unhandled error in gRPC handler');
+  else if (!(err instanceof AppError))
+    logger?.warn({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, requestId }, 'dependency unavailable');
   const metadata = new grpc.Metadata();
   metadata.set(ERROR_BODY_KEY, Buffer.from(JSON.stringify({ status: app.status, body: app.body })));
   if (Object.keys(app.headers).length) metadata.set(ERROR_HEADERS_KEY, Buffer.from(JSON.stringify(app.headers)));
@@ -122,7 +126,7 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
     return new AppError(status, body, h ? JSON.parse(Buffer.from(h as Buffer).toString('utf8')) : {});
   }
   const status = GRPC_TO_HTTP[err.code] ?? 500;
-  if (status === 503) return new AppError(503, { error: 'Service temporarily unavailable', requestId });
+  if (status === 503) return new AppError(503, { error: 'Service temporarily unavailable', requestId }, { 'retry-after': '2' });
   if (status === 504) return new AppError(504, { error: 'Upstream service timed out', requestId });
   return new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
 }
@@ -137,6 +141,8 @@ export interface CallContext {
   principal: Principal;
   logger: Logger;
   deadline?: Date;
+  /** Aborted when the caller cancels the call or goes away (its process died, its channel closed). */
+  signal: AbortSignal;
 }
 
 export type Handlers<D extends AnyDefinition> = {
@@ -166,6 +172,11 @@ export async function startGrpcServer(opts: {
   logger: Logger;
   /** Extra per-call hook, e.g. metrics. */
   onCall?: (method: string, code: grpc.status, ms: number) => void;
+  /**
+   * The service's readiness (e.g. dbReadiness(sql)): served as imagegen.health.v1.Probe/Ready, which answers
+   * OK when it holds and UNAVAILABLE (503) otherwise, so callers (the gateway's /readyz) see more than an open port.
+   */
+  ready?: () => Promise<boolean>;
 }): Promise<RunningGrpcServer> {
   // Every server counts its calls for /metrics (imagegen_grpc_server_*); opts.onCall runs too.
   const onCall = (method: string, code: grpc.status, ms: number) => {
@@ -174,12 +185,24 @@ export async function startGrpcServer(opts: {
   };
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
   const methods = new Map<string, UnaryRunner>();
-  for (const { definition, handlers } of opts.services) {
+  const ready = opts.ready;
+  const services = ready
+    ? [
+        ...opts.services,
+        bind(READINESS, {
+          ready: async () => {
+            if (!(await ready())) throw dependencyUnavailable();
+            return {};
+          },
+        }),
+      ]
+    : opts.services;
+  for (const { definition, handlers } of services) {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const [name, method] of Object.entries(definition)) {
       const handler = (handlers as Record<string, (r: unknown, c: CallContext) => Promise<unknown>>)[name];
       if (!handler) throw new Error(`missing gRPC handler ${method.path}`);
-      const run: UnaryRunner = async (request, metadata, deadline) => {
+      const run: UnaryRunner = async (request, metadata, deadline, signal = new AbortController().signal) => {
         const started = performance.now();
         const principal = principalFromMetadata(metadata);
         // The call's child logger is made on first use only: pino's child() (bindings, redaction) costs
@@ -188,6 +211,7 @@ export async function startGrpcServer(opts: {
         const call: CallContext = {
           principal,
           deadline,
+          signal,
           get logger() {
             logger ??= opts.logger.child({ requestId: principal.requestId, rpc: method.path });
             return logger;
@@ -206,7 +230,9 @@ export async function startGrpcServer(opts: {
       methods.set(method.path, run);
       impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const deadline = call.getDeadline();
-        void run(call.request, call.metadata, deadline instanceof Date ? deadline : undefined).then((r) =>
+        const cancelled = new AbortController();
+        call.once('cancelled', () => cancelled.abort(new Error('call cancelled by the caller')));
+        void run(call.request, call.metadata, deadline instanceof Date ? deadline : undefined, cancelled.signal).then((r) =>
           'err' in r ? callback(r.err as grpc.ServiceError) : callback(null, r.res),
         );
       };
@@ -245,6 +271,7 @@ type UnaryRunner = (
   request: unknown,
   metadata: grpc.Metadata,
   deadline: Date | undefined,
+  signal?: AbortSignal,
 ) => Promise<{ res: unknown } | { err: Partial<grpc.ServiceError> }>;
 
 /** The servers running in this process, by the addresses clients resolve them to. */
@@ -256,6 +283,7 @@ interface InProcessCall {
   req: unknown;
   principal: Principal;
   deadline: Date;
+  signal?: AbortSignal;
 }
 
 /**
@@ -276,7 +304,7 @@ function callInProcess(call: InProcessCall): Promise<unknown> {
   );
 }
 
-async function invokeInProcess({ method, run, req, principal, deadline }: InProcessCall): Promise<unknown> {
+async function invokeInProcess({ method, run, req, principal, deadline, signal }: InProcessCall): Promise<unknown> {
   let request: unknown;
   try {
     request = method.requestDeserialize(method.requestSerialize(req));
@@ -285,7 +313,15 @@ async function invokeInProcess({ method, run, req, principal, deadline }: InProc
     const err = { code: grpc.status.INTERNAL, details: 'Request message serialization failure', metadata: new grpc.Metadata() };
     throw fromServiceError(err as grpc.ServiceError, principal.requestId);
   }
-  const r = await withDeadline(run(request, principalToMetadata(principal), deadline), deadline);
+  // The handler's signal aborts when the caller's does or the deadline passes, as a socket call's 'cancelled'.
+  const cancelled = new AbortController();
+  const cancel = () => cancelled.abort(new Error('call cancelled by the caller'));
+  signal?.addEventListener('abort', cancel, { once: true });
+  if (signal?.aborted) cancel();
+  const r = await withDeadline(run(request, principalToMetadata(principal), deadline, cancelled.signal), deadline).finally(() =>
+    signal?.removeEventListener('abort', cancel),
+  );
+  if ('err' in r && !cancelled.signal.aborted) cancel();
   if ('err' in r) throw fromServiceError(r.err as grpc.ServiceError, principal.requestId);
   return method.responseDeserialize(method.responseSerialize(r.res));
 }
@@ -302,8 +338,14 @@ function withDeadline<T>(p: Promise<T>, deadline: Date): Promise<T | { err: Part
 }
 
 export type Client<D extends AnyDefinition> = {
-  [K in keyof D]: (req: ReqOf<D[K]>, principal: Principal, opts?: { timeoutMs?: number }) => Promise<ResOf<D[K]>>;
+  [K in keyof D]: (req: ReqOf<D[K]>, principal: Principal, opts?: CallOptions) => Promise<ResOf<D[K]>>;
 } & { close(): void };
+
+/** Per call: its own deadline, and a signal that cancels it (the server's handler sees its CallContext.signal abort). */
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
 
 let defaultDeadlineMs = 30_000;
 let inProcessCalls = true;
@@ -347,18 +389,23 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
     close: () => client?.close(),
   };
   for (const [name, method] of Object.entries(definition)) {
-    out[name] = (req: unknown, principal: Principal, opts?: { timeoutMs?: number }) => {
+    out[name] = (req: unknown, principal: Principal, opts?: CallOptions) => {
       const deadline = new Date(Date.now() + (opts?.timeoutMs ?? defaultDeadlineMs));
       const local = inProcessCalls
         ? inProcessServers.get(typeof address === 'function' ? address() : address)?.get(method.path)
         : undefined;
       const started = performance.now();
       const call: Promise<unknown> = local
-        ? callInProcess({ method, run: local, req, principal, deadline })
+        ? callInProcess({ method, run: local, req, principal, deadline, signal: opts?.signal })
         : new Promise((resolve, reject) => {
-            get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
-              err ? reject(fromServiceError(err, principal.requestId)) : resolve(res),
-            );
+            const signal = opts?.signal;
+            const cancel = () => c.cancel();
+            const c = get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) => {
+              signal?.removeEventListener('abort', cancel);
+              err ? reject(fromServiceError(err, principal.requestId)) : resolve(res);
+            }) as grpc.ClientUnaryCall;
+            signal?.addEventListener('abort', cancel, { once: true });
+            if (signal?.aborted) cancel();
           });
       // Client-side RED metrics, the same for remote and in-process calls (the code from the status the caller sees).
       return call.then(
@@ -375,6 +422,42 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
     };
   }
   return out as Client<D>;
+}
+
+/**
+ * imagegen.health.v1.Probe/Ready, the readiness method startGrpcServer serves when given `ready` (empty messages
+ * both ways, so it needs no proto). OK: ready; UNAVAILABLE: a dependency the service needs is down.
+ */
+const empty = () => Buffer.alloc(0);
+export const READINESS = {
+  ready: {
+    path: '/imagegen.health.v1.Probe/Ready',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: empty,
+    requestDeserialize: () => ({}),
+    responseSerialize: empty,
+    responseDeserialize: () => ({}),
+    originalName: 'ready',
+  },
+} as const satisfies AnyDefinition;
+
+/**
+ * A readiness check of the gRPC service at `address` (Probe/Ready within `timeoutMs`): false when it answers
+ * UNAVAILABLE or not in time, true when ready, and true as well when it serves no readiness method (the
+ * channel works; UNIMPLEMENTED).
+ */
+export function grpcReadinessCheck(address: string | (() => string), timeoutMs = 1000): () => Promise<boolean> {
+  const client = createClient(READINESS, address);
+  return async () => {
+    try {
+      await client.ready({}, internalPrincipal(), { timeoutMs });
+      return true;
+    } catch (err) {
+      // Any other answer (UNIMPLEMENTED comes back as 500) came from a server that is up; an unknown address is not.
+      return err instanceof AppError && err.status !== 502 && err.status !== 503 && err.status !== 504;
+    }
+  };
 }
 
 /** A principal for calls a service makes on its own behalf (consumers, background jobs). */

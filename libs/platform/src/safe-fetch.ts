@@ -12,7 +12,14 @@ import { Agent, type Dispatcher, request } from 'undici';
 
 export interface SafeFetchOptions {
   maxBytes: number;
+  /**
+   * The fetch's total time budget: DNS, connect, every redirect hop, the headers AND the whole body. A body
+   * that drips or stalls ends in a 'timeout' SafeFetchError when it runs out. Keep it below the deadline of
+   * the gRPC call that waits for the fetch (GRPC_DEADLINE_MS, 30 s), so the caller answers with its own error.
+   */
   timeoutMs: number;
+  /** A deadline of the caller's (e.g. one budget shared by several fetches of one request); aborting it is a timeout too. */
+  signal?: AbortSignal;
   /** Test-only: allow 127/8 and ::1 (never private or link-local). Default: ALLOW_LOOPBACK_FETCH=1. */
   allowLoopback?: boolean;
   maxRedirects?: number;
@@ -220,7 +227,9 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions): Promise
   const allowLoopback = opts.allowLoopback ?? envAllowsLoopback();
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const requireHttps = opts.requireHttps ?? false;
-  const signal = AbortSignal.timeout(opts.timeoutMs); // one budget for all hops and the body
+  // One budget for all hops and the body (plus the caller's own deadline, when given).
+  const own = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([own, opts.signal]) : own;
   let hop: Hop = {
     url: parseTarget(rawUrl, requireHttps),
     method: (opts.method ?? 'GET').toUpperCase(),

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { AppError, httpLogger, type Logger, lazyChildLogger, type Principal, type ServiceContext } from '@imagegen/platform';
+import {
+  AppError,
+  DEPENDENCY_RETRY_AFTER_S,
+  httpLogger,
+  type Logger,
+  lazyChildLogger,
+  type Principal,
+  type ServiceContext,
+} from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -13,6 +21,9 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { registerAuth } from './auth.js';
+import { FAVICON_ICO } from './favicon.js';
+import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
+import { registerIdempotency } from './idempotency.js';
 import { registerRateLimits } from './rate-limit.js';
 import { routeModules } from './routes/index.js';
 import { formatValidationErrors } from './validation.js';
@@ -49,6 +60,26 @@ function validatorCompiler() {
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema);
 }
 
+/**
+ * The /docs page (Swagger UI): its scripts and styles are files under /docs/static (no inline script), the
+ * document is fetched from /docs/json; nothing may frame it.
+ */
+export const DOCS_CSP =
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+  "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; " +
+  "style-src 'self' 'unsafe-inline'";
+/** Any other HTML answer (e.g. one proxied from a service that set no policy of its own): never framed. */
+const HTML_FALLBACK_CSP = "frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+
+/** Fixed texts for the framework's own 4xx answers (their messages may echo the URL or a header). */
+const FRAMEWORK_4XX: Record<string, { status: number; error: string }> = {
+  FST_ERR_BAD_URL: { status: 400, error: 'Invalid request payload' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, error: 'Unsupported Media Type: send application/json' },
+  FST_ERR_CTP_INVALID_TYPE: { status: 400, error: 'Invalid Content-Type header' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, error: 'Request body size did not match Content-Length' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, error: 'Request body too large' },
+};
+
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: httpLogger(ctx.logger, 'http'),
@@ -64,6 +95,10 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 2048 },
     trustProxy: false,
     ajv: { plugins: [] },
+    // The router's and Node's own refusals (malformed %-escapes in the path, an over-long parameter, a
+    // malformed request) in the {error, details} envelope, never echoing the URL.
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler() as never);
   app.decorateRequest('principal', null as unknown as Principal);
@@ -81,12 +116,19 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
     reply.header('x-content-type-options', 'nosniff');
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('text/html')) {
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', HTML_FALLBACK_CSP);
+      if (!reply.hasHeader('x-frame-options')) reply.header('x-frame-options', 'DENY');
+    }
     done(null, payload);
   });
 
   app.setErrorHandler((err: FastifyError | AppError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
       for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+      // Every 503 says when to retry (ARCHITECTURE rule 8), also one raised without the header.
+      if (err.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', String(DEPENDENCY_RETRY_AFTER_S));
       return reply.status(err.status).send(err.body);
     }
     const fe = err as FastifyError;
@@ -95,12 +137,11 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
         .status(400)
         .send({ error: 'Invalid request payload', details: formatValidationErrors(fe.validation, fe.validationContext) });
     }
-    if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return reply.status(415).send({ error: 'Unsupported Media Type: send application/json' });
-    }
     if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe instanceof SyntaxError) {
       return reply.status(400).send({ error: 'Invalid request payload', details: ['body is not valid JSON'] });
     }
+    const fixed = fe.code ? FRAMEWORK_4XX[fe.code] : undefined;
+    if (fixed) return reply.status(fixed.status).send({ error: fixed.error });
     if (fe.statusCode === 413) return reply.status(413).send({ error: 'Request body too large' });
     if (fe.statusCode === 429) return reply.status(429).send({ error: fe.message });
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
@@ -109,7 +150,10 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     req.log.error({ err }, 'unhandled error');
     return reply.status(500).send({ error: 'Internal server error', requestId: req.id });
   });
-  app.setNotFoundHandler((req, reply) => reply.status(404).send({ error: `Route ${req.method} ${req.url.split('?')[0]} not found` }));
+  // The method and path are not echoed back (a hostile URL is not worth reflecting).
+  app.setNotFoundHandler((_req, reply) =>
+    reply.status(404).send({ error: 'Route not found', details: ['no operation matches this method and path; see /docs'] }),
+  );
 
   await app.register(swagger, {
     openapi: {
@@ -124,7 +168,11 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: DOCS_CSP });
+
+  app.get('/favicon.ico', { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
+    reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(FAVICON_ICO),
+  );
 
   app.get('/health', { config: { auth: 'none' }, schema: { hide: true } }, async () => ({
     status: 'ok',
@@ -135,7 +183,11 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   // Rate limits first: their client-address buckets (admin API, OAuth token) must count requests
   // that authentication refuses; their tenant buckets run later, in preParsing (see rate-limit.ts).
   await registerRateLimits(app, deps);
+  // NUL, lone surrogates, bad %-escapes, over-deep JSON: refused before authentication and the services.
+  registerInputGuards(app as unknown as FastifyInstance);
   await registerAuth(app, deps);
+  // Idempotency-Key on the POSTs that create or bill (after authentication and validation).
+  await registerIdempotency(app as unknown as FastifyInstance<any, any, any, any, any>, deps);
   for (const mod of routeModules) await app.register(async (scope) => mod(scope as unknown as FastifyInstance, deps));
   return app as unknown as FastifyInstance;
 }

@@ -9,7 +9,15 @@ export const start: StartService = async (ctx) => {
   return {
     httpUrl: `http://127.0.0.1:${port}`,
     stop: async () => {
-      await app.close();
+      // close() waits for every open connection; a keep-alive connection whose request was in flight at
+      // close time turns idle only afterwards and would hold the stop until its keep-alive timeout. Its
+      // answer is sent first, then the idle connection is closed.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(sweep);
+      }
     },
   };
 };

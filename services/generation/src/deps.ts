@@ -21,6 +21,8 @@ export interface Collaborators {
   checkQuota(p: Principal, tenantId: string, incomingBytes: number): Promise<Pick<CheckQuotaResponse, 'allowed'>>;
   touchSession(p: Principal, tenantId: string, sessionId: string): Promise<Pick<SessionInfo, 'remaining'>>;
   storeImage(p: Principal, req: StoreImageRequest): Promise<ImageRecord>;
+  /** Lists and bills the pending images of a completed execution (idempotent; the library's event consumer does it too). */
+  commitExecutionImages(p: Principal, tenantId: string, executionId: string): Promise<void>;
   getImageData(p: Principal, imageId: number): Promise<GetImageDataResponse>;
   getObjectData(p: Principal, objectKey: string): Promise<GetObjectDataResponse>;
   /** Session known to the library (404 'Session not found' otherwise). */
@@ -40,6 +42,9 @@ export function grpcCollaborators(ctx: ServiceContext): Collaborators {
     checkQuota: (p, tenantId, incomingBytes) => usage.checkQuota({ tenantId, incomingBytes }, p),
     touchSession: (p, tenantId, sessionId) => library.touchSession({ tenantId, sessionId }, p),
     storeImage: (p, req) => library.storeImage(req, p, { timeoutMs: STORE_TIMEOUT_MS }),
+    commitExecutionImages: async (p, tenantId, executionId) => {
+      await library.commitExecutionImages({ tenantId, executionId }, p);
+    },
     getImageData: (p, imageId) => library.getImageData({ imageId }, p),
     getObjectData: (p, objectKey) => library.getObjectData({ objectKey }, p),
     sessionExists: async (p, sessionId) => {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
+import { AppError, invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
 import {
   appendLogs,
   createExecution,
@@ -88,28 +88,56 @@ export class ExecutionTracker {
     return this.log(message, { step, progress });
   }
 
+  /**
+   * Writes the final 'completed' state (retrying a database that is briefly away, for up to
+   * COMPLETE_RETRY_MS). When it cannot be written, or the execution is no longer running (a reaper failed
+   * it while this process could not reach the database), the execution ends failed and this throws 503:
+   * the caller is then told the work failed, and nothing of it is listed or billed.
+   */
   async complete(message: string, summary: string, images: number): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     await this.queue;
-    await finishExecution(this.sql, {
-      tenantId: this.tenantId,
-      executionId: this.executionId,
-      status: 'completed',
-      message,
-      resultSummary: summary,
-      images,
-      eventsPrefix: this.eventsPrefix,
-    });
+    let moved: boolean;
+    try {
+      moved = await retrying(
+        () =>
+          finishExecution(this.sql, {
+            tenantId: this.tenantId,
+            executionId: this.executionId,
+            status: 'completed',
+            message,
+            resultSummary: summary,
+            images,
+            eventsPrefix: this.eventsPrefix,
+          }),
+        COMPLETE_RETRY_MS,
+      );
+    } catch (err) {
+      this.logger.warn({ err }, 'could not mark execution completed; marking it failed');
+      this.finished = false;
+      const unavailable = new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+      await this.fail(unavailable);
+      throw unavailable;
+    }
+    if (!moved) {
+      this.logger.warn('execution was finished by someone else before it completed (its process was presumed dead)');
+      throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+    }
   }
 
+  /**
+   * Writes the final 'failed' state. The first try is made at once; when the database is away the call
+   * does not wait: the write is retried in the background until it lands (and if this process dies first,
+   * the orphan reaper of any replica marks the execution failed from its missed heartbeats).
+   */
   async fail(err: unknown): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     await this.queue;
     const text = isAppError(err) ? err.body.error : 'Internal error';
-    try {
-      await finishExecution(this.sql, {
+    const write = () =>
+      finishExecution(this.sql, {
         tenantId: this.tenantId,
         executionId: this.executionId,
         status: 'failed',
@@ -119,8 +147,51 @@ export class ExecutionTracker {
         images: 0,
         eventsPrefix: this.eventsPrefix,
       });
+    try {
+      await write();
     } catch (e) {
-      this.logger.error({ err: e }, 'could not mark execution failed');
+      this.logger.warn({ err: e }, 'could not mark execution failed yet; retrying in the background');
+      const retry: Promise<void> = retrying(write, Number.POSITIVE_INFINITY)
+        .then(
+          () => this.logger.info('execution marked failed after retries'),
+          (e2) => this.logger.error({ err: e2 }, 'could not mark execution failed (the orphan reaper will)'),
+        )
+        .finally(() => pendingFailures.delete(retry));
+      pendingFailures.add(retry);
+    }
+  }
+}
+
+/** How long complete() retries the final write while the caller waits. */
+export const COMPLETE_RETRY_MS = 3000;
+
+/** Background writes of failed states still retrying (drained on stop, see drainPendingFailures). */
+const pendingFailures = new Set<Promise<void>>();
+let abandonRetries = false;
+
+/**
+ * On a clean stop: gives the background writes of failed states up to `ms` to land, then stops retrying
+ * (what is left is marked failed by another replica's orphan reaper, or this one's after a restart).
+ */
+export async function drainPendingFailures(ms: number): Promise<void> {
+  if (pendingFailures.size > 0) await Promise.race([Promise.all([...pendingFailures]), new Promise((r) => setTimeout(r, ms))]);
+  abandonRetries = true;
+  await Promise.all([...pendingFailures]);
+  abandonRetries = false;
+}
+
+/** Runs `fn` until it succeeds, backing off 100 ms -> 2 s, for at most `budgetMs` (the last error is thrown). */
+async function retrying<T>(fn: () => Promise<T>, budgetMs: number): Promise<T> {
+  const until = Date.now() + budgetMs;
+  let wait = 100;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() + wait > until || abandonRetries) throw err;
+      if (isAppError(err) && err.status < 500) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(wait * 2, 2000);
     }
   }
 }

@@ -14,15 +14,15 @@ export function generationHandlers(
   breakers: CircuitBreaker[],
 ): Handlers<typeof GenerationServiceService> {
   return {
-    generateImages: (req, { principal }) => {
+    generateImages: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.generate(req, principal));
+      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.generate(req, principal, signal));
     },
-    editImage: (req, { principal }) => {
+    editImage: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.edit(req, principal));
+      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.edit(req, principal, signal));
     },
-    uploadForEditing: (req, { principal }) => uploadForEditing(pipeline, deps, req, principal),
+    uploadForEditing: (req, { principal, signal }) => uploadForEditing(pipeline, deps, req, principal, signal),
 
     async getExecution(req, { principal }) {
       const tenantId = requireTenant(principal);

@@ -38,6 +38,8 @@ export interface PipelineDeps {
   collaborators: Collaborators;
   providers: Record<Provider, ProviderClient>;
   composer: Composer;
+  /** This process's id in the liveness table (see failOrphanedExecutions); absent in some service tests. */
+  instanceId?: string;
 }
 
 export const TOOL_SOURCE_DEFAULT = 'tenant_api';
@@ -114,13 +116,38 @@ export class GenerationPipeline {
         keyType: p.keyType ?? 'live',
         currentStep: 'validated',
         firstLog,
+        instanceId: this.deps.instanceId,
       },
       this.deps.config.eventsPrefix,
       this.deps.logger,
     );
   }
 
-  async generate(req: GenerateImagesRequest, principal: Principal): Promise<GenerateImagesResponse> {
+  /**
+   * Completes the execution, then lists and bills its pending images. Fails instead when the caller went
+   * away first (its process died or it cancelled): a caller that never got the answer is never charged.
+   * The commit call is an optimisation for read-your-writes: when it fails, the library's consumer of
+   * ExecutionFinished commits the images moments later.
+   */
+  async completeWithImages(
+    exec: ExecutionTracker,
+    principal: Principal,
+    done: { message: string; summary: string; images: number },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    if (signal?.aborted) throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '1' });
+    await exec.complete(done.message, done.summary, done.images);
+    try {
+      await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId);
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, executionId: exec.executionId },
+        'commit of pending images failed; the ExecutionFinished consumer will do it',
+      );
+    }
+  }
+
+  async generate(req: GenerateImagesRequest, principal: Principal, signal?: AbortSignal): Promise<GenerateImagesResponse> {
     const tenantId = requireTenant(principal);
     const tenant = await this.deps.collaborators.getTenant(principal, tenantId);
     if (!tenant.isActive) throw forbidden('Tenant account is inactive');
@@ -153,7 +180,7 @@ export class GenerationPipeline {
         keys: (keysR as PromiseFulfilledResult<string[]>).value,
         source: (sourceR as PromiseFulfilledResult<GetImageDataResponse | undefined>).value,
       };
-      const images = await this.run(plan, req, p, tenantId, sessionId, exec, prepared);
+      const images = await this.run(plan, req, p, tenantId, sessionId, exec, prepared, signal);
       return { images, requested: plan.n, generated: images.length, sessionId, executionId: exec.executionId };
     } catch (err) {
       await exec.fail(err);
@@ -161,7 +188,7 @@ export class GenerationPipeline {
     }
   }
 
-  async edit(req: EditImageRequest, principal: Principal): Promise<EditImageResponse> {
+  async edit(req: EditImageRequest, principal: Principal, signal?: AbortSignal): Promise<EditImageResponse> {
     const details: string[] = [];
     if (req.imageId === undefined || req.imageId === null) details.push('image_id is required');
     else if (!Number.isInteger(req.imageId) || req.imageId < 1) details.push('image_id must be a positive integer');
@@ -187,7 +214,7 @@ export class GenerationPipeline {
       }
       throw invalidPayload(details);
     }
-    const res = await this.generate(generateReq, principal);
+    const res = await this.generate(generateReq, principal, signal);
     return { image: res.images[0], sessionId: res.sessionId, executionId: res.executionId };
   }
 
@@ -199,6 +226,7 @@ export class GenerationPipeline {
     sessionId: string,
     exec: ExecutionTracker,
     prepared: Prepared,
+    signal?: AbortSignal,
   ): Promise<GeneratedImage[]> {
     const { collaborators } = this.deps;
     if (prepared.remaining < plan.n) {
@@ -331,6 +359,7 @@ export class GenerationPipeline {
           hasSynthid: model.provider === 'provA',
           keyType: principal.keyType ?? 'live',
           tokens: perImageTokens,
+          pending: true,
         }),
       ),
     );
@@ -346,7 +375,7 @@ export class GenerationPipeline {
     if (stored.length === 0) throw storeError;
     const records = stored.sort((a, b) => a.id - b.id);
     const summary = `${operation === 'edit' ? 'Edited' : 'Generated'} ${records.length} of ${plan.n} image(s) with ${model.id}: ${records.map((r) => r.id).join(', ')}`;
-    await exec.complete(`Completed: ${summary}`, summary, records.length);
+    await this.completeWithImages(exec, principal, { message: `Completed: ${summary}`, summary, images: records.length }, signal);
     if (composition.afterSuccess) {
       await composition.afterSuccess().catch((err) => this.deps.logger.warn({ err }, 'afterSuccess hook failed'));
     }

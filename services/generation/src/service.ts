@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import {
   type BreakerState,
   bind,
   createDb,
+  dbReadiness,
+  durationFromEnv,
   migrate,
   type ServiceContext,
   type StartService,
@@ -14,19 +17,28 @@ import {
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
 import { type Collaborators, grpcCollaborators } from './deps.js';
+import { drainPendingFailures } from './executions.js';
 import { generationHandlers } from './grpc.js';
 import { GenerationPipeline, type PipelineDeps } from './pipeline.js';
-import { CircuitBreaker } from './providers/breaker.js';
+import { type BreakerInfo, CircuitBreaker } from './providers/breaker.js';
 import { ProviderClient } from './providers/client.js';
 import { ProvAAdapter } from './providers/prova.js';
 import { ProvBAdapter } from './providers/provb.js';
+import { withQuotaFallback } from './quota-fallback.js';
 import { type GenerationSettings, loadSettings } from './settings.js';
-import { failStaleExecutions } from './store.js';
+import { failOrphanedExecutions, heartbeat, removeInstance } from './store.js';
+
+/** Liveness: each process moves its heartbeat this often ... */
+export const HEARTBEAT_MS = durationFromEnv('EXECUTION_HEARTBEAT_MS', 5_000);
+/** ... and its running executions are failed by any replica once it missed this many milliseconds of them. */
+export const DEAD_AFTER_MS = durationFromEnv('EXECUTION_DEAD_AFTER_MS', 30_000);
+/** How often every replica looks for executions of dead processes. */
+export const REAPER_MS = durationFromEnv('EXECUTION_REAPER_MS', 10_000);
 
 /**
  * generation: POST /api/images, edits, uploads for editing, executions. Owns schema `generation`
  * (executions, execution_logs, outbox). Provider adapters (provA generateContent, provB images API)
- * with per-tenant key rotation and failover, one circuit breaker per provider, per-provider timeouts.
+ * with per-tenant key rotation and failover, a circuit breaker per provider credential, per-provider timeouts.
  * See docs/design/generation.md.
  */
 export interface GenerationOptions {
@@ -45,14 +57,20 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
   const sql = createDb(ctx.config.databaseUrl as string, { schema: 'generation', max: ctx.config.dbPoolMax });
   await migrate(sql, 'generation', MIGRATIONS);
 
-  const onChange = (from: string, to: string, info: { provider: string; failures: number }) => {
-    const line = { provider: info.provider, from, to, consecutiveFailures: info.failures };
-    if (to === 'open') logger.warn(line, `circuit breaker ${info.provider}: ${from} -> ${to}`);
-    else logger.info(line, `circuit breaker ${info.provider}: ${from} -> ${to}`);
-    setBreakerState(info.provider, to as BreakerState);
+  // One circuit per credential (tenant + key): each change is logged with the credential; the metric shows
+  // the provider's worst circuit.
+  const onChange = (from: string, to: string, info: BreakerInfo) => {
+    const line = { provider: info.provider, credential: info.credential, from, to, consecutiveFailures: info.failures };
+    if (to === 'open') logger.warn(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
+    else logger.info(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
+    const breaker = breakers[info.provider as keyof typeof breakers];
+    setBreakerState(info.provider, (breaker?.current ?? to) as BreakerState);
   };
   const breakerOpts = { failureThreshold: settings.breakerFailureThreshold, resetTimeoutMs: settings.breakerResetTimeoutMs, onChange };
-  const breakers = { provA: new CircuitBreaker('provA', breakerOpts), provB: new CircuitBreaker('provB', breakerOpts) };
+  const breakers: Record<'provA' | 'provB', CircuitBreaker> = {
+    provA: new CircuitBreaker('provA', breakerOpts),
+    provB: new CircuitBreaker('provB', breakerOpts),
+  };
   setBreakerState('provA', 'closed');
   setBreakerState('provB', 'closed');
   // Base URLs are read per call: in the all-in-one shape the sandbox's URL is filled in at start-up.
@@ -73,7 +91,9 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       timeoutMs: settings.provBTimeoutMs,
     }),
   };
-  const collaborators = opts.collaborators ?? grpcCollaborators(ctx);
+  const collaborators = opts.collaborators ?? withQuotaFallback(grpcCollaborators(ctx), { logger });
+  const instanceId = randomUUID();
+  await heartbeat(sql, instanceId);
   const deps: PipelineDeps = {
     sql,
     config: ctx.config,
@@ -82,14 +102,17 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     collaborators,
     providers,
     composer: opts.composer ?? createAssetsComposer(ctx),
+    instanceId,
   };
   const pipeline = new GenerationPipeline(deps);
 
+  const dbReady = dbReadiness(sql);
   const grpc = await startGrpcServer({
     host: ctx.config.grpcHost,
     port: ctx.config.grpcPort,
     services: [bind(GenerationServiceService, generationHandlers(deps, pipeline, [breakers.provA, breakers.provB]))],
     logger,
+    ready: dbReady,
   });
   const relay = await startOutboxRelay({
     sql,
@@ -99,35 +122,47 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     maxAttempts: ctx.config.outboxMaxAttempts,
   });
 
-  const sweep = async () => {
-    try {
-      const n = await failStaleExecutions(sql, settings.staleExecutionMs, ctx.config.eventsPrefix);
-      if (n > 0) logger.warn({ count: n }, 'marked abandoned executions failed');
-    } catch (err) {
-      logger.warn({ err }, 'stale execution sweep failed');
-    }
+  // Liveness and the orphan reaper: an execution whose process died is failed within about
+  // DEAD_AFTER_MS + REAPER_MS, by whichever replica looks first (finishing is idempotent).
+  const beat = () => heartbeat(sql, instanceId).catch((err) => logger.debug({ err }, 'heartbeat failed'));
+  const heartbeatTimer = setInterval(beat, HEARTBEAT_MS);
+  heartbeatTimer.unref();
+  let reaping: Promise<void> | undefined;
+  const reap = () => {
+    reaping ??= failOrphanedExecutions(sql, {
+      deadAfterMs: DEAD_AFTER_MS,
+      staleMs: settings.staleExecutionMs,
+      eventsPrefix: ctx.config.eventsPrefix,
+    })
+      .then(
+        (n) => {
+          if (n > 0) logger.warn({ count: n }, 'marked executions of stopped processes failed');
+        },
+        (err) => logger.warn({ err }, 'orphaned execution sweep failed'),
+      )
+      .finally(() => {
+        reaping = undefined;
+      });
+    return reaping;
   };
-  void sweep();
-  const sweeper = setInterval(sweep, 60_000);
-  sweeper.unref();
+  void reap();
+  const reaper = setInterval(reap, REAPER_MS);
+  reaper.unref();
 
   return {
     grpcAddress: grpc.address,
     deps,
     pipeline,
     breakers,
-    async ready() {
-      try {
-        await sql`SELECT 1`;
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    ready: dbReady,
     async stop() {
-      clearInterval(sweeper);
-      await relay.stop();
+      clearInterval(reaper);
       await grpc.stop(ctx.config.shutdownGraceMs);
+      clearInterval(heartbeatTimer);
+      await reaping;
+      await drainPendingFailures(5000);
+      await removeInstance(sql, instanceId).catch((err) => logger.warn({ err }, 'could not remove the liveness row'));
+      await relay.stop();
       collaborators.close();
       await sql.end({ timeout: 5 });
     },

@@ -16,6 +16,8 @@ export interface NewExecution {
   keyType: string;
   currentStep: string;
   firstLog: string;
+  /** The generation process running it (its heartbeat tells whether it is still alive). */
+  instanceId?: string;
 }
 
 interface Row {
@@ -77,8 +79,8 @@ export async function createExecution(sql: Sql, e: NewExecution): Promise<void> 
   try {
     await sql`
       WITH x AS (
-        INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count)
-        VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1)
+        INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count, instance_id)
+        VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1, ${e.instanceId ?? null})
         RETURNING execution_id, tenant_id
       )
       INSERT INTO execution_logs (execution_id, tenant_id, message) SELECT execution_id, tenant_id, ${e.firstLog} FROM x`;
@@ -147,10 +149,11 @@ export interface Finish {
 
 /**
  * Marks the execution finished, appends the last log line and writes ExecutionFinished to the
- * outbox, all in one transaction. A no-op when the execution is already finished.
+ * outbox, all in one transaction. A no-op when the execution is already finished: the answer then is
+ * false (e.g. a reaper marked it failed while its process could not reach the database).
  */
-export async function finishExecution(sql: Sql, f: Finish): Promise<void> {
-  await sql.begin(async (tx: TransactionSql) => {
+export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
+  return sql.begin(async (tx: TransactionSql) => {
     const [row] = await tx`
       UPDATE executions SET
         status = ${f.status},
@@ -165,7 +168,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<void> {
         log_count = log_count + 1
       WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
       RETURNING session_id, tool_name, duration_ms, key_type, completed_at`;
-    if (!row) return;
+    if (!row) return false;
     await tx`INSERT INTO execution_logs (execution_id, tenant_id, level, message)
       VALUES (${f.executionId}, ${f.tenantId}, ${f.status === 'failed' ? 'error' : 'info'}, ${f.message})`;
     await writeOutbox(tx, {
@@ -182,6 +185,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<void> {
         images: f.images,
       }).finish(),
     });
+    return true;
   });
 }
 
@@ -237,23 +241,51 @@ export async function listActiveExecutions(sql: Sql, tenantId: string, limit: nu
   return { executions: rows.map((r) => toExecution(r)), total: n as number };
 }
 
+/** Records that this generation process is alive (see failOrphanedExecutions). */
+export async function heartbeat(sql: Sql, instanceId: string): Promise<void> {
+  await sql`INSERT INTO instances (instance_id) VALUES (${instanceId})
+    ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()`;
+}
+
+/** Removes this process's liveness row on a clean stop (its executions have finished by then). */
+export async function removeInstance(sql: Sql, instanceId: string): Promise<void> {
+  await sql`DELETE FROM instances WHERE instance_id = ${instanceId}`;
+}
+
 /**
- * Executions still 'running' long after any provider timeout belong to a process that died: mark
- * them failed (with their ExecutionFinished event) so they leave the active lists.
+ * Marks failed (with their ExecutionFinished event) the running executions whose process is gone: its
+ * heartbeat is older than `deadAfterMs`, or its liveness row was removed. Executions from before instance
+ * ids (instance_id NULL) are failed when they made no progress for `staleMs`. Run by every replica:
+ * finishExecution only moves a row that is still running, so two reapers never finish one twice.
  */
-export async function failStaleExecutions(sql: Sql, olderThanMs: number, eventsPrefix: string): Promise<number> {
-  const stale = await sql`SELECT execution_id, tenant_id FROM executions
-    WHERE status = 'running' AND updated_at < now() - ${`${olderThanMs} milliseconds`}::interval LIMIT 500`;
-  for (const s of stale) {
-    await finishExecution(sql, {
-      tenantId: s.tenant_id as string,
-      executionId: s.execution_id as string,
+export async function failOrphanedExecutions(
+  sql: Sql,
+  opts: { deadAfterMs: number; staleMs: number; eventsPrefix: string },
+): Promise<number> {
+  const orphans = await sql`
+    SELECT e.execution_id, e.tenant_id FROM executions e
+    LEFT JOIN instances i ON i.instance_id = e.instance_id
+    WHERE e.status = 'running' AND (
+      (e.instance_id IS NOT NULL AND (i.instance_id IS NULL OR i.heartbeat_at < now() - ${`${opts.deadAfterMs} milliseconds`}::interval)
+        AND e.started_at < now() - ${`${opts.deadAfterMs} milliseconds`}::interval)
+      OR (e.instance_id IS NULL AND e.updated_at < now() - ${`${opts.staleMs} milliseconds`}::interval))
+    LIMIT 500`;
+  let n = 0;
+  for (const o of orphans) {
+    const moved = await finishExecution(sql, {
+      tenantId: o.tenant_id as string,
+      executionId: o.execution_id as string,
       status: 'failed',
-      message: 'Execution abandoned: no progress was recorded (the worker stopped)',
-      error: 'Execution abandoned',
+      message: 'Failed: the worker running this execution stopped',
+      resultSummary: 'Failed: the worker running this execution stopped',
+      error: 'Execution abandoned: the worker stopped',
       images: 0,
-      eventsPrefix,
+      eventsPrefix: opts.eventsPrefix,
     });
+    if (moved) n++;
   }
-  return stale.length;
+  // Liveness rows of processes long gone (their executions are all finished by now).
+  await sql`DELETE FROM instances i WHERE heartbeat_at < now() - interval '1 day'
+    AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.instance_id = i.instance_id AND e.status = 'running')`;
+  return n;
 }

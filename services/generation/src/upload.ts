@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { UploadForEditingRequest, UploadForEditingResponse } from '@imagegen/contracts/generation/v1/generation';
-import { badRequest, invalidPayload, type Principal, quotaExceeded, SafeFetchError, safeFetch } from '@imagegen/platform';
-import sharp from 'sharp';
+import { badRequest, guardImage, invalidPayload, type Principal, quotaExceeded, SafeFetchError, safeFetch } from '@imagegen/platform';
 import { ratioOfSize, tierOf } from './models.js';
 import type { PipelineDeps } from './pipeline.js';
 import { type GenerationPipeline, requireTenant } from './pipeline.js';
 import { sessionIdProblem } from './validate.js';
 
-const ALLOWED_FORMATS: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif' };
 const ALLOWED_MIME = ['image/png', 'image/jpeg', 'image/jpg', 'image/webp', 'image/gif'];
 const FILE_NAME_MAX = 255;
 const URL_MAX = 4096;
@@ -86,6 +84,7 @@ export async function uploadForEditing(
   deps: PipelineDeps,
   req: UploadForEditingRequest,
   principal: Principal,
+  signal?: AbortSignal,
 ): Promise<UploadForEditingResponse> {
   const tenantId = requireTenant(principal);
   const { url, sessionId: given } = validateUpload(req, principal.sessionId);
@@ -120,27 +119,11 @@ export async function uploadForEditing(
     if (fetched.body.length === 0) throw badRequest('URL does not point to an image: the response is empty');
     exec.step('checking', 40, `Fetched ${fetched.body.length} bytes; checking the image`);
 
-    const meta = await sharp(fetched.body, { pages: -1 })
-      .metadata()
-      .catch(() => undefined);
-    if (!meta?.format || !ALLOWED_FORMATS[meta.format]) {
-      throw badRequest(
-        `URL does not point to a supported image (PNG, JPEG, WebP or single-frame GIF). Content-Type: ${fetched.contentType || 'none'}`,
-      );
-    }
-    if ((meta.pages ?? 1) > 1) {
-      throw badRequest(
-        `Animated images are not supported: the ${meta.format === 'gif' ? 'GIF' : meta.format.toUpperCase()} has ${meta.pages} frames; upload a single-frame image`,
-      );
-    }
-    const width = meta.width ?? 0;
-    const height = meta.pageHeight ?? meta.height ?? 0;
-    if (width < 1 || height < 1) throw badRequest('URL does not point to a valid image: it has no pixels');
-    if (width * height > settings.uploadMaxPixels) {
-      throw badRequest(
-        `Image has too many pixels: ${width} x ${height} = ${(width * height).toLocaleString('en-US')}; the maximum is ${settings.uploadMaxPixels.toLocaleString('en-US')}`,
-      );
-    }
+    // The one image guard (libs/platform/src/image-guard.ts): format, frames and pixels from the header only.
+    const { width, height, mimeType } = await guardImage(fetched.body, {
+      limits: { maxBytes: settings.uploadMaxBytes, maxPixels: settings.uploadMaxPixels },
+      contentType: fetched.contentType,
+    });
     const quota = await collaborators.checkQuota(p, tenantId, fetched.body.length);
     if (!quota.allowed) throw quotaExceeded();
 
@@ -150,7 +133,7 @@ export async function uploadForEditing(
       tenantId,
       sessionId,
       data: fetched.body,
-      mimeType: ALLOWED_FORMATS[meta.format],
+      mimeType,
       prompt: `Uploaded image: ${fileName}`.slice(0, 1000),
       operation: 'upload',
       aspectRatio: ratioOfSize(width, height),
@@ -162,9 +145,10 @@ export async function uploadForEditing(
       hasSynthid: false,
       keyType: principal.keyType ?? 'live',
       tokens: 0,
+      pending: true,
     });
     const summary = `Uploaded image ${rec.id} (${rec.width}x${rec.height}, ${rec.sizeBytes} bytes)`;
-    await exec.complete(`Completed: ${summary}`, summary, 1);
+    await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, images: 1 }, signal);
     return {
       imageId: rec.id,
       objectKey: rec.objectKey,

@@ -67,6 +67,25 @@ export function defaultModelFor(tenant: TenantModels): string {
   return allowed.find((m) => MODELS[m]) ?? DEFAULT_MODEL_ID;
 }
 
+/**
+ * Characters no provider takes in a prompt: C0 control characters other than tab, line feed and carriage
+ * return (NUL among them), and UTF-16 surrogates without their pair (not encodable as UTF-8). Sent upstream
+ * they are a refusal (or a provider fault) caused by the request's content, so they are refused here with a
+ * 400 before anything is sent, and never reach a circuit breaker.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const UNSENDABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The detail line for a text field holding characters a provider cannot take, else undefined. */
+export function unsendableProblem(v: string | undefined | null, name: string): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const m = UNSENDABLE.exec(v);
+  if (!m) return undefined;
+  const code = m[0].charCodeAt(0);
+  const what = code < 0x20 ? `control character U+${code.toString(16).toUpperCase().padStart(4, '0')}` : 'an unpaired surrogate';
+  return `${name} must not contain ${what} (only tab, line feed and carriage return are allowed among control characters)`;
+}
+
 export function sessionIdProblem(v: string, name: string): string | undefined {
   return v.length < 1 || v.length > SESSION_ID_MAX ? `${name} must be between 1 and ${SESSION_ID_MAX} characters` : undefined;
 }
@@ -97,6 +116,14 @@ export function validateGenerate(
   else {
     const limit = model ? PROMPT_LIMITS[model.provider] : PROMPT_LIMITS.provB;
     if (prompt.length > limit) d.push(`prompt must be at most ${limit} characters${model ? ` for ${model.provider} models` : ''}`);
+  }
+  for (const [value, name] of [
+    [prompt, 'prompt'],
+    [req.negativePrompt, 'negative_prompt'],
+    [req.systemInstruction, 'system_instruction'],
+  ] as const) {
+    const problem = unsendableProblem(value, name);
+    if (problem) d.push(problem);
   }
   if (has('negativePrompt') && (req.negativePrompt as string).length > NEGATIVE_PROMPT_LIMIT) {
     d.push(`negative_prompt must be at most ${NEGATIVE_PROMPT_LIMIT} characters`);

@@ -35,6 +35,8 @@ class FakeWorld implements Collaborators {
   /** The next this-many StoreImage calls fail (as the library does when a session fills up meanwhile). */
   failStores = 0;
   stored: StoreImageRequest[] = [];
+  /** Executions whose pending images were committed (CommitExecutionImages). */
+  committed: string[] = [];
   images = new Map<number, { rec: ImageRecord; data: Buffer; tenantId: string }>();
   private seq = 0;
 
@@ -91,6 +93,9 @@ class FakeWorld implements Collaborators {
     };
     this.images.set(id, { rec, data: req.data, tenantId: req.tenantId });
     return rec;
+  }
+  async commitExecutionImages(_p: Principal, _tenantId: string, executionId: string) {
+    this.committed.push(executionId);
   }
   async getImageData(p: Principal, imageId: number) {
     const img = this.images.get(imageId);
@@ -200,6 +205,26 @@ const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
 };
 
 describe('generate', () => {
+  it('stores images pending and commits them only after the execution completed', async () => {
+    const t = newTenant();
+    const res = await gen.pipeline.generate({ prompt: 'pending then listed', n: 1 }, principal(t, { sessionId: 'sess-c' }));
+    expect(world.stored.at(-1)?.pending).toBe(true);
+    expect(world.committed).toContain(res.executionId);
+  });
+
+  it('fails the execution and commits nothing when the caller went away before it completed', async () => {
+    const t = newTenant();
+    const gone = new AbortController();
+    gone.abort();
+    const before = world.committed.length;
+    await expect(
+      gen.pipeline.generate({ prompt: 'nobody waits for this', n: 1 }, principal(t, { sessionId: 'sess-gone' }), gone.signal),
+    ).rejects.toMatchObject({ status: 503 });
+    expect(world.committed.length).toBe(before);
+    const [row] = await gen.deps.sql`SELECT status FROM executions WHERE tenant_id = ${t} AND session_id = 'sess-gone'`;
+    expect(row.status).toBe('failed');
+  });
+
   it('calls provA once per image, stores each and records a completed execution with ExecutionFinished', async () => {
     const t = newTenant();
     const res = await gen.pipeline.generate(

@@ -4,13 +4,16 @@ import {
   forbidden,
   type Handlers,
   imageJson,
+  invalidPayload,
   notFound,
   type Principal,
   type ServiceContext,
   type Sql,
   validateKey,
 } from '@imagegen/platform';
-import { type ImageListFilters, listImages, listImagesJson } from './images/list-query.js';
+import { cursorKey as makeCursorKey } from './images/cursor.js';
+import { type ImageListFilters, type ListPageInfo, listImages, listImagesJson } from './images/list-query.js';
+import { commitExecutionImages } from './images/pending.js';
 import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages } from './images/store.js';
 import { storeImage } from './images/store-image.js';
 import { type ImageRow, toImageRecord } from './images/types.js';
@@ -59,6 +62,8 @@ function sessionSummary(s: SessionSummaryRow): SessionSummary {
 export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handlers<typeof LibraryServiceService> {
   const { sql, ctx } = deps;
   const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
+  const { key: cursorKey, ephemeral } = makeCursorKey(ctx.config);
+  if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
 
   return {
     async storeImage(req, { principal, logger }) {
@@ -86,9 +91,17 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
           hasSynthid: req.hasSynthid,
           keyType: req.keyType || principal.keyType || 'live',
           tokens: req.tokens,
+          pending: req.pending,
         },
       );
       return record(row);
+    },
+
+    async commitExecutionImages(req, { principal, logger }) {
+      const tenantId = tenantOf(principal, req.tenantId);
+      if (!req.executionId) throw invalidPayload(['execution_id is required']);
+      const committed = await commitExecutionImages({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantId, req.executionId);
+      return { committed };
     },
 
     async getImageData(req, { principal }) {
@@ -113,7 +126,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
       return { data, mimeType: st?.contentType ?? 'application/octet-stream' };
     },
 
-    async listImages(req, { principal }) {
+    async listImages(req, { principal, signal, deadline }) {
       const filters: ImageListFilters = {
         search: req.search,
         searchMode: req.searchMode as ImageListFilters['searchMode'],
@@ -132,17 +145,26 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
         isReference: req.isReference,
         sortBy: req.sortBy as ImageListFilters['sortBy'],
       };
-      const page = { limit: req.limit, offset: req.offset };
+      const page = { limit: req.limit, offset: req.offset, cursor: req.cursor };
+      // The SQL stops when the caller goes away or the deadline passes (issue 16).
+      const opts = { cursorKey, signal, deadline };
+      const info = (p: ListPageInfo) => ({
+        total: p.total,
+        totalIsExact: p.totalIsExact,
+        nextCursor: p.nextCursor ?? '',
+        limit: p.limit,
+        offset: p.offset,
+      });
       if (req.asJson) {
-        const j = await listImagesJson(sql, tenantOf(principal), filters, page, ctx.storage.plainKeyUrlPrefix);
-        if (j.json !== undefined) return { images: [], pageJson: Buffer.from(j.json), total: j.total, limit: j.limit, offset: j.offset };
+        const j = await listImagesJson(sql, tenantOf(principal), filters, page, ctx.storage.plainKeyUrlPrefix, opts);
+        if (j.json !== undefined) return { images: [], pageJson: Buffer.from(j.json), ...info(j) };
       }
-      const r = await listImages(sql, tenantOf(principal), filters, page);
+      const r = await listImages(sql, tenantOf(principal), filters, page, opts);
       if (req.asJson) {
         const pageJson = Buffer.from(JSON.stringify(r.rows.map((row) => imageJson(record(row)))));
-        return { images: [], pageJson, total: r.total, limit: r.limit, offset: r.offset };
+        return { images: [], pageJson, ...info(r) };
       }
-      return { images: r.rows.map(record), pageJson: Buffer.alloc(0), total: r.total, limit: r.limit, offset: r.offset };
+      return { images: r.rows.map(record), pageJson: Buffer.alloc(0), ...info(r) };
     },
 
     async getImage(req, { principal }) {

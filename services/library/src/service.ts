@@ -4,6 +4,7 @@ import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import {
   bind,
   createDb,
+  dbReadiness,
   type GrpcServiceBinding,
   migrate,
   type RunningService,
@@ -14,6 +15,7 @@ import {
 } from '@imagegen/platform';
 import { createAssets } from './assets/index.js';
 import { libraryHandlers } from './grpc.js';
+import { startExecutionOutcomes } from './images/outcomes.js';
 
 const MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
@@ -51,7 +53,17 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
       maxAttempts: ctx.config.outboxMaxAttempts,
     });
     stops.push(() => relay.stop());
-    const server = await startGrpcServer({ host: ctx.config.grpcHost, port: ctx.config.grpcPort, services: bindings, logger });
+    // Pending images follow their execution's outcome; crashed stores and deletes leave no files behind.
+    const outcomes = await startExecutionOutcomes({ sql, storage: ctx.storage, config: ctx.config, logger, events: ctx.events });
+    stops.push(() => outcomes.stop());
+    const dbReady = dbReadiness(sql);
+    const server = await startGrpcServer({
+      host: ctx.config.grpcHost,
+      port: ctx.config.grpcPort,
+      services: bindings,
+      logger,
+      ready: dbReady,
+    });
     stops.push(() => server.stop(ctx.config.shutdownGraceMs));
     logger.info({ address: server.address }, 'library service started');
     return {
@@ -59,8 +71,7 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
       stop: stopAll,
       async ready() {
         try {
-          await sql`SELECT 1`;
-          return await ctx.storage.healthy();
+          return (await dbReady()) && (await ctx.storage.healthy());
         } catch {
           return false;
         }

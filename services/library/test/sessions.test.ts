@@ -30,6 +30,7 @@ const store = (tenantId: string, over: Partial<StoreImageRequest>) =>
       hasSynthid: false,
       keyType: 'live',
       tokens: 0,
+      pending: false,
       ...over,
     },
     h.principal(tenantId),

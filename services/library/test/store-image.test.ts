@@ -32,6 +32,7 @@ const req = (over: Partial<StoreImageRequest>): StoreImageRequest => ({
   hasSynthid: false,
   keyType: '',
   tokens: 0,
+  pending: false,
   ...over,
 });
 

@@ -8,7 +8,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { type Authenticator, AuthFailure, type McpAuth } from './auth.js';
-import { type Extra, registerTools, type ToolDeps } from './tools/framework.js';
+import { type Extra, missingScopes, registerTools, type ToolDeps } from './tools/framework.js';
 import { ALL_TOOLS } from './tools/index.js';
 
 export const SERVER_INFO = { name: 'imagegen', version: '1.0.0' };
@@ -25,6 +25,51 @@ const CORS_HEADERS: Record<string, string> = {
 };
 
 type RawWithAuth = IncomingMessage & { auth?: AuthInfo };
+
+const TOOLS_BY_NAME = new Map(ALL_TOOLS.map((t) => [t.name, t]));
+/** The SDK transport's own cap on a request body (DEFAULT_MAX_REQUEST_BODY_SIZE). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+const jsonRpcError = (status: number, code: number, message: string) => ({
+  status,
+  body: { jsonrpc: '2.0', error: { code, message }, id: null },
+});
+
+/** Reads a JSON request body as the SDK transport would (same cap, same errors), for a look before the transport. */
+async function readJsonBody(raw: IncomingMessage): Promise<{ ok: true; value: unknown } | { ok: false; status: number; body: unknown }> {
+  if (Number(raw.headers['content-length']) > MAX_BODY_BYTES) {
+    return { ok: false, ...jsonRpcError(413, -32000, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of raw) {
+    total += (chunk as Buffer).length;
+    if (total > MAX_BODY_BYTES) {
+      return { ok: false, ...jsonRpcError(413, -32000, `Payload Too Large: Request body must not exceed ${MAX_BODY_BYTES} bytes`) };
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { ok: false, ...jsonRpcError(400, -32700, 'Parse error: Invalid JSON') };
+  }
+}
+
+/**
+ * The scopes an OAuth token lacks for the tools/call messages of a body (one message or a batch), or
+ * undefined when it lacks none (or the body calls no tool it knows; the tool answers those itself).
+ */
+export function scopesLackedFor(body: unknown, granted: readonly string[]): { tool: string; missing: string[] } | undefined {
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (!m || typeof m !== 'object' || (m as { method?: unknown }).method !== 'tools/call') continue;
+    const name = (m as { params?: { name?: unknown } }).params?.name;
+    const tool = typeof name === 'string' ? TOOLS_BY_NAME.get(name) : undefined;
+    const missing = tool ? missingScopes(tool, granted) : undefined;
+    if (tool && missing) return { tool: tool.name, missing };
+  }
+  return undefined;
+}
 
 function authInfoOf(auth: McpAuth, token: string): AuthInfo {
   return { token, clientId: auth.clientId ?? auth.kind, scopes: auth.scopes ?? [...ALL_SCOPES], extra: { mcpAuth: auth } };
@@ -113,8 +158,48 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
   app.options('/sse', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
   app.options('/messages', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
 
+  /**
+   * MCP authorization (step-up): a tools/call with an OAuth token that lacks the tool's scope is answered at
+   * the HTTP level, 403 with `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`, so clients
+   * (the MCP SDK's transport) ask the tenant for more and retry. The scope named is what the token holds plus
+   * what the tool needs, so the new token keeps what the old one could do. Returns the body the transport
+   * should take (already read), or undefined when it answered.
+   */
+  const checkScopes = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    auth: McpAuth,
+    path: string,
+  ): Promise<{ body?: unknown } | undefined> => {
+    const granted = auth.scopes;
+    const accept = String(req.headers.accept ?? '');
+    const json = /^application\/json\s*(;|$)/i.test(String(req.headers['content-type'] ?? ''));
+    // API keys hold every scope; requests the transport refuses anyway (Accept, Content-Type) are left to it.
+    if (!granted || !json || !accept.includes('application/json') || !accept.includes('text/event-stream')) return {};
+    const read = await readJsonBody(req.raw);
+    if (!read.ok) {
+      reply.headers(CORS_HEADERS).status(read.status).send(read.body);
+      return undefined;
+    }
+    const lacked = scopesLackedFor(read.value, granted);
+    if (!lacked) return { body: read.value };
+    const scope = [...new Set([...granted, ...lacked.missing])].join(' ');
+    const metadata = `${deps.tools.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource${path}`;
+    const description = `${lacked.tool} requires ${lacked.missing.join(' ')}`;
+    reply
+      .headers({
+        ...CORS_HEADERS,
+        'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${metadata}", error_description="${description}"`,
+      })
+      .status(403)
+      .send({ error: 'insufficient_scope', error_description: `Insufficient scope: ${description}`, required_scopes: lacked.missing });
+    return undefined;
+  };
+
   /** A stateless streamable HTTP request (a JSON-RPC body such as tools/list or tools/call). */
-  const streamable = async (req: FastifyRequest, reply: FastifyReply, auth: McpAuth) => {
+  const streamable = async (req: FastifyRequest, reply: FastifyReply, auth: McpAuth, path: string) => {
+    const checked = await checkScopes(req, reply, auth, path);
+    if (!checked) return reply;
     const raw = req.raw as RawWithAuth;
     raw.auth = authInfoOf(auth, credentialOf(req));
     // Requests of a newer (stateless) protocol revision are served like any stateless request.
@@ -142,7 +227,7 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
     });
     try {
       await server.connect(transport);
-      await transport.handleRequest(raw, res);
+      await transport.handleRequest(raw, res, checked.body);
     } catch (err) {
       deps.logger.error({ err }, 'mcp: request failed');
       if (!res.headersSent) {
@@ -176,7 +261,7 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
     app.post(path, async (req, reply) => {
       const auth = await authenticate(req, reply);
       if (!auth) return reply;
-      return streamable(req, reply, auth);
+      return streamable(req, reply, auth, path === '/' ? '' : path);
     });
   }
   app.options('/', (_req, reply) => reply.headers(CORS_HEADERS).status(204).send());
@@ -187,7 +272,7 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
     if (!auth) return reply;
     const sessionId = (req.query as { sessionId?: string }).sessionId;
     if (sessionId) return legacyMessage(req, reply, auth, sessionId);
-    return streamable(req, reply, auth);
+    return streamable(req, reply, auth, '/sse');
   });
 
   app.get('/mcp', async (req, reply) => {

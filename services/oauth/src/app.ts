@@ -27,10 +27,15 @@ export interface OAuthAppDeps {
   logRequests?: boolean;
 }
 
-/** Body of GET /.well-known/oauth-protected-resource (RFC 9728). */
-export function protectedResourceMetadata(urls: Urls) {
+/**
+ * Body of GET /.well-known/oauth-protected-resource[/<path>] (RFC 9728). `resource` is exactly the resource
+ * identifier the well-known URI was derived from (§3.3: clients such as oauth4webapi compare it exactly):
+ * the base URL at the bare location, `<base>/mcp` at /.well-known/oauth-protected-resource/mcp, and so on.
+ * Tokens issued for any of them are for the same audience (the base URL, see isOurResource).
+ */
+export function protectedResourceMetadata(urls: Urls, path = '') {
   return {
-    resource: urls.resource,
+    resource: `${urls.resource}${path}`,
     authorization_servers: [urls.issuer],
     scopes_supported: ALL_SCOPES,
     bearer_methods_supported: ['header'],
@@ -38,6 +43,21 @@ export function protectedResourceMetadata(urls: Urls) {
     resource_documentation: `${urls.base}/docs`,
   };
 }
+
+/** Endpoints a browser-based client calls directly (besides /.well-known/*). */
+const CORS_PATHS = [`${MOUNT}/register`, `${MOUNT}/token`, `${MOUNT}/revoke`, `${MOUNT}/jwks`];
+const isCorsPath = (path: string) => CORS_PATHS.includes(path) || path.startsWith('/.well-known/');
+/** Any origin, no credentials (no Access-Control-Allow-Credentials: cookies are never needed there). */
+const CORS_ACTUAL: Record<string, string> = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'www-authenticate, dpop-nonce, retry-after',
+};
+const CORS_PREFLIGHT: Record<string, string> = {
+  ...CORS_ACTUAL,
+  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-headers': 'authorization, content-type, accept, mcp-protocol-version, dpop',
+  'access-control-max-age': '86400',
+};
 
 /**
  * The oauth service's HTTP server. The gateway forwards /oauth/*, /.well-known/* and GET / here
@@ -66,15 +86,32 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
 
   app.get('/health', async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
 
-  // RFC 9728 protected resource metadata (also at the path-suffixed locations clients may derive).
-  for (const p of [
-    '/.well-known/oauth-protected-resource',
-    '/.well-known/oauth-protected-resource/mcp',
-    '/.well-known/oauth-protected-resource/sse',
-  ]) {
-    app.get(p, async (_req, reply) => {
+  // CORS for browser-based clients (MCP Inspector's direct mode, web apps): the metadata documents, dynamic
+  // registration and the token, revocation and JWKS endpoints answer any origin, without credentials (no
+  // cookies are involved; PKCE binds the code to the client). Preflights are answered here; the actual
+  // responses carry the headers whoever writes them (oidc-provider writes its responses itself).
+  // (oidc-provider's own CORS, and its per-client origin check at the token endpoint, step aside when the
+  // response already carries Access-Control-* headers.)
+  for (const p of [...CORS_PATHS, '/.well-known/*'])
+    app.options(p, (req, reply) => {
+      const asked = req.headers['access-control-request-headers'];
+      const headers = typeof asked === 'string' && /^[\w\-, ]{1,1000}$/.test(asked) ? { 'access-control-allow-headers': asked } : {};
+      return reply
+        .headers({ ...CORS_PREFLIGHT, ...headers })
+        .status(204)
+        .send();
+    });
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.method !== 'OPTIONS' && isCorsPath(req.url.split('?')[0])) {
+      for (const [k, v] of Object.entries(CORS_ACTUAL)) reply.raw.setHeader(k, v);
+    }
+  });
+
+  // RFC 9728 protected resource metadata (also at the path-suffixed locations clients derive from /mcp, /sse).
+  for (const suffix of ['', '/mcp', '/sse']) {
+    app.get(`/.well-known/oauth-protected-resource${suffix}`, async (_req, reply) => {
       reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*');
-      return protectedResourceMetadata(urls);
+      return protectedResourceMetadata(urls, suffix);
     });
   }
 

@@ -54,6 +54,29 @@ export function loginUrlFor(urls: Urls, params: Record<string, unknown>): string
   return `${urls.base}/?return_to=${encodeURIComponent(returnTo)}`;
 }
 
+/** Schemes no redirect URI may use, whatever the client type (oidc-provider refuses these for native clients too). */
+const DANGEROUS_SCHEMES = new Set(['javascript:', 'vbscript:', 'data:', 'blob:', 'file:', 'about:']);
+
+/** RFC 7591 fields clients such as Cursor send; kept (as short strings) rather than dropped. */
+const EXTRA_CLIENT_METADATA = ['software_id', 'software_version'];
+
+/**
+ * Registration policy, applied before oidc-provider checks the redirect URIs: a registration that names no
+ * application_type but registers a custom-scheme redirect URI (a desktop or native app, e.g. Cursor's
+ * `cursor://anysphere.cursor-mcp/oauth/callback`, often next to an https and a loopback http one) is a
+ * native client (RFC 8252), not oidc-provider's default 'web' (which allows only http and https). Native
+ * rules still apply: http only on loopback hosts, and never javascript:, data:, file: and the like.
+ */
+export function applyRegistrationPolicy(requested: Record<string, unknown> | undefined, metadata: Record<string, unknown>): void {
+  if (!requested || requested.application_type !== undefined) return;
+  const uris = Array.isArray(metadata.redirect_uris) ? (metadata.redirect_uris as unknown[]) : [];
+  const custom = uris.some((u) => {
+    const parsed = typeof u === 'string' ? URL.parse(u) : null;
+    return !!parsed && parsed.protocol !== 'http:' && parsed.protocol !== 'https:' && !DANGEROUS_SCHEMES.has(parsed.protocol);
+  });
+  if (custom) metadata.application_type = 'native';
+}
+
 export function createProvider(deps: ProviderDeps): Provider {
   const urls = urlsFor(deps.publicBaseUrl);
   const Adapter = createAdapterClass(deps.sql);
@@ -92,6 +115,19 @@ export function createProvider(deps: ProviderDeps): Provider {
     // with a single registered redirect URI (oidc-provider would otherwise fill it in).
     allowOmittingSingleRegisteredRedirectUri: false,
     clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    extraClientMetadata: {
+      properties: EXTRA_CLIENT_METADATA,
+      // Runs once per extra property, before the standard checks (redirect URIs among them); `metadata` is the
+      // client being built and may be changed. The policy is applied once, at dynamic registration only.
+      validator: (ctx: any, key: string, value: unknown, metadata: Record<string, unknown>) => {
+        if (value !== undefined && (typeof value !== 'string' || value.length > 255)) {
+          throw new errors.InvalidClientMetadata(`${key} must be a string of at most 255 characters`);
+        }
+        if (key === EXTRA_CLIENT_METADATA[0] && ctx?.oidc?.route === 'registration') {
+          applyRegistrationPolicy(ctx.oidc.body as Record<string, unknown> | undefined, metadata);
+        }
+      },
+    },
     clientDefaults: {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
@@ -139,7 +175,8 @@ export function createProvider(deps: ProviderDeps): Provider {
       Session: 14 * 24 * 3600,
       IdToken: 3600,
     },
-    // Browser-based public clients may call the token endpoint from the origin of a registered redirect URI.
+    // The HTTP layer (app.ts) answers CORS for the token endpoint itself (any origin, no credentials), which
+    // makes oidc-provider skip this check; it stays for a provider mounted without that layer.
     clientBasedCORS: (_ctx: unknown, origin: string, client: any) =>
       origin !== 'null' && client.redirectUris.some((uri: string) => URL.canParse(uri) && new URL(uri).origin === origin),
     findAccount: async (_ctx: unknown, sub: string) => {

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, createDb, internalPrincipal, migrate, type StartService } from '@imagegen/platform';
+import { createClient, createDb, dbReadiness, internalPrincipal, migrate, type StartService } from '@imagegen/platform';
 import { purgeExpired } from './adapter.js';
 import { buildOAuthApp } from './app.js';
 import { createProvider, urlsFor } from './provider.js';
@@ -88,14 +88,7 @@ export const start: StartService = async (ctx) => {
     return {
       httpUrl: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
       stop: stopAll,
-      ready: async () => {
-        try {
-          await sql`SELECT 1`;
-          return true;
-        } catch {
-          return false;
-        }
-      },
+      ready: dbReadiness(sql),
     };
   } catch (err) {
     await stopAll();

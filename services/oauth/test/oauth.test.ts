@@ -93,7 +93,8 @@ describe('metadata', () => {
       const res = await fetch(`${h.base}${p}`);
       expect(res.status).toBe(200);
       const body = (await res.json()) as any;
-      expect(body.resource).toBe(h.base);
+      // RFC 9728 §3.3: exactly the resource identifier the location was derived from (issue 15).
+      expect(body.resource).toBe(`${h.base}${p.slice('/.well-known/oauth-protected-resource'.length)}`);
       expect(body.authorization_servers).toEqual([`${h.base}/oauth`]);
       expect(body.scopes_supported).toEqual(ALL_SCOPES);
     }

@@ -202,6 +202,14 @@ function directives(prompt: string): { fail?: number; safety?: string; delayMs?:
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Text the real upstreams refuse with a 400: C0 control characters other than tab, line feed and carriage
+ * return (NUL among them) and unpaired UTF-16 surrogates. Rendering such text (SVG/XML) would fail, which
+ * the sandbox used to answer with a 500, a fault of its own that opened the caller's circuit breaker.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const INVALID_TEXT = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** Replaces long base64 strings by a size marker so recorded bodies stay small. */
 function redact(v: unknown): unknown {
   if (typeof v === 'string') return v.length > 512 ? `<${v.length} base64 chars>` : v;
@@ -367,6 +375,8 @@ async function handleProvA(state: SandboxState, req: FastifyRequest, reply: Fast
     rec.tools = ((body.tools ?? []) as any[]).flatMap((t) => Object.keys(t ?? {}));
 
     const { safety, textOnly } = await preflight(state, 'provA', rec, rec.prompt);
+    if (INVALID_TEXT.test(rec.prompt) || INVALID_TEXT.test(rec.systemInstruction ?? ''))
+      throw provAError(400, 'Request contains an invalid argument: text parts must be valid UTF-8 without control characters.');
     if (texts.length === 0 && images.length === 0)
       throw provAError(400, '* GenerateContentRequest.contents[0].parts: contents.parts must not be empty');
     const dims = provADimensions(rec.aspectRatio ?? '1:1', rec.imageSize ?? '1K');
@@ -516,6 +526,14 @@ async function handleProvB(state: SandboxState, req: FastifyRequest, reply: Fast
     rec.moderation = fields.moderation ?? null;
 
     const { safety } = await preflight(state, 'provB', rec, rec.prompt);
+    if (INVALID_TEXT.test(rec.prompt))
+      throw provBError(
+        400,
+        "Invalid 'prompt': the string contains invalid characters.",
+        'invalid_request_error',
+        'invalid_value',
+        'prompt',
+      );
     if (!rec.model)
       throw provBError(400, "Missing required parameter: 'model'.", 'invalid_request_error', 'missing_required_parameter', 'model');
     if (!rec.prompt)

@@ -1,6 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { bind, createDb, type Logger, migrate, type Sql, type StartService, startGrpcServer, startOutboxRelay } from '@imagegen/platform';
+import {
+  bind,
+  createDb,
+  dbReadiness,
+  type Logger,
+  migrate,
+  type Sql,
+  type StartService,
+  startGrpcServer,
+  startOutboxRelay,
+} from '@imagegen/platform';
 import { hashPassword, parseCredentialsKey, randomAlphanumeric, randomId } from './crypto.js';
 import { createHandlers } from './grpc.js';
 import { findUserByEmail } from './store.js';
@@ -46,12 +56,15 @@ export const start: StartService = async (ctx) => {
     const dummyPasswordHash = await hashPassword(randomAlphanumeric(32));
     const usage = createUsageBatcher(sql, logger);
     cleanups.push(() => usage.stop());
+    // Readiness (the ops /readyz and the gRPC Probe/Ready the gateway's /readyz asks): the database answers.
+    const ready = dbReadiness(sql);
     const handlers = createHandlers({ sql, credentialsKey, eventsPrefix: config.eventsPrefix, usage, dummyPasswordHash });
     const grpc = await startGrpcServer({
       host: config.grpcHost,
       port: config.grpcPort,
       services: [bind(TenancyServiceService, handlers)],
       logger,
+      ready,
     });
     cleanups.push(() => grpc.stop(config.shutdownGraceMs));
     const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts });
@@ -59,14 +72,7 @@ export const start: StartService = async (ctx) => {
     return {
       grpcAddress: grpc.address,
       stop: stopAll,
-      ready: async () => {
-        try {
-          await sql`SELECT 1`;
-          return true;
-        } catch {
-          return false;
-        }
-      },
+      ready,
     };
   } catch (err) {
     await stopAll();

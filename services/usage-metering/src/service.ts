@@ -3,6 +3,7 @@ import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import {
   bind,
   createDb,
+  dbReadiness,
   type EventMessage,
   migrate,
   type RunningService,
@@ -55,12 +56,16 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       source = t.source;
       cleanups.push(async () => t.close());
     }
+    // Readiness is the database only: the gRPC API answers from PostgreSQL, so during a NATS outage this
+    // service stays in its Service (the consumer catches up when NATS is back; the outbox keeps events).
+    const ready = dbReadiness(sql);
     const tenants = new TenantLimitsCache(source, opts.tenantCacheMs ?? ctx.config.usage.tenantCacheMs);
     const grpc = await startGrpcServer({
       host: ctx.config.grpcHost,
       port: ctx.config.grpcPort,
       services: [bind(UsageServiceService, usageHandlers({ sql, tenants }))],
       logger,
+      ready,
     });
     cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
     const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts });
@@ -85,7 +90,7 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
     return {
       grpcAddress: grpc.address,
       stop: stopAll,
-      ready: async () => ctx.events.healthy(),
+      ready,
     };
   } catch (err) {
     await stopAll();

@@ -7,6 +7,7 @@ import {
   bind,
   consumeOnce,
   createDb,
+  dbReadiness,
   decodeOrSkip,
   migrate,
   type RunningService,
@@ -77,6 +78,7 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
   };
   try {
     await migrate(sql, SCHEMA, MIGRATIONS_DIR);
+    const dbReady = dbReadiness(sql);
     const dispatcher = startDispatcher({ sql, logger, secrets, policy, timeoutMs, pollMs, allowLoopback, ca });
     cleanups.push(() => dispatcher.stop());
     const grpc = await startGrpcServer({
@@ -84,6 +86,7 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
       port: ctx.config.grpcPort,
       services: [bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() }))],
       logger,
+      ready: dbReady,
     });
     cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
     const sub = await ctx.events.subscribe({
@@ -117,7 +120,7 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
     pruneTimer.unref();
     cleanups.push(async () => clearInterval(pruneTimer));
     void prune();
-    return { grpcAddress: grpc.address, stop: stopAll, ready: async () => ctx.events.healthy() };
+    return { grpcAddress: grpc.address, stop: stopAll, ready: async () => (await dbReady()) && (await ctx.events.healthy()) };
   } catch (err) {
     await stopAll();
     throw err;

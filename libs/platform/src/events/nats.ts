@@ -67,6 +67,8 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
     reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000,
   });
   let connected = true;
+  /** Set below, once the stream check exists: a reconnect may find the stream re-created. */
+  let onReconnect = () => {};
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') {
@@ -75,6 +77,7 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
       } else if (s.type === 'reconnect') {
         connected = true;
         log.info({ server: s.server }, 'nats reconnected');
+        onReconnect();
       } else if (s.type === 'close') {
         connected = false;
       }
@@ -83,14 +86,40 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
 
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const ensure = () => ensureStream(jsm, opts, log);
+  /**
+   * The stream's creation time as first seen: when it changes, the stream was re-created (a node restarted
+   * with an empty store, or it was deleted) and whatever it held is gone: onStreamReset listeners are told.
+   */
+  let streamCreated: string | undefined;
+  const resetListeners = new Set<() => void>();
+  const ensure = async () => {
+    const created = await ensureStream(jsm, opts, log);
+    if (streamCreated !== undefined && created !== streamCreated) {
+      log.warn(
+        { was: streamCreated, now: created },
+        'the stream was re-created: its stored events are gone; publishers re-send recent ones',
+      );
+      for (const l of resetListeners) l();
+    }
+    streamCreated = created;
+  };
+  let checking: Promise<void> | undefined;
+  const checkStream = () => {
+    checking ??= ensure().finally(() => {
+      checking = undefined;
+    });
+    return checking;
+  };
   await ensure();
+  onReconnect = () => {
+    checkStream().catch((err) => log.warn({ err }, 'checking the stream after a reconnect failed'));
+  };
   let lastEnsure = 0;
   /** A publish into our own prefix found no stream: it was deleted (or JetStream restarts); re-create it. */
   const ensureSoon = () => {
     if (Date.now() - lastEnsure < 5000) return;
     lastEnsure = Date.now();
-    ensure().catch((err) => log.warn({ err }, 're-creating the stream failed'));
+    checkStream().catch((err) => log.warn({ err }, 're-creating the stream failed'));
   };
 
   // Several filter subjects per consumer need server 2.10; older servers get a
@@ -145,6 +174,11 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
 
     healthy: () => connected && !nc.isClosed(),
 
+    onStreamReset(listener) {
+      resetListeners.add(listener);
+      return () => resetListeners.delete(listener);
+    },
+
     async close() {
       closed = true;
       await Promise.allSettled([...subs].map((s) => s.stop()));
@@ -186,7 +220,8 @@ function classifyNatsPublishError(err: unknown, subject: string, prefix: string,
   return err;
 }
 
-async function ensureStream(jsm: JetStreamManager, opts: NatsTransportOptions, log: Logger): Promise<void> {
+/** Creates or updates the stream; answers its creation time (it changes when the stream is re-created). */
+async function ensureStream(jsm: JetStreamManager, opts: NatsTransportOptions, log: Logger): Promise<string> {
   const cfg = {
     subjects: [`${opts.subjectPrefix}.>`],
     duplicate_window: nanos(120_000),
@@ -197,14 +232,13 @@ async function ensureStream(jsm: JetStreamManager, opts: NatsTransportOptions, l
   } catch (err) {
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
     try {
-      await jsm.streams.add({ name: opts.streamName, storage: StorageType.File, ...cfg });
-      return;
+      return (await jsm.streams.add({ name: opts.streamName, storage: StorageType.File, ...cfg })).created;
     } catch (addErr) {
       // Another replica may have created it between info and add: fall through to update.
       log.debug({ err: addErr }, 'stream add failed, trying update');
     }
   }
-  await jsm.streams.update(opts.streamName, cfg);
+  return (await jsm.streams.update(opts.streamName, cfg)).created;
 }
 
 interface ConsumerCtx {

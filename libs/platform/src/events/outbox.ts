@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../db.js';
+import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
 import { injectContext, publishTraced } from './trace.js';
 import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
@@ -90,6 +91,8 @@ interface DeadLetter {
 }
 
 export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 10;
+/** OUTBOX_REPUBLISH_WINDOW_MS: after the bus lost its stored events, events published this recently are sent again. */
+export const REPUBLISH_WINDOW_MS = durationFromEnv('OUTBOX_REPUBLISH_WINDOW_MS', 15 * 60_000);
 const MAX_RETRY_DELAY_MS = 30_000;
 
 /** OUTBOX_MAX_ATTEMPTS (validated by loadConfig in real processes), else the default. */
@@ -213,6 +216,19 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     if (r.count > 0) log.debug({ deleted: r.count }, 'outbox cleanup');
   }
 
+  // The bus lost its stored events (stream re-created): send again what was published recently, which
+  // consumers may not have read yet. They are idempotent by event id, so what they did read counts once.
+  const republishWindowMs = Math.min(retainMs > 0 ? retainMs : Number.POSITIVE_INFINITY, REPUBLISH_WINDOW_MS);
+  const unsubscribeReset = transport.onStreamReset?.(() => {
+    sql`UPDATE ${sql(schema)}.outbox SET published_at = NULL
+        WHERE published_at > now() - ${`${republishWindowMs} milliseconds`}::interval`
+      .then((r) => {
+        log.warn({ events: r.count, windowMs: republishWindowMs }, 'the bus lost its stored events: re-sending recent ones');
+        kick();
+      })
+      .catch((err) => log.error({ err }, 'could not schedule recent events for re-sending'));
+  });
+
   let listener: { unlisten: () => Promise<void> } | undefined;
   try {
     // onlisten also fires after the LISTEN connection comes back: catch up on what was missed.
@@ -272,6 +288,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       untrackLag();
       untrackDead();
       wake?.();
+      unsubscribeReset?.();
       await loop;
       await listener?.unlisten().catch(() => {});
     },

@@ -39,6 +39,12 @@ export interface EventTransport {
   subscribe(opts: SubscribeOptions): Promise<Subscription>;
   healthy(): boolean;
   close(): Promise<void>;
+  /**
+   * Calls `listener` when the bus lost what it had stored (its stream was re-created: a NATS node restarted
+   * with an empty store, or the stream was deleted). Outbox relays then send again what consumers may not
+   * have read yet (consumers are idempotent by event id). Returns the unsubscribe. Absent: cannot happen.
+   */
+  onStreamReset?(listener: () => void): () => void;
 }
 
 /** Redelivery backoff after a handler failure: base * 2^(n-1), capped. */

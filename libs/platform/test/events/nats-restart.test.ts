@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createNatsTransport, type EventMessage } from '../../src/events/index.js';
+import { createDb, createTestDatabase, migrate } from '../../src/db.js';
+import { createNatsTransport, type EventMessage, startOutboxRelay, writeOutbox } from '../../src/events/index.js';
 
 // Restarting the shared NATS is not ours to do: this test runs its own nats-server on a free port.
 const bin = (() => {
@@ -82,4 +83,46 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
     await sub.stop();
     await transport.close();
   }, 20_000);
+
+  it('re-sends recent events when NATS comes back with an empty store (the stream was re-created)', async () => {
+    if (!server || server.exitCode !== null) {
+      port ||= await freePort();
+      await start();
+    }
+    const db = await createTestDatabase(undefined, 'natsreset');
+    const sql = createDb(db.url, { schema: 'reset', max: 2 });
+    await migrate(sql, 'reset');
+    const transport = await createNatsTransport({
+      url: `nats://127.0.0.1:${port}`,
+      streamName: 'RESET',
+      subjectPrefix: 'z',
+      logger: pino({ level: 'silent' }),
+      reconnectTimeWaitMs: 100,
+      publishTimeoutMs: 500,
+    });
+    const relay = await startOutboxRelay({ sql, schema: 'reset', transport, logger: pino({ level: 'silent' }), pollMs: 50 });
+    try {
+      // Published and acknowledged by JetStream, but no consumer has read them yet ...
+      for (let i = 0; i < 3; i++) await sql.begin((tx) => writeOutbox(tx, { subject: 'z.thing', data: new Uint8Array([i]) }));
+      const published = async () => (await sql`SELECT count(*)::int AS n FROM reset.outbox WHERE published_at IS NOT NULL`)[0].n;
+      const end = Date.now() + 8000;
+      while ((await published()) < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect(await published()).toBe(3);
+      // ... when the node loses its store.
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+      await start();
+      await until(() => transport.healthy(), 10_000);
+      const received: EventMessage[] = [];
+      const sub = await transport.subscribe({ durable: 'late', subjects: ['z.>'], handler: async (m) => void received.push(m) });
+      await until(() => received.length >= 3, 10_000);
+      expect(new Set(received.map((m) => m.id)).size).toBe(3);
+      await sub.stop();
+    } finally {
+      await relay.stop();
+      await transport.close();
+      await sql.end();
+      await db.drop();
+    }
+  }, 30_000);
 });

@@ -78,6 +78,8 @@ class SseStream {
     this.timers.push(setInterval(() => this.send('heartbeat', { timestamp: new Date().toISOString() }), heartbeatMs));
     req.raw.on('close', () => this.close());
     reply.raw.on('close', () => this.close());
+    // A write to a connection that broke (EPIPE, ECONNRESET) ends this stream, never the process.
+    reply.raw.on('error', () => this.close());
   }
 
   send(event: string, data: unknown, id?: string): void {
@@ -90,9 +92,12 @@ class SseStream {
     const t = setInterval(() => {
       if (busy || this.closed) return;
       busy = true;
-      fn().finally(() => {
-        busy = false;
-      });
+      // fn reports its own failures as SSE events; anything else it throws ends this stream, not the process.
+      fn()
+        .catch(() => this.close())
+        .finally(() => {
+          busy = false;
+        });
     }, ms);
     this.timers.push(t);
   }

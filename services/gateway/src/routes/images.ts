@@ -43,8 +43,8 @@ const listQuery = {
     dateTo: { type: 'string', description: 'ISO 8601 date (whole day included) or date-time (inclusive)' },
     aspectRatio: { type: 'string', maxLength: 20 },
     operationType: { type: 'string', maxLength: 50, description: 'generate, edit, upload, ...' },
-    minSize: { type: 'number', minimum: 0, maximum: ID_MAX, description: 'bytes' },
-    maxSize: { type: 'number', minimum: 0, maximum: ID_MAX, description: 'bytes' },
+    minSize: { type: 'integer', minimum: 0, maximum: ID_MAX, description: 'bytes' },
+    maxSize: { type: 'integer', minimum: 0, maximum: ID_MAX, description: 'bytes' },
     sessionId: { type: 'string', maxLength: 200 },
     hasNegativePrompt: { type: 'boolean' },
     modelId: { type: 'string', enum: MODEL_IDS },
@@ -52,6 +52,11 @@ const listQuery = {
     stylePresetId: { type: 'integer', minimum: 1, maximum: ID_MAX },
     productReferenceId: { type: 'integer', minimum: 1, maximum: ID_MAX },
     isReference: { type: 'boolean', description: 'true = reference images only' },
+    cursor: {
+      type: 'string',
+      maxLength: 200,
+      description: 'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
+    },
   },
 } as const;
 
@@ -81,6 +86,7 @@ interface ListQuery {
   stylePresetId?: number;
   productReferenceId?: number;
   isReference?: boolean;
+  cursor?: string;
 }
 
 const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
@@ -105,6 +111,7 @@ function toListRequest(q: ListQuery): ListImagesRequest {
     stylePresetId: q.stylePresetId,
     productReferenceId: q.productReferenceId,
     isReference: q.isReference,
+    cursor: blank(q.cursor),
     asJson: true,
   };
 }
@@ -134,8 +141,17 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     },
     async (req, reply) => {
       // The library renders the page's JSON itself (as_json): no ImageRecords to decode and re-encode here.
-      const r = await library.listImages(toListRequest(req.query as ListQuery), req.principal);
-      const pagination = `,"pagination":{"total":${r.total},"limit":${r.limit},"offset":${r.offset}}}`;
+      // A client that goes away cancels the call, and with it the library's SQL (issue 16).
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once('close', onClose);
+      const r = await library
+        .listImages(toListRequest(req.query as ListQuery), req.principal, { signal: gone.signal })
+        .finally(() => reply.raw.off('close', onClose));
+      const next = r.nextCursor ? JSON.stringify(r.nextCursor) : 'null';
+      const pagination = `,"pagination":{"total":${r.total},"limit":${r.limit},"offset":${r.offset},"totalIsExact":${r.totalIsExact},"nextCursor":${next}}}`;
       return reply.type('application/json; charset=utf-8').send(Buffer.concat([DATA_OPEN, r.pageJson, Buffer.from(pagination)]));
     },
   );

@@ -1,24 +1,25 @@
-import { connect } from 'node:net';
-import { lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
+import { grpcReadinessCheck, lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 
 /**
  * Operations endpoints of the gateway (the other services get the same paths from runStandalone's ops
  * server): GET /metrics (Prometheus), GET /livez (the process answers), GET /readyz (not shutting
- * down and the tenancy service, needed by every authenticated request, accepts connections).
+ * down and the tenancy service, needed by every authenticated request, is ready: its gRPC Probe/Ready,
+ * i.e. its database answers; a tenancy without that method counts as ready when it answers at all).
  * Unauthenticated, hidden from the OpenAPI document; not traced (telemetry.ts UNTRACED_PATHS).
  */
 const opsRoutes: RouteModule = (app, { ctx }) => {
   const route = { config: { auth: 'none' as const }, schema: { hide: true } };
 
   let cached: { at: number; ready: boolean; reason?: string } | undefined;
+  const tenancyReady = grpcReadinessCheck(() => ctx.resolve('tenancy'), 1000);
   const readiness = async (): Promise<{ ready: boolean; reason?: string }> => {
     if (lifecycle.stopping) return { ready: false, reason: 'shutting down' };
-    if (cached && Date.now() - cached.at < 2000) return cached;
+    if (cached && Date.now() - cached.at < 1000) return cached;
     let result: { ready: boolean; reason?: string };
     try {
-      const ok = await reachable(ctx.resolve('tenancy'), 1000);
-      result = ok ? { ready: true } : { ready: false, reason: 'tenancy service unreachable' };
+      const ok = await tenancyReady();
+      result = ok ? { ready: true } : { ready: false, reason: 'tenancy service unavailable' };
     } catch (err) {
       result = { ready: false, reason: (err as Error).message };
     }
@@ -48,22 +49,5 @@ const opsRoutes: RouteModule = (app, { ctx }) => {
       .send(r.ready ? { status: 'ready' } : { status: 'not_ready', reason: r.reason });
   });
 };
-
-/** TCP connect to a gRPC address (host:port) within `timeoutMs`. */
-function reachable(address: string, timeoutMs: number): Promise<boolean> {
-  const i = address.lastIndexOf(':');
-  const host = address.slice(0, i).replace(/^\[|\]$/g, '') || '127.0.0.1';
-  const port = Number(address.slice(i + 1));
-  return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
 
 export default opsRoutes;

@@ -1,13 +1,20 @@
+import { Readable } from 'node:stream';
 import replyFrom from '@fastify/reply-from';
-import type { ServiceName } from '@imagegen/platform';
+import { AppError, invalidPayload, type ServiceName } from '@imagegen/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { rawBodyProblems } from '../hostile-input.js';
+
+/** Bodies read and checked before they are forwarded; the limit is the gateway's own body limit. */
+const CHECKED_BODY = /^\s*application\/(json|x-www-form-urlencoded|[\w.+-]+\+json)\s*(;|$)/i;
+const CHECKED_BODY_LIMIT = 32 * 1024 * 1024;
 
 /**
  * Forwards the OAuth and MCP surfaces to the oauth and mcp HTTP servers (found with ctx.resolve):
  *   oauth: GET / (sign-in page), /oauth/*, /.well-known/*
  *   mcp:   /mcp and POST / (streamable HTTP), /sse and POST /messages (legacy SSE transport)
- * Bodies and responses are streamed unchanged (SSE-safe: no buffering, no idle timeout). These
+ * Responses are streamed unchanged (SSE-safe: no buffering, no idle timeout); request bodies are forwarded as
+ * sent (JSON and form bodies after the edge checks, see below). These
  * routes use auth 'none' because both services authenticate their callers themselves.
  */
 const proxy: RouteModule = async (app, { ctx }) => {
@@ -16,16 +23,44 @@ const proxy: RouteModule = async (app, { ctx }) => {
     // SSE streams may stay idle between events; a long generate_image call may take minutes.
     undici: { headersTimeout: 10 * 60_000, bodyTimeout: 0, connections: 256 },
   });
-  // Keep request bodies as raw streams (the upstream parses them).
+  // Keep request bodies as raw streams (the upstream parses them). JSON and form bodies (OAuth registration
+  // and token requests, MCP messages: small, never streamed) are read first and refused at the edge when
+  // they hold NUL characters, lone surrogates, malformed escapes or over-deep nesting, then passed on as sent.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+  app.addContentTypeParser('*', (req, payload, done) => {
+    const type = String(req.headers['content-type'] ?? '');
+    if (!CHECKED_BODY.test(type)) return done(null, payload);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    const finish = (err: Error | null, body?: unknown) => {
+      if (finished) return;
+      finished = true;
+      done(err, body);
+    };
+    payload.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > CHECKED_BODY_LIMIT) {
+        payload.destroy();
+        return finish(new AppError(413, { error: 'Request body too large' }));
+      }
+      chunks.push(chunk);
+    });
+    payload.on('error', (err) => finish(err));
+    payload.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const problems = rawBodyProblems(type, body);
+      if (problems.length) return finish(invalidPayload(problems));
+      finish(null, Readable.from([body]));
+    });
+  });
 
   const forward = (service: ServiceName) => (request: FastifyRequest, reply: FastifyReply) => {
     let upstream: string;
     try {
       upstream = ctx.resolve(service).replace(/\/+$/, '');
     } catch {
-      return reply.status(503).send({ error: 'Service temporarily unavailable' });
+      return reply.status(503).header('retry-after', '2').send({ error: 'Service temporarily unavailable' });
     }
     return reply.from(`${upstream}${request.url}`, {
       retryDelay: () => null,
@@ -40,7 +75,13 @@ const proxy: RouteModule = async (app, { ctx }) => {
       onError: (r, { error }) => {
         const status = (error as { statusCode?: number }).statusCode === 504 ? 504 : 503;
         request.log.warn({ err: error, service }, 'proxy: upstream failed');
-        if (!r.sent) r.status(status).send({ error: status === 504 ? 'Upstream service timed out' : 'Service temporarily unavailable' });
+        if (!r.sent) {
+          if (status === 503) r.header('retry-after', '2');
+          r.status(status).send({ error: status === 504 ? 'Upstream service timed out' : 'Service temporarily unavailable' });
+        } else if (!r.raw.destroyed) {
+          // The upstream broke mid-response (e.g. an SSE stream): end this response rather than leave it hanging.
+          r.raw.destroy();
+        }
       },
     });
   };

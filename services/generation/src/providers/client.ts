@@ -1,6 +1,17 @@
-import { AppError, badRequest, recordProviderCall, SpanKind, withSpan } from '@imagegen/platform';
+import {
+  AppError,
+  badRequest,
+  guardImage,
+  ImageGuardError,
+  isAppError,
+  PROVIDER_IMAGE_LIMITS,
+  recordProviderCall,
+  SpanKind,
+  withSpan,
+} from '@imagegen/platform';
 import type { Provider } from '../models.js';
-import type { CircuitBreaker } from './breaker.js';
+import { unsendableProblem } from '../validate.js';
+import { CircuitBreaker } from './breaker.js';
 import { type ProviderAdapter, type ProviderError, type ProviderRequest, type ProviderResult, transportFailure } from './types.js';
 
 export const MAX_KEYS_PER_PROVIDER = 5;
@@ -16,8 +27,11 @@ export type AttemptLog = (message: string, level?: 'info' | 'warn' | 'error') =>
 
 /**
  * One provider as the pipeline sees it: the tenant's key pool with a rotating start (per tenant), failover
- * to the next key on an auth, quota or rate-limit failure, the provider's circuit breaker around every
- * upstream call, and the per-provider timeout. Upstream failures become AppErrors with client-facing text.
+ * to the next key on an auth, quota or rate-limit failure (or when that key's circuit is open), a circuit
+ * breaker per credential (tenant + key) around every upstream call, and the per-provider timeout. What is
+ * sent (prompt text, input images) and what comes back (pictures) passes the same checks as everything that
+ * enters: text a provider cannot take is a 400 before anything is sent, images go through the image guard.
+ * Upstream failures become AppErrors with client-facing text.
  */
 export class ProviderClient {
   readonly provider: Provider;
@@ -38,11 +52,26 @@ export class ProviderClient {
   async generate(tenantId: string, pool: string[], req: ProviderRequest, log: AttemptLog = () => {}): Promise<ProviderResult> {
     const keys = pool.filter(Boolean).slice(0, MAX_KEYS_PER_PROVIDER);
     if (keys.length === 0) throw badRequest(`No ${this.provider} credentials are configured for this tenant`);
+    await checkRequest(req);
     const start = this.nextStart(tenantId, keys.length);
     const refused: ProviderError[] = [];
+    let circuitOpen: AppError | undefined;
     for (let i = 0; i < keys.length; i++) {
       const idx = (start + i) % keys.length;
-      const ticket = this.opts.breaker.acquire(); // 503 at once while the circuit is open
+      let ticket: ReturnType<CircuitBreaker['acquire']>;
+      try {
+        // This credential's circuit: 503 at once while it is open (another key of the pool may still be fine).
+        ticket = this.opts.breaker.acquire(CircuitBreaker.credentialOf(tenantId, keys[idx]));
+      } catch (err) {
+        if (!isAppError(err) || err.status !== 503) throw err;
+        circuitOpen ??= err;
+        const more = i + 1 < keys.length;
+        log(
+          `${this.provider} key ${idx + 1} of ${keys.length} skipped (circuit breaker open)${more ? '; trying the next key' : ''}`,
+          'warn',
+        );
+        continue;
+      }
       const signal = AbortSignal.timeout(this.opts.timeoutMs);
       const started = performance.now();
       // One span per attempt (key failover shows as sibling attempts), around the adapter's HTTP client span.
@@ -60,11 +89,13 @@ export class ProviderClient {
         });
         ticket.success();
         recordProviderCall(this.provider, 'success', (performance.now() - started) / 1000, req.model);
+        await checkResult(result, this.provider);
         return result;
       } catch (err) {
+        if (isAppError(err)) throw err; // checkResult's refusal of the pictures (the call itself succeeded)
         const pe = transportFailure(err, signal, this.provider, this.opts.timeoutMs);
         recordProviderCall(this.provider, pe.kind, (performance.now() - started) / 1000, req.model);
-        // Anything the upstream answered deliberately (even a refusal) shows it is healthy.
+        // Only upstream faults count; anything the upstream answered deliberately (even a refusal) shows it is healthy.
         if (pe.breakerFailure) ticket.failure();
         else ticket.success();
         if (pe.keyFailure) {
@@ -79,7 +110,47 @@ export class ProviderClient {
         throw toAppError(pe, this.provider, this.opts.timeoutMs);
       }
     }
+    if (circuitOpen && refused.length === 0) throw circuitOpen;
     throw exhausted(this.provider, refused);
+  }
+}
+
+/**
+ * What is about to be sent: text a provider cannot take (NUL and other control characters, unpaired
+ * surrogates; validate.ts refuses them in the request, this also covers text composed from saved assets)
+ * and the input images (edit source, references) through the image guard, with the bound of images the
+ * platform itself produces. A 400: the request's content, never the provider's health.
+ */
+export async function checkRequest(req: ProviderRequest): Promise<void> {
+  const problems = [unsendableProblem(req.prompt, 'prompt'), unsendableProblem(req.systemInstruction, 'system_instruction')].filter(
+    (p): p is string => !!p,
+  );
+  if (problems.length) throw badRequest('Invalid request payload', problems);
+  for (const [i, img] of req.images.entries()) {
+    try {
+      await guardImage(img.data, { limits: PROVIDER_IMAGE_LIMITS });
+    } catch (err) {
+      if (err instanceof ImageGuardError) throw badRequest(err.body.error, [`input image ${i + 1} of ${req.images.length}`]);
+      throw err;
+    }
+  }
+}
+
+/** The provider's pictures pass the image guard before anything decodes them (a 502: the upstream misbehaved). */
+export async function checkResult(result: ProviderResult, provider: Provider): Promise<void> {
+  for (const img of result.images) {
+    try {
+      await guardImage(img.data, { limits: PROVIDER_IMAGE_LIMITS });
+    } catch (err) {
+      if (!(err instanceof ImageGuardError)) throw err;
+      if (err.reason === 'unsupported_format' || err.reason === 'no_pixels') {
+        throw new AppError(502, { error: 'Image generation failed: the provider returned data that is not an image' });
+      }
+      throw new AppError(502, {
+        error: `Image generation failed: provider ${provider} returned an image the platform does not accept`,
+        details: [err.body.error],
+      });
+    }
   }
 }
 

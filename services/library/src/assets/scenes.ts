@@ -38,7 +38,7 @@ import {
   strOrUndef,
   tenantOf,
 } from './common.js';
-import { type FetchedImage, fetchImage, isHttpUrl } from './fetch-image.js';
+import { type FetchedImage, fetchImage, isHttpUrl, REQUEST_FETCH_BUDGET_MS } from './fetch-image.js';
 import { findImages, orderedRefs, type RefImage, toReferenceImage } from './images.js';
 import type { QuotaGuard } from './quota.js';
 
@@ -186,9 +186,12 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
     const mimes: string[] = [];
     let total = 0;
     let thumbs = 0;
+    // One budget for all the URLs of the request (each fetch also has its own), below the call deadline.
+    const deadline = AbortSignal.timeout(REQUEST_FETCH_BUDGET_MS);
     for (const url of urls) {
       const f = await fetchImage(url, {
         maxBytes: LIMITS.fetchBytes - total,
+        signal: deadline,
         allowLoopback: deps.config.allowLoopbackFetch,
         invalidUrl: () => invalidScene([`reference_image_urls must be valid HTTP or HTTPS URLs: ${url}`]),
         logger: call.logger,
@@ -199,7 +202,7 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
         throw err;
       });
       total += f.data.length;
-      const img = await processImage(f.data); // refuses non-images and unsupported formats now
+      const img = await processImage(f.data); // fetchImage's guard checked format and pixels from the header first
       thumbs += img.thumbnail.length;
       mimes.push(img.mimeType);
       fetched.push(f);

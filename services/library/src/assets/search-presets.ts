@@ -66,7 +66,8 @@ export function filterProblems(filters: Record<string, unknown>): string[] {
         break;
       case 'minSize':
       case 'maxSize':
-        if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) out.push(`filters.${k} must be a number >= 0`);
+        // Bytes: a whole number (the column is bigint; a fraction cannot be compared with it).
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) out.push(`filters.${k} must be an integer >= 0`);
         break;
       case 'sessionId':
         str(k, v, LIMITS.sessionId);
@@ -186,7 +187,14 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage 
       hasNegativePrompt: f.hasNegativePrompt ?? undefined,
       sortBy: (f.sortBy ?? undefined) as ImageListFilters['sortBy'],
     };
-    const page = await listImages(sql, tenantId, filters, { limit: req.limit || DEFAULT_LIMIT, offset: req.offset });
+    // The gallery query (indexes, bounded totals); its SQL stops when the caller goes away or the deadline passes.
+    const page = await listImages(
+      sql,
+      tenantId,
+      filters,
+      { limit: req.limit || DEFAULT_LIMIT, offset: req.offset },
+      { signal: call.signal, deadline: call.deadline },
+    );
     const { filters: _f, ...presetMsg } = preset;
     return {
       preset: presetMsg,

@@ -1,4 +1,5 @@
-import { invalidPayload, MODEL_IDS, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
+import { AppError, invalidPayload, MODEL_IDS, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
+import { decodeCursor, encodeCursor } from './cursor.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 /**
@@ -242,37 +243,219 @@ export function clampPage(limit?: number, offset?: number): { limit: number; off
   return { limit: l, offset: o };
 }
 
+/**
+ * Totals that do not scan the world (issue 16; an exact count of a frequent filter or search over a million
+ * images was ~99% of the request's time):
+ * - no filter: exact, the tenant's counter row;
+ * - no search and at most one filter besides the date range (each such filter has an index in list order):
+ *   counted up to TOTAL_CAP + 1 rows, exact up to TOTAL_CAP;
+ * - a search, or two or more filters (a conjunction no single index answers): the matches among the first
+ *   TOTAL_WINDOW images of the tenant in list order (within the date range when one is given), exact when the
+ *   window held them all.
+ * An inexact answer says `totalIsExact: false` and `total` is a lower bound: the larger of what was counted
+ * (at least TOTAL_CAP when the cap was reached) and offset + rows on the page (+ 1 when more follow).
+ */
+export const TOTAL_CAP = 1000;
+export const TOTAL_WINDOW = 2000;
+
+/** Paging of a list call: offset (SPEC 4.1) or a cursor from a previous answer's nextCursor (not both). */
+export interface ListPageRequest {
+  limit?: number;
+  offset?: number;
+  cursor?: string;
+}
+
+/** What a list call needs beyond filters and paging. */
+export interface ListOptions {
+  /** HMAC key of cursors (cursor.ts cursorKey); without one no nextCursor is made and `cursor` is refused. */
+  cursorKey?: Buffer;
+  /** Aborted when the caller is gone: the running SQL is cancelled (pg_cancel_backend via postgres.js). */
+  signal?: AbortSignal;
+  /** The call's deadline: the SQL is cancelled when it passes. */
+  deadline?: Date;
+}
+
+export interface ListPageInfo {
+  total: number;
+  totalIsExact: boolean;
+  limit: number;
+  offset: number;
+  /** Continues after the last row of this page; undefined on the last page (or without a cursor key). */
+  nextCursor?: string;
+}
+
+/** The sort key column of each order and its text form in cursors. */
+const SORT_KEY: Record<ImageSort, { col: string; text: string; cast: string; desc: boolean }> = {
+  newest: { col: 'created_at', text: `to_char(k AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, cast: 'timestamptz', desc: true },
+  oldest: { col: 'created_at', text: `to_char(k AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, cast: 'timestamptz', desc: false },
+  largest: { col: 'size_bytes', text: 'k::text', cast: 'bigint', desc: true },
+  smallest: { col: 'size_bytes', text: 'k::text', cast: 'bigint', desc: false },
+};
+
 interface PageQuery {
+  tenantId: string;
   filters: NormalizedFilters;
   params: QueryParams;
-  /** `FROM images WHERE ... ORDER BY ... LIMIT ... OFFSET ...` */
-  from: string;
+  /**
+   * CTEs `ids` (the page's ids and sort keys, limit + 1 rows to tell whether more follow: only the index is
+   * read for the rows an offset skips when no filter needs the table) and `page` (the page's rows, joined
+   * by id). Select from `page`.
+   */
+  ctes: (columns: string) => string;
+  /** ORDER BY of the page (on columns of `page`). */
   order: string;
-  /** The total matching count as a scalar subquery. */
-  total: string;
+  /** How the total is counted (see TOTAL_CAP); the CTE `tot` holds it (total, walked). */
+  totalKind: 'stats' | 'capped' | 'window';
+  /** `last`: the sort key and id of the page's last row as 'text id' (for nextCursor). */
+  last: string;
   limit: number;
   offset: number;
 }
 
+/** Filters besides the date range and the search (which always counts in a window). */
+function filterCount(f: NormalizedFilters): number {
+  let n = 0;
+  for (const k of [
+    'aspectRatio',
+    'operationType',
+    'minSize',
+    'maxSize',
+    'sessionId',
+    'hasNegativePrompt',
+    'modelId',
+    'resolutionTiers',
+    'stylePresetId',
+    'productReferenceId',
+    'isReference',
+  ] as const) {
+    if (f[k] !== undefined) n++;
+  }
+  return n;
+}
+
+/** ` AND created_at ...` of the date range (new parameters). */
+function dateRange(p: QueryParams, f: NormalizedFilters): string {
+  let s = '';
+  if (f.from) s += ` AND created_at >= ${p.add(f.from)}`;
+  if (f.to) s += f.toExclusive ? ` AND created_at < ${p.add(f.to)}` : ` AND created_at <= ${p.add(f.to)}`;
+  return s;
+}
+
 /** Validated filters and paging as SQL text; throws 400 'Invalid request payload' with details. */
-function pageQuery(tenantId: string, filters: ImageListFilters, page: { limit?: number; offset?: number }): PageQuery {
+function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRequest, opts: ListOptions): PageQuery {
   const { filters: f, errors } = normalizeFilters(filters);
+  const cursor = isBlank(page.cursor) ? undefined : page.cursor;
+  if (cursor !== undefined && typeof cursor !== 'string') errors.push('cursor must be a string');
+  if (cursor !== undefined && page.offset) errors.push('cursor and offset cannot be combined');
+  if (cursor !== undefined && !opts.cursorKey) errors.push('cursor is invalid');
   if (errors.length > 0) throw invalidPayload(errors);
   const { limit, offset } = clampPage(page.limit, page.offset);
+  const position = cursor !== undefined ? decodeCursor(opts.cursorKey as Buffer, tenantId, f.sortBy, cursor) : undefined;
   const params = new QueryParams();
   const where = imageWhere(params, tenantId, f);
+  const key = SORT_KEY[f.sortBy];
   const order = ORDER_BY[f.sortBy];
-  // Unfiltered (the common gallery view): the total is the tenant's counter row ($1 is the tenant), not a count.
-  const total = isUnfiltered(f)
-    ? 'COALESCE((SELECT image_count FROM tenant_stats WHERE tenant_id = $1), 0)::int'
-    : `(SELECT count(*)::int FROM images ${where})`;
-  const from = `FROM images ${where} ${order} LIMIT ${params.add(limit)} OFFSET ${params.add(offset)}`;
-  return { filters: f, params, from, order, total, limit, offset };
+  const keyset = position
+    ? ` AND (${key.col}, id) ${key.desc ? '<' : '>'} (${params.add(position.value)}::${key.cast}, ${params.add(position.id)}::bigint)`
+    : '';
+  const totalKind = isUnfiltered(f) ? 'stats' : f.search || filterCount(f) > 1 ? 'window' : 'capped';
+  let total: string;
+  if (totalKind === 'stats') {
+    // The common gallery view: the tenant's counter row ($1 is the tenant), not a count.
+    total = 'SELECT COALESCE((SELECT image_count FROM tenant_stats WHERE tenant_id = $1), 0)::int AS total, 0 AS walked';
+  } else if (totalKind === 'capped') {
+    total = `SELECT count(*)::int AS total, 0 AS walked FROM (SELECT 1 FROM images ${where} LIMIT ${TOTAL_CAP + 1}) capped`;
+  } else {
+    // The sort index walked for at most TOTAL_WINDOW rows (the date range narrows a walk by created_at), the
+    // filters evaluated on those rows only.
+    const range = key.col === 'created_at' ? dateRange(params, f) : '';
+    const matched = where.slice('WHERE tenant_id = $1 AND '.length);
+    total = `SELECT count(*) FILTER (WHERE ${matched})::int AS total, count(*)::int AS walked
+      FROM (SELECT * FROM images WHERE tenant_id = $1${range} ${order} LIMIT ${TOTAL_WINDOW}) images`;
+  }
+  const dir = key.desc ? 'DESC' : 'ASC';
+  const ids = `SELECT id, ${key.col} AS k FROM images ${where}${keyset} ${order} LIMIT ${params.add(limit + 1)} OFFSET ${params.add(offset)}`;
+  const limitParam = params.add(limit);
+  const ctes = (columns: string) =>
+    `WITH ids AS MATERIALIZED (${ids}),
+    tot AS MATERIALIZED (${total}),
+    page AS (SELECT ${columns}, ids.k FROM ids JOIN images USING (id) ORDER BY ids.k ${dir}, id ${dir} LIMIT ${limitParam})`;
+  const rev = key.desc ? 'ASC' : 'DESC';
+  const last = `(SELECT ${key.text} || ' ' || id FROM page ORDER BY k ${rev}, id ${rev} LIMIT 1)`;
+  return { tenantId, filters: f, params, ctes, order, totalKind, last, limit, offset };
+}
+
+/** total/totalIsExact/nextCursor of a page from what the query returned. */
+function pageInfo(q: PageQuery, opts: ListOptions, r: Record<string, unknown> | undefined, rows: number): ListPageInfo {
+  const counted = Number(r?.total ?? 0);
+  const more = Number(r?.fetched ?? 0) > q.limit;
+  const exact =
+    q.totalKind === 'stats' ||
+    (q.totalKind === 'capped' && counted <= TOTAL_CAP) ||
+    (q.totalKind === 'window' && Number(r?.walked ?? 0) < TOTAL_WINDOW);
+  const total = exact
+    ? counted
+    : Math.max(Math.min(counted, q.totalKind === 'capped' ? TOTAL_CAP : counted), q.offset + rows + (more ? 1 : 0));
+  let nextCursor: string | undefined;
+  if (more && opts.cursorKey && typeof r?.last === 'string') {
+    const sep = r.last.lastIndexOf(' ');
+    nextCursor = encodeCursor(opts.cursorKey, q.tenantId, {
+      sort: q.filters.sortBy,
+      value: r.last.slice(0, sep),
+      id: Number(r.last.slice(sep + 1)),
+    });
+  }
+  return { total, totalIsExact: exact, limit: q.limit, offset: q.offset, nextCursor };
 }
 
 /**
+ * Runs a list query so that it stops when nobody waits for it any more (issue 16): when `signal` aborts (the
+ * client went away, the gRPC call was cancelled) or `deadline` passes, postgres.js cancels the statement on
+ * the server (a CancelRequest, as pg_cancel_backend). No extra round trip on the way.
+ * The query runs on a reserved connection that goes back to the pool only once the server has taken the
+ * cancel request: a cancel that arrives after the statement ended then finds the backend idle (PostgreSQL drops
+ * it) instead of cancelling whatever statement the pool would have run next on that connection.
+ */
+async function cancellable<T>(sql: Sql, run: (conn: Sql) => { cancel(): unknown } & PromiseLike<T>, opts: ListOptions): Promise<T> {
+  const { signal, deadline } = opts;
+  if (!signal && !deadline) return run(sql);
+  if (signal?.aborted) throw queryCancelled();
+  const conn = await sql.reserve();
+  if (signal?.aborted) {
+    conn.release();
+    throw queryCancelled();
+  }
+  let cancelling: Promise<unknown> | undefined;
+  const query = run(conn as unknown as Sql) as ReturnType<typeof run> & { canceller?: ((q: unknown) => Promise<unknown>) | null };
+  const cancel = () => {
+    // postgres.js' query.cancel() drops the promise of its cancel request; its canceller returns it (settled once
+    // the server has taken the request and closed that connection), which the release below waits for.
+    if (cancelling) return;
+    const canceller = query.canceller;
+    query.canceller = null;
+    cancelling = (typeof canceller === 'function' ? canceller(query) : Promise.resolve(query.cancel())).catch(() => {});
+  };
+  signal?.addEventListener('abort', cancel, { once: true });
+  const timer = deadline ? setTimeout(cancel, Math.max(0, deadline.getTime() - Date.now())) : undefined;
+  try {
+    return await query;
+  } catch (err) {
+    if ((err as { code?: string }).code === '57014') throw queryCancelled();
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    if (timer) clearTimeout(timer);
+    if (cancelling) await cancelling;
+    conn.release();
+  }
+}
+
+/** A statement cancelled because its caller left or its deadline passed: 504 (the caller no longer waits). */
+const queryCancelled = () => new AppError(504, { error: 'Request cancelled or timed out' });
+
+/**
  * One page of a tenant's images plus the total matching count, in one round trip.
- * Throws 400 'Invalid request payload' with details when a filter is invalid.
+ * Throws 400 'Invalid request payload' with details when a filter, the paging or the cursor is invalid.
  *
  * The page travels as one json_agg value (one JSON.parse) rather than ~30 columns x `limit` rows
  * parsed one by one by the driver: the gallery's hot path (issue 4 benchmark) spends most of its
@@ -283,21 +466,28 @@ export async function listImages(
   sql: Sql,
   tenantId: string,
   filters: ImageListFilters,
-  page: { limit?: number; offset?: number } = {},
-): Promise<{ rows: ImageRow[]; total: number; limit: number; offset: number }> {
-  const q = pageQuery(tenantId, filters, page);
-  const [r] = await sql.unsafe(
-    `WITH page AS (SELECT ${IMAGE_COLUMNS} ${q.from})
-    SELECT ${q.total} AS total, json_agg(page ${q.order})::text AS page FROM page`,
-    q.params.values as never[],
-    { prepare: true },
+  page: ListPageRequest = {},
+  opts: ListOptions = {},
+): Promise<{ rows: ImageRow[] } & ListPageInfo> {
+  const q = pageQuery(tenantId, filters, page, opts);
+  const [r] = await cancellable(
+    sql,
+    (db) =>
+      db.unsafe(
+        `${q.ctes(IMAGE_COLUMNS)}
+      SELECT (SELECT total FROM tot) AS total, (SELECT walked FROM tot) AS walked, (SELECT count(*) FROM ids) AS fetched, ${q.last} AS last,
+        json_agg(page ${q.order})::text AS page FROM page`,
+        q.params.values as never[],
+        { prepare: true },
+      ),
+    opts,
   );
   const list: Record<string, unknown>[] = r?.page ? JSON.parse(r.page as string) : [];
   const images = list.map((row) => {
     row.created_at = new Date(row.created_at as string);
     return rowFromDb(row);
   });
-  return { rows: images, total: Number(r?.total ?? 0), limit: q.limit, offset: q.offset };
+  return { rows: images, ...pageInfo(q, opts, r, images.length) };
 }
 
 /**
@@ -313,31 +503,44 @@ export async function listImagesJson(
   sql: Sql,
   tenantId: string,
   filters: ImageListFilters,
-  page: { limit?: number; offset?: number },
+  page: ListPageRequest,
   urlPrefix: string,
-): Promise<{ json?: string; total: number; limit: number; offset: number }> {
-  const q = pageQuery(tenantId, filters, page);
+  opts: ListOptions = {},
+): Promise<{ json?: string } & ListPageInfo> {
+  const q = pageQuery(tenantId, filters, page, opts);
   const prefix = q.params.add(urlPrefix);
   const plainKey = q.params.add(PLAIN_KEY_SQL);
-  const [r] = await sql.unsafe(
-    `WITH page AS (
-      SELECT id, session_id, object_key, thumbnail_key, width, height, size_bytes, prompt, negative_prompt, operation,
-        aspect_ratio, created_at
-      ${q.from}
-    )
-    SELECT ${q.total} AS total,
-      bool_and(object_key ~ ${plainKey} AND thumbnail_key ~ ${plainKey}
-        AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0) AS plain,
-      COALESCE(json_agg((
-        SELECT r FROM (SELECT id, session_id AS "sessionId", ${prefix} || object_key AS "fullUrl",
-          ${prefix} || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
-          negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
-          to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt") r
-      ) ${q.order}), '[]')::text AS page
-    FROM page`,
-    q.params.values as never[],
-    { prepare: true },
+  const [r] = await cancellable(
+    sql,
+    (db) =>
+      db.unsafe(
+        `${q.ctes(`id, session_id, object_key, thumbnail_key, width, height, size_bytes, prompt, negative_prompt, operation,
+        aspect_ratio, created_at`)}
+      SELECT (SELECT total FROM tot) AS total, (SELECT walked FROM tot) AS walked, (SELECT count(*) FROM ids) AS fetched, ${q.last} AS last, count(*) AS n,
+        bool_and(object_key ~ ${plainKey} AND thumbnail_key ~ ${plainKey}
+          AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0) AS plain,
+        COALESCE(json_agg((
+          SELECT r FROM (SELECT id, session_id AS "sessionId", ${prefix} || object_key AS "fullUrl",
+            ${prefix} || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
+            negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
+            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt") r
+        ) ${q.order}), '[]')::text AS page
+      FROM page`,
+        q.params.values as never[],
+        { prepare: true },
+      ),
+    opts,
   );
   const plain = r?.plain !== false;
-  return { json: plain ? (r?.page as string) : undefined, total: Number(r?.total ?? 0), limit: q.limit, offset: q.offset };
+  return { json: plain ? (r?.page as string) : undefined, ...pageInfo(q, opts, r, Number(r?.n ?? 0)) };
+}
+
+/** The SQL text and values of a page query (EXPLAIN in tests and the scale benchmark). */
+export function listImagesSql(tenantId: string, filters: ImageListFilters, page: ListPageRequest = {}, opts: ListOptions = {}) {
+  const q = pageQuery(tenantId, filters, page, opts);
+  return {
+    text: `${q.ctes(IMAGE_COLUMNS)} SELECT (SELECT total FROM tot) AS total, (SELECT walked FROM tot) AS walked, (SELECT count(*) FROM ids) AS fetched, ${q.last} AS last,
+      json_agg(page ${q.order})::text AS page FROM page`,
+    values: q.params.values,
+  };
 }

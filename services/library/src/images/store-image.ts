@@ -20,6 +20,7 @@ import {
   validateSessionId,
 } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
+import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
@@ -64,6 +65,8 @@ export interface StoreImageInput {
   hasSynthid?: boolean;
   keyType?: string;
   tokens?: number;
+  /** Held back until its execution completes (pending_images): not listed, not billed, no ImageStored yet. */
+  pending?: boolean;
 }
 
 export interface ProcessedImage {
@@ -118,7 +121,11 @@ function optionalId(v: number | null | undefined, field: string): number | null 
 /**
  * Stores an image: original + thumbnail in object storage under the tenant's prefix, then the row, the
  * session update and the ImageStored outbox event in one transaction. When the transaction fails the files
- * are removed again. Throws 400 'Session image limit reached' when the session already holds 1,000 images.
+ * are removed again; when the process dies before it commits, the object sweeper removes them (the keys are
+ * scheduled in object_gc before the files are written and claimed by the row's transaction).
+ * With `pending`, the row goes to pending_images and no event is written: CommitExecutionImages (or the
+ * execution's ExecutionFinished event) lists and bills it later, a failed execution discards it.
+ * Throws 400 'Session image limit reached' when the session already holds 1,000 images.
  */
 export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): Promise<ImageRow> {
   const { sql, storage, config } = deps;
@@ -133,6 +140,8 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const stylePresetId = optionalId(input.stylePresetId, 'style_preset_id');
   const productReferenceId = optionalId(input.productReferenceId, 'product_reference_id');
   const characterId = optionalId(input.characterId, 'character_id');
+  if (input.pending && !input.executionId) throw invalidPayload(['execution_id is required for a pending image']);
+  const table = input.pending ? 'pending_images' : 'images';
 
   // Cheap pre-check so a full session costs no image work; the authoritative check is under the row lock.
   const count = await sessionImageCount(sql, tenantId, sessionId);
@@ -142,11 +151,13 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const name = randomUUID();
   const objectKey = tenantKey(tenantId, 'images', `${name}.${img.ext}`);
   const thumbnailKey = tenantKey(tenantId, 'thumbnails', `${name}.webp`);
+  const keys = [objectKey, thumbnailKey];
+  await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   await Promise.all([
     storage.put(objectKey, input.data, img.mimeType),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE),
   ]).catch(async (err) => {
-    await storage.deleteMany([objectKey, thumbnailKey]).catch(() => {});
+    await removeObjects({ sql, storage, logger: deps.logger }, keys);
     throw err;
   });
 
@@ -160,7 +171,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
       // then tenant_stats (taken by the insert trigger) as in deleteImage.
       const [[r]] = await Promise.all([
         tx`
-        INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
+        INSERT INTO ${tx(table)} (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
           width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
           resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
           is_reference, execution_id, has_synthid, key_type, tokens)
@@ -173,15 +184,15 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
           ${input.keyType || 'live'}, ${Math.max(0, Math.trunc(input.tokens ?? 0))})
         RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`,
         adjustSessionCount(tx, tenantId, sessionId, 1),
+        claimKeys(tx, keys),
       ]);
       const row = rowFromDb(r as Record<string, unknown>);
-      await writeImageStored(tx, config.eventsPrefix, { ...row, imageId: row.id, tenantId, sessionId });
+      if (!input.pending) await writeImageStored(tx, config.eventsPrefix, { ...row, imageId: row.id, tenantId, sessionId });
       return row;
     });
   } catch (err) {
-    await storage
-      .deleteMany([objectKey, thumbnailKey])
-      .catch((e) => deps.logger?.warn({ err: e, objectKey }, 'could not remove files of a failed store'));
+    // The keys are still scheduled: remove the files now (or the sweeper will).
+    await removeObjects({ sql, storage, logger: deps.logger }, keys);
     throw err;
   }
 }

@@ -1,6 +1,7 @@
 import { type Config, type Logger, notFound, type ObjectStorage, type Sql } from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageDeleted } from './events.js';
+import { removeObjects, scheduleRemoval } from './object-gc.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
@@ -85,15 +86,14 @@ export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number
     const [r] = await tx`DELETE FROM images WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
     if (!r) throw imageNotFound();
     const deleted = rowFromDb(r as Record<string, unknown>);
-    await writeImageDeleted(tx, deps.config.eventsPrefix, { ...deleted, imageId: deleted.id });
+    await Promise.all([
+      writeImageDeleted(tx, deps.config.eventsPrefix, { ...deleted, imageId: deleted.id }),
+      // The files go after the commit; scheduled here, so a crash in between leaves them to the sweeper.
+      scheduleRemoval(tx, [deleted.objectKey, deleted.thumbnailKey], 0),
+    ]);
     return deleted;
   });
-  try {
-    await deps.storage.deleteMany([row.objectKey, row.thumbnailKey]);
-  } catch (err) {
-    // The row is gone (and the event recorded); an orphaned file is harmless and logged for cleanup.
-    deps.logger?.warn({ err, objectKey: row.objectKey, thumbnailKey: row.thumbnailKey }, 'could not remove files of a deleted image');
-  }
+  await removeObjects(deps, [row.objectKey, row.thumbnailKey]);
   return row;
 }
 

@@ -133,6 +133,17 @@ export function formatIssue(i: z.ZodIssue): string {
 /** The details lines of a failed validation (one per problem, one per unknown argument). */
 export const formatIssues = (issues: z.ZodIssue[]): string[] => issues.flatMap((i) => formatIssue(i).split('\n'));
 
+/**
+ * What an OAuth token with `scopes` lacks for `tool`: the scopes to ask for (every missing required one, or
+ * the alternatives when none of `anyScopes` is held), or undefined when the token may call it.
+ */
+export function missingScopes(tool: Pick<ToolDef, 'scopes' | 'anyScopes'>, scopes: readonly string[]): Scope[] | undefined {
+  const missing = tool.scopes.filter((s) => !scopes.includes(s));
+  const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));
+  if (!missing.length && anyOk) return undefined;
+  return [...missing, ...(anyOk ? [] : (tool.anyScopes ?? []))];
+}
+
 /** Registers the tools on an McpServer. */
 export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDeps, authOf: (extra: Extra) => McpAuth) {
   // The SDK validates arguments before calling a tool, with a generic message; here the tool itself
@@ -153,6 +164,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
     ): Promise<CallToolResult> => {
       const auth = authOf(extra);
       const scopes = auth.scopes;
+      // (Over HTTP an OAuth token without the scope is answered 403 insufficient_scope before this; see http.ts.)
       if (scopes) {
         const missing = tool.scopes.filter((s) => !scopes.includes(s));
         const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));

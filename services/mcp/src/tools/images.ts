@@ -255,6 +255,7 @@ const listImages = defineTool({
     style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this style preset'),
     product_reference_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this product'),
     is_reference: z.boolean().optional().describe('true: reference images only'),
+    cursor: z.string().max(200).optional().describe('Continue after a previous answer (its pagination.nextCursor); not with offset'),
   },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -283,11 +284,13 @@ const listImages = defineTool({
           stylePresetId: args.style_preset_id,
           productReferenceId: args.product_reference_id,
           isReference: args.is_reference,
+          cursor: args.cursor,
         }),
         ctx.principal,
       ),
     );
-    return { data: { data: r.images.map(imageJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
+    const pagination = { total: r.total, limit: r.limit, offset: r.offset, totalIsExact: r.totalIsExact, nextCursor: r.nextCursor || null };
+    return { data: { data: r.images.map(imageJson), pagination } };
   },
 });
 

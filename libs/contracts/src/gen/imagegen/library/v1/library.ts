@@ -53,6 +53,22 @@ export interface StoreImageRequest {
   keyType: string;
   /** provider tokens spent on this image (session totals) */
   tokens: number;
+  /**
+   * Held back (not listed, not billed, no ImageStored) until its execution (execution_id, required)
+   * completes: CommitExecutionImages or the ExecutionFinished event. A failed execution's are removed.
+   */
+  pending: boolean;
+}
+
+export interface CommitExecutionImagesRequest {
+  /** default: the principal's tenant */
+  tenantId: string;
+  executionId: string;
+}
+
+export interface CommitExecutionImagesResponse {
+  /** images moved into the gallery by this call (0 when already done) */
+  committed: number;
 }
 
 export interface ImageRecord {
@@ -150,6 +166,11 @@ export interface ListImagesRequest {
    * `limit` ImageRecords only to re-encode them as the same JSON.
    */
   asJson: boolean;
+  /**
+   * Continue after the last row of a previous answer (its next_cursor); not with offset. 400 'Invalid request
+   * payload' (details ['cursor is invalid']) when it was changed, made for another tenant or another sort_by.
+   */
+  cursor?: string | undefined;
 }
 
 export interface ListImagesResponse {
@@ -163,6 +184,10 @@ export interface ListImagesResponse {
    * `data` of GET /api/images; libs/platform present.ts imageJson), newest first like images.
    */
   pageJson: Buffer;
+  /** false: total is a lower bound (filtered totals are counted with a bound: list-query.ts TOTAL_CAP). */
+  totalIsExact: boolean;
+  /** Continues after this page's last row (request cursor); empty on the last page. */
+  nextCursor: string;
 }
 
 export interface GetImageRequest {
@@ -290,6 +315,7 @@ function createBaseStoreImageRequest(): StoreImageRequest {
     hasSynthid: false,
     keyType: "",
     tokens: 0,
+    pending: false,
   };
 }
 
@@ -358,6 +384,9 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     }
     if (message.tokens !== 0) {
       writer.uint32(160).int64(message.tokens);
+    }
+    if (message.pending !== false) {
+      writer.uint32(168).bool(message.pending);
     }
     return writer;
   },
@@ -545,6 +574,14 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
             message.tokens = longToNumber(reader.int64());
             continue;
           }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.pending = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -643,6 +680,7 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
         ? globalThis.String(object.key_type)
         : "",
       tokens: isSet(object.tokens) ? globalThis.Number(object.tokens) : 0,
+      pending: isSet(object.pending) ? globalThis.Boolean(object.pending) : false,
     };
   },
 
@@ -708,6 +746,9 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     if (message.tokens !== 0) {
       obj.tokens = Math.round(message.tokens);
     }
+    if (message.pending !== false) {
+      obj.pending = message.pending;
+    }
     return obj;
   },
 
@@ -736,6 +777,167 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     message.hasSynthid = object.hasSynthid ?? false;
     message.keyType = object.keyType ?? "";
     message.tokens = object.tokens ?? 0;
+    message.pending = object.pending ?? false;
+    return message;
+  },
+};
+
+function createBaseCommitExecutionImagesRequest(): CommitExecutionImagesRequest {
+  return { tenantId: "", executionId: "" };
+}
+
+export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesRequest> = {
+  encode(message: CommitExecutionImagesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.executionId !== "") {
+      writer.uint32(18).string(message.executionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommitExecutionImagesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommitExecutionImagesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CommitExecutionImagesRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CommitExecutionImagesRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.executionId !== "") {
+      obj.executionId = message.executionId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CommitExecutionImagesRequest>): CommitExecutionImagesRequest {
+    return CommitExecutionImagesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CommitExecutionImagesRequest>): CommitExecutionImagesRequest {
+    const message = createBaseCommitExecutionImagesRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.executionId = object.executionId ?? "";
+    return message;
+  },
+};
+
+function createBaseCommitExecutionImagesResponse(): CommitExecutionImagesResponse {
+  return { committed: 0 };
+}
+
+export const CommitExecutionImagesResponse: MessageFns<CommitExecutionImagesResponse> = {
+  encode(message: CommitExecutionImagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.committed !== 0) {
+      writer.uint32(8).int32(message.committed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommitExecutionImagesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommitExecutionImagesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.committed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CommitExecutionImagesResponse {
+    return { committed: isSet(object.committed) ? globalThis.Number(object.committed) : 0 };
+  },
+
+  toJSON(message: CommitExecutionImagesResponse): unknown {
+    const obj: any = {};
+    if (message.committed !== 0) {
+      obj.committed = Math.round(message.committed);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CommitExecutionImagesResponse>): CommitExecutionImagesResponse {
+    return CommitExecutionImagesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CommitExecutionImagesResponse>): CommitExecutionImagesResponse {
+    const message = createBaseCommitExecutionImagesResponse();
+    message.committed = object.committed ?? 0;
     return message;
   },
 };
@@ -1798,6 +2000,7 @@ function createBaseListImagesRequest(): ListImagesRequest {
     isReference: undefined,
     sortBy: undefined,
     asJson: false,
+    cursor: undefined,
   };
 }
 
@@ -1859,6 +2062,9 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     }
     if (message.asJson !== false) {
       writer.uint32(152).bool(message.asJson);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(162).string(message.cursor);
     }
     return writer;
   },
@@ -2028,6 +2234,14 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
             message.asJson = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2125,6 +2339,7 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
         : isSet(object.as_json)
         ? globalThis.Boolean(object.as_json)
         : false,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -2187,6 +2402,9 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     if (message.asJson !== false) {
       obj.asJson = message.asJson;
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -2214,12 +2432,13 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
     message.isReference = object.isReference ?? undefined;
     message.sortBy = object.sortBy ?? undefined;
     message.asJson = object.asJson ?? false;
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListImagesResponse(): ListImagesResponse {
-  return { images: [], total: 0, limit: 0, offset: 0, pageJson: Buffer.alloc(0) };
+  return { images: [], total: 0, limit: 0, offset: 0, pageJson: Buffer.alloc(0), totalIsExact: false, nextCursor: "" };
 }
 
 export const ListImagesResponse: MessageFns<ListImagesResponse> = {
@@ -2238,6 +2457,12 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     }
     if (message.pageJson.length !== 0) {
       writer.uint32(42).bytes(message.pageJson);
+    }
+    if (message.totalIsExact !== false) {
+      writer.uint32(48).bool(message.totalIsExact);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(58).string(message.nextCursor);
     }
     return writer;
   },
@@ -2295,6 +2520,22 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
             message.pageJson = Buffer.from(reader.bytes());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.totalIsExact = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2318,6 +2559,16 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
         : isSet(object.page_json)
         ? Buffer.from(bytesFromBase64(object.page_json))
         : Buffer.alloc(0),
+      totalIsExact: isSet(object.totalIsExact)
+        ? globalThis.Boolean(object.totalIsExact)
+        : isSet(object.total_is_exact)
+        ? globalThis.Boolean(object.total_is_exact)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
     };
   },
 
@@ -2338,6 +2589,12 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     if (message.pageJson.length !== 0) {
       obj.pageJson = base64FromBytes(message.pageJson);
     }
+    if (message.totalIsExact !== false) {
+      obj.totalIsExact = message.totalIsExact;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -2351,6 +2608,8 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.pageJson = object.pageJson ?? Buffer.alloc(0);
+    message.totalIsExact = object.totalIsExact ?? false;
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
@@ -4160,6 +4419,22 @@ export const LibraryServiceService = {
     responseSerialize: (value: ImageRecord): Buffer => Buffer.from(ImageRecord.encode(value).finish()),
     responseDeserialize: (value: Buffer): ImageRecord => ImageRecord.decode(value),
   },
+  /**
+   * Makes the pending images of a completed execution (StoreImage with pending) listed and billed:
+   * moves them into the gallery with their ImageStored events, in one transaction. Idempotent; the
+   * library also does it on the execution's ExecutionFinished event, and discards them when it failed.
+   */
+  commitExecutionImages: {
+    path: "/imagegen.library.v1.LibraryService/CommitExecutionImages" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CommitExecutionImagesRequest): Buffer =>
+      Buffer.from(CommitExecutionImagesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CommitExecutionImagesRequest => CommitExecutionImagesRequest.decode(value),
+    responseSerialize: (value: CommitExecutionImagesResponse): Buffer =>
+      Buffer.from(CommitExecutionImagesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CommitExecutionImagesResponse => CommitExecutionImagesResponse.decode(value),
+  },
   /** One image of the caller's tenant with its original bytes. 404 'Image not found'. */
   getImageData: {
     path: "/imagegen.library.v1.LibraryService/GetImageData" as const,
@@ -4276,6 +4551,12 @@ export interface LibraryServiceServer extends UntypedServiceImplementation {
    * transaction (files removed again when it fails); upserts the session; 1,000 images per session.
    */
   storeImage: handleUnaryCall<StoreImageRequest, ImageRecord>;
+  /**
+   * Makes the pending images of a completed execution (StoreImage with pending) listed and billed:
+   * moves them into the gallery with their ImageStored events, in one transaction. Idempotent; the
+   * library also does it on the execution's ExecutionFinished event, and discards them when it failed.
+   */
+  commitExecutionImages: handleUnaryCall<CommitExecutionImagesRequest, CommitExecutionImagesResponse>;
   /** One image of the caller's tenant with its original bytes. 404 'Image not found'. */
   getImageData: handleUnaryCall<GetImageDataRequest, GetImageDataResponse>;
   /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
@@ -4320,6 +4601,26 @@ export interface LibraryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ImageRecord) => void,
+  ): ClientUnaryCall;
+  /**
+   * Makes the pending images of a completed execution (StoreImage with pending) listed and billed:
+   * moves them into the gallery with their ImageStored events, in one transaction. Idempotent; the
+   * library also does it on the execution's ExecutionFinished event, and discards them when it failed.
+   */
+  commitExecutionImages(
+    request: CommitExecutionImagesRequest,
+    callback: (error: ServiceError | null, response: CommitExecutionImagesResponse) => void,
+  ): ClientUnaryCall;
+  commitExecutionImages(
+    request: CommitExecutionImagesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CommitExecutionImagesResponse) => void,
+  ): ClientUnaryCall;
+  commitExecutionImages(
+    request: CommitExecutionImagesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CommitExecutionImagesResponse) => void,
   ): ClientUnaryCall;
   /** One image of the caller's tenant with its original bytes. 404 'Image not found'. */
   getImageData(

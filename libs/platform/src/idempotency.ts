@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Idempotency records (the IETF httpapi Idempotency-Key draft, with Stripe's semantics), shared by the
+ * gateway (REST) and the mcp service (tools' idempotency_key): per scope (tenant + surface) and key, the
+ * first request's fingerprint, then its response, kept for `ttlMs` (24 h).
+ *
+ * A request first claims the key with a lease (`leaseMs`, renewed while it runs). A claim that is never
+ * completed (its process died) expires with its lease, so the key can be retried; a response is only
+ * completed by the claim's owner, so a late owner never overwrites a retry's result.
+ *
+ * Two stores: Redis (REDIS_URL; every gateway and mcp replica shares the records) and memory (one
+ * process: the all-in-one without Redis; records do not outlive the process).
+ */
+
+export interface StoredResponse {
+  status: number;
+  contentType?: string;
+  body: string;
+}
+
+export type ClaimResult =
+  | { state: 'claimed'; owner: string }
+  | { state: 'in_flight' }
+  | { state: 'mismatch' }
+  | { state: 'done'; response: StoredResponse };
+
+export interface IdempotencyStore {
+  claim(id: string, fingerprint: string, leaseMs: number): Promise<ClaimResult>;
+  renew(id: string, owner: string, leaseMs: number): Promise<void>;
+  complete(id: string, owner: string, fingerprint: string, response: StoredResponse, ttlMs: number): Promise<void>;
+  release(id: string, owner: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Rec {
+  fingerprint: string;
+  owner?: string;
+  response?: StoredResponse;
+}
+
+function decide(rec: Rec, fingerprint: string): ClaimResult {
+  if (rec.fingerprint !== fingerprint) return { state: 'mismatch' };
+  if (rec.response) return { state: 'done', response: rec.response };
+  return { state: 'in_flight' };
+}
+
+export function memoryIdempotencyStore(now: () => number = Date.now): IdempotencyStore {
+  const recs = new Map<string, Rec & { expires: number }>();
+  const live = (id: string) => {
+    const r = recs.get(id);
+    if (r && r.expires <= now()) {
+      recs.delete(id);
+      return undefined;
+    }
+    return r;
+  };
+  const sweep = setInterval(() => {
+    for (const id of recs.keys()) live(id);
+  }, 60_000);
+  sweep.unref();
+  return {
+    async claim(id, fingerprint, leaseMs) {
+      const r = live(id);
+      if (r) return decide(r, fingerprint);
+      const owner = randomUUID();
+      recs.set(id, { fingerprint, owner, expires: now() + leaseMs });
+      return { state: 'claimed', owner };
+    },
+    async renew(id, owner, leaseMs) {
+      const r = live(id);
+      if (r && r.owner === owner && !r.response) r.expires = now() + leaseMs;
+    },
+    async complete(id, owner, fingerprint, response, ttlMs) {
+      const r = live(id);
+      if (r && r.owner !== owner) return;
+      recs.set(id, { fingerprint, response, expires: now() + ttlMs });
+    },
+    async release(id, owner) {
+      const r = live(id);
+      if (r && r.owner === owner && !r.response) recs.delete(id);
+    },
+    async close() {
+      clearInterval(sweep);
+    },
+  };
+}
+
+// Compare-and-set on the owner: only the claim's owner may renew, complete or release it.
+const IF_OWNER = `
+local v = redis.call('GET', KEYS[1])
+if v then
+  local r = cjson.decode(v)
+  if r.owner ~= ARGV[1] or r.response then return 0 end
+end
+if ARGV[2] == 'renew' then
+  if not v then return 0 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+elseif ARGV[2] == 'complete' then
+  redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[3])
+elseif ARGV[2] == 'release' then
+  redis.call('DEL', KEYS[1])
+end
+return 1`;
+
+/** The few ioredis commands the Redis store uses (libs/platform does not depend on ioredis itself). */
+export interface RedisCommands {
+  set(key: string, value: string, px: 'PX', ms: number, nx: 'NX'): Promise<'OK' | null>;
+  get(key: string): Promise<string | null>;
+  eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
+}
+
+export function redisIdempotencyStore(redis: RedisCommands, prefix: string): IdempotencyStore {
+  const k = (id: string) => `${prefix}${id}`;
+  const ifOwner = (id: string, owner: string, op: string, ms = 0, value = '') =>
+    redis.eval(IF_OWNER, 1, k(id), owner, op, String(ms), value);
+  return {
+    async claim(id, fingerprint, leaseMs) {
+      for (let i = 0; i < 3; i++) {
+        const owner = randomUUID();
+        const set = await redis.set(k(id), JSON.stringify({ fingerprint, owner }), 'PX', leaseMs, 'NX');
+        if (set === 'OK') return { state: 'claimed', owner };
+        const v = await redis.get(k(id));
+        if (v) return decide(JSON.parse(v) as Rec, fingerprint);
+        // Expired between the two commands: claim again.
+      }
+      return { state: 'in_flight' };
+    },
+    async renew(id, owner, leaseMs) {
+      await ifOwner(id, owner, 'renew', leaseMs);
+    },
+    async complete(id, owner, fingerprint, response, ttlMs) {
+      await ifOwner(id, owner, 'complete', ttlMs, JSON.stringify({ fingerprint, response }));
+    },
+    async release(id, owner) {
+      await ifOwner(id, owner, 'release');
+    },
+    async close() {},
+  };
+}

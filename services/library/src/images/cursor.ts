@@ -1,0 +1,62 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { invalidPayload } from '@imagegen/platform';
+
+/**
+ * Keyset cursors of the image lists (issue 16): `pagination.nextCursor` names the last row of a page by its
+ * sort key, and `cursor` continues right after it (`(created_at, id) < (...)` for newest first), in the time of
+ * one page however deep it is. A cursor is opaque and tamper-proof: base64url of the position, then an
+ * HMAC-SHA256 over it and the tenant id, so a changed byte or another tenant's cursor is refused (400 'Invalid
+ * request payload', details ['cursor is invalid']). The sort order travels inside: a cursor of another order is
+ * refused the same way. Filters do not: a cursor used with other filters continues from the same position.
+ */
+export interface CursorPosition {
+  /** The sort of the list that made it (newest, oldest, largest, smallest). */
+  sort: string;
+  /** The sort value of the last row: created_at in UTC with microseconds, or size_bytes as digits. */
+  value: string;
+  id: number;
+}
+
+const MAC_BYTES = 16;
+const VALUE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|\d{1,18})$/;
+
+/** The signing key: CURSOR_KEY, else derived from CREDENTIALS_KEY, else random per process (with a warning by the caller). */
+export function cursorKey(config: { cursorKey?: string; credentialsKey?: string }): { key: Buffer; ephemeral: boolean } {
+  if (config.cursorKey) return { key: createHash('sha256').update(`imagegen-cursor:${config.cursorKey}`).digest(), ephemeral: false };
+  if (config.credentialsKey) {
+    return {
+      key: createHmac('sha256', Buffer.from(config.credentialsKey, 'base64')).update('imagegen-list-cursor-v1').digest(),
+      ephemeral: false,
+    };
+  }
+  return { key: randomBytes(32), ephemeral: true };
+}
+
+const mac = (key: Buffer, tenantId: string, body: string) =>
+  createHmac('sha256', key).update(tenantId).update('\n').update(body).digest().subarray(0, MAC_BYTES);
+
+export function encodeCursor(key: Buffer, tenantId: string, p: CursorPosition): string {
+  const body = Buffer.from(JSON.stringify([1, p.sort, p.value, p.id])).toString('base64url');
+  return `${body}.${mac(key, tenantId, body).toString('base64url')}`;
+}
+
+const invalid = () => invalidPayload(['cursor is invalid']);
+
+/** The position of a cursor made for `tenantId` and `sort`; 400 'Invalid request payload' otherwise. */
+export function decodeCursor(key: Buffer, tenantId: string, sort: string, cursor: string): CursorPosition {
+  if (cursor.length > 200) throw invalid();
+  const [body, sig, extra] = cursor.split('.');
+  if (!body || !sig || extra !== undefined) throw invalid();
+  const given = Buffer.from(sig, 'base64url');
+  if (given.length !== MAC_BYTES || !timingSafeEqual(given, mac(key, tenantId, body))) throw invalid();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 4 || parsed[0] !== 1) throw invalid();
+  const [, s, value, id] = parsed as [number, unknown, unknown, unknown];
+  if (s !== sort || typeof value !== 'string' || !VALUE.test(value) || !Number.isSafeInteger(id) || (id as number) < 1) throw invalid();
+  return { sort, value, id: id as number };
+}

@@ -1,0 +1,79 @@
+import { type Config, durationFromEnv, type Logger, type ObjectStorage, type Sql } from '@imagegen/platform';
+import { adjustSessionCount } from '../sessions/store.js';
+import { writeImageStored } from './events.js';
+import { removeObjects, scheduleRemoval } from './object-gc.js';
+import { IMAGE_COLUMNS, rowFromDb } from './types.js';
+
+/**
+ * The second phase of storing an execution's images (pending_images, migration 200): an image is listed
+ * and billed only when the execution that produced it completed. Both operations are idempotent and run
+ * from two places: generation calls CommitExecutionImages right after it wrote 'completed', and the
+ * library's ExecutionFinished consumer does the same for completed executions (the call may have been
+ * lost with its process) and discards the images of failed ones.
+ */
+
+export interface PendingDeps {
+  sql: Sql;
+  storage: ObjectStorage;
+  config: Config;
+  logger?: Logger;
+}
+
+/** PENDING_IMAGE_MAX_AGE_MS: pending images with no outcome after this long are discarded (a lost event). */
+export const PENDING_MAX_AGE_MS = durationFromEnv('PENDING_IMAGE_MAX_AGE_MS', 3_600_000);
+
+/** Moves the execution's pending images into the gallery with their ImageStored events; returns how many. */
+export async function commitExecutionImages(deps: PendingDeps, tenantId: string, executionId: string): Promise<number> {
+  if (!executionId) return 0;
+  return deps.sql.begin(async (tx) => {
+    const rows = await tx`
+      WITH moved AS (
+        DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}
+        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
+      )
+      INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
+      RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
+    for (const r of rows) {
+      const row = rowFromDb(r as Record<string, unknown>);
+      await writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id });
+    }
+    return rows.length;
+  });
+}
+
+/** Deletes the pending images of a failed execution (rows, session counts, then files); returns how many. */
+export async function discardExecutionImages(deps: PendingDeps, tenantId: string, executionId: string): Promise<number> {
+  if (!executionId) return 0;
+  return discard(deps, deps.sql`tenant_id = ${tenantId} AND execution_id = ${executionId}`);
+}
+
+/** Discards pending images older than `olderThanMs` whose execution never reported an outcome. */
+export async function discardStalePending(deps: PendingDeps, olderThanMs = PENDING_MAX_AGE_MS): Promise<number> {
+  return discard(deps, deps.sql`created_at < now() - ${`${olderThanMs} milliseconds`}::interval`);
+}
+
+async function discard(deps: PendingDeps, where: ReturnType<Sql>): Promise<number> {
+  const removed = await deps.sql.begin(async (tx) => {
+    const rows = await tx`
+      DELETE FROM pending_images WHERE id IN (SELECT id FROM pending_images WHERE ${where} ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED)
+      RETURNING tenant_id, session_id, object_key, thumbnail_key`;
+    if (rows.length === 0) return [];
+    // Session rows in key order (as every other writer locks them), one update per session.
+    const perSession = new Map<string, { tenantId: string; sessionId: string; n: number }>();
+    for (const r of rows) {
+      const k = `${r.tenant_id}\u0000${r.session_id}`;
+      const e = perSession.get(k) ?? { tenantId: r.tenant_id as string, sessionId: r.session_id as string, n: 0 };
+      e.n++;
+      perSession.set(k, e);
+    }
+    for (const k of [...perSession.keys()].sort()) {
+      const e = perSession.get(k) as { tenantId: string; sessionId: string; n: number };
+      await adjustSessionCount(tx, e.tenantId, e.sessionId, -e.n);
+    }
+    const keys = rows.flatMap((r) => [r.object_key as string, r.thumbnail_key as string]);
+    await scheduleRemoval(tx, keys, 0);
+    return keys;
+  });
+  await removeObjects(deps, removed);
+  return removed.length / 2;
+}

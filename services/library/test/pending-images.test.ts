@@ -1,0 +1,157 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/events';
+import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
+import { subjectFor, writeOutbox } from '@imagegen/platform';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scheduleRemoval, sweepObjects } from '../src/images/object-gc.js';
+import { discardStalePending } from '../src/images/pending.js';
+import { type LibraryHarness, makeImage, startLibrary, until } from './support.js';
+
+/**
+ * Two-phase storing: an execution's images are listed and billed (ImageStored) only once the execution
+ * completed; a failed execution's are removed with their files; files that no row owns (a crash between
+ * the file writes and the commit, or between a delete's commit and its file removal) are swept.
+ */
+let h: LibraryHarness;
+let png: Buffer;
+beforeAll(async () => {
+  h = await startLibrary();
+  png = await makeImage(64, 48);
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+const req = (tenantId: string, executionId: string, over: Partial<StoreImageRequest> = {}): StoreImageRequest => ({
+  tenantId,
+  sessionId: `s-${executionId}`,
+  data: png,
+  mimeType: 'image/png',
+  prompt: 'pending fox',
+  operation: 'generate',
+  aspectRatio: '4:3',
+  modelId: 'provA-flash-lite-image',
+  resolutionTier: '1k',
+  referenceGroupIds: [],
+  isReference: false,
+  executionId,
+  hasSynthid: false,
+  keyType: 'live',
+  tokens: 0,
+  pending: true,
+  ...over,
+});
+
+const file = (key: string) => join(h.dataDir, 'objects', key);
+const storedEventsOf = (tenantId: string) =>
+  h.events.filter((m) => m.subject.endsWith('library.image_stored') && ImageStored.decode(m.data).tenantId === tenantId);
+const listed = async (tenantId: string) =>
+  (await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal(tenantId))).images.length;
+
+async function finish(tenantId: string, executionId: string, status: 'completed' | 'failed') {
+  await h.sql.begin((tx) =>
+    writeOutbox(tx, {
+      subject: subjectFor(h.ctx.config.eventsPrefix, 'generation.execution_finished'),
+      data: ExecutionFinished.encode({
+        tenantId,
+        executionId,
+        sessionId: `s-${executionId}`,
+        toolName: 'generate_image',
+        status,
+        durationMs: 1,
+        occurredAt: new Date().toISOString(),
+        keyType: 'live',
+        images: 1,
+      }).finish(),
+    }),
+  );
+}
+
+describe('pending images', () => {
+  it('are neither listed nor billed until CommitExecutionImages, then keep their id', async () => {
+    const rec = await h.client.storeImage(req('tP1', 'exec-1'), h.principal('tP1'));
+    expect(existsSync(file(rec.objectKey))).toBe(true);
+    expect(await listed('tP1')).toBe(0);
+    await expect(h.client.getImage(GetImageRequest.fromPartial({ imageId: rec.id }), h.principal('tP1'))).rejects.toMatchObject({
+      status: 404,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(storedEventsOf('tP1')).toHaveLength(0);
+
+    const c = await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1' }, h.principal('tP1'));
+    expect(c.committed).toBe(1);
+    expect(await listed('tP1')).toBe(1);
+    expect((await h.client.getImage(GetImageRequest.fromPartial({ imageId: rec.id }), h.principal('tP1'))).image?.id).toBe(rec.id);
+    await until(() => storedEventsOf('tP1').length === 1);
+    // Idempotent: a second commit (the event consumer after the call) moves nothing and bills nothing.
+    expect((await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1' }, h.principal('tP1'))).committed).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(storedEventsOf('tP1')).toHaveLength(1);
+  });
+
+  it('another tenant cannot commit them', async () => {
+    await h.client.storeImage(req('tP2', 'exec-2'), h.principal('tP2'));
+    const c = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-2' }, h.principal('tOther'));
+    expect(c.committed).toBe(0);
+    expect(await listed('tOther')).toBe(0);
+  });
+
+  it('are committed by a completed ExecutionFinished event and discarded (files too) by a failed one', async () => {
+    const ok = await h.client.storeImage(req('tP3', 'exec-ok'), h.principal('tP3'));
+    const bad1 = await h.client.storeImage(req('tP3', 'exec-bad'), h.principal('tP3'));
+    const bad2 = await h.client.storeImage(req('tP3', 'exec-bad'), h.principal('tP3'));
+    await finish('tP3', 'exec-ok', 'completed');
+    await finish('tP3', 'exec-bad', 'failed');
+    await until(async () => (await listed('tP3')) === 1 && !existsSync(file(bad2.objectKey)), 10_000);
+    const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP3'));
+    expect(page.images.map((i) => i.id)).toEqual([ok.id]);
+    for (const b of [bad1, bad2]) {
+      expect(existsSync(file(b.objectKey))).toBe(false);
+      expect(existsSync(file(b.thumbnailKey))).toBe(false);
+    }
+    // The session's capacity reserved by the discarded images is given back.
+    const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP3' AND session_id = 's-exec-bad'`;
+    expect(s.image_count).toBe(0);
+    await until(() => storedEventsOf('tP3').length === 1);
+  });
+
+  it('with no outcome after the maximum age are discarded', async () => {
+    const rec = await h.client.storeImage(req('tP4', 'exec-lost'), h.principal('tP4'));
+    await h.sql`UPDATE pending_images SET created_at = now() - interval '2 hours' WHERE id = ${rec.id}`;
+    const deps = { sql: h.sql, storage: h.ctx.storage, config: h.ctx.config };
+    expect(await discardStalePending(deps, 3_600_000)).toBe(1);
+    expect(existsSync(file(rec.objectKey))).toBe(false);
+  });
+
+  it('a pending store needs an execution id', async () => {
+    await expect(h.client.storeImage(req('tP5', ''), h.principal('tP5'))).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe('object sweeper', () => {
+  it('removes files whose store never committed (a crash after the file writes), once due', async () => {
+    const keys = ['tenants/tG/images/crashed.png', 'tenants/tG/thumbnails/crashed.webp'];
+    // What storeImage does before a crash: schedule the keys, then write the files; no row ever comes.
+    await scheduleRemoval(h.sql, keys, 60_000);
+    for (const k of keys) {
+      mkdirSync(dirname(file(k)), { recursive: true });
+      writeFileSync(file(k), 'x');
+    }
+    const deps = { sql: h.sql, storage: h.ctx.storage };
+    await sweepObjects(deps);
+    expect(keys.every((k) => existsSync(file(k)))).toBe(true); // not due yet
+    await h.sql`UPDATE object_gc SET due_at = now() - interval '1 second' WHERE object_key = ANY(${keys}::text[])`;
+    expect(await sweepObjects(deps)).toBe(2);
+    expect(keys.some((k) => existsSync(file(k)))).toBe(false);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key = ANY(${keys}::text[])`).toHaveLength(0);
+  });
+
+  it('leaves no entry behind for a stored image, and a deleted image leaves none either', async () => {
+    const rec = await h.client.storeImage(req('tG2', '', { pending: false }), h.principal('tG2'));
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key IN (${rec.objectKey}, ${rec.thumbnailKey})`).toHaveLength(0);
+    await h.client.deleteImage({ imageId: rec.id }, h.principal('tG2'));
+    expect(existsSync(file(rec.objectKey))).toBe(false);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key IN (${rec.objectKey}, ${rec.thumbnailKey})`).toHaveLength(0);
+  });
+});

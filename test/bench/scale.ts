@@ -1,0 +1,136 @@
+import { startTestStack } from '../support/stack.js';
+import { seedScale } from './scale-seed.js';
+import { fmt, load, machineLoad } from './util.js';
+
+/**
+ * Issue 16 benchmark (`pnpm bench scale`): the image list queries at 10,000 and at 1,000,000 images in a tenant,
+ * with 1,000,000 more images over 100 other tenants in the same table; p50/p99 of `GET /api/images?...` (and a
+ * search preset run) through the gateway at 8 connections, and the growth of p99 from 10k to 1M.
+ * Targets: p99 < 100 ms at 1M for page 1 and every filter, alone and combined, and p99 within 3x of 10k.
+ * Seeding (scale-seed.ts) must take under two minutes.
+ *
+ * BENCH_SECONDS (default 5 per query and size), BENCH_SCALE_IMAGES (default 1000000: the big tenant and the
+ * others together), BENCH_SCALE_CONNECTIONS (default 8), BENCH_SCALE_ONLY (query names separated by ';').
+ */
+const QUERIES: { name: string; query: string | ((size: number) => string) }[] = [
+  { name: 'page 1, limit=20', query: 'limit=20' },
+  { name: 'offset = half the images', query: (n) => `offset=${n / 2}` },
+  { name: 'cursor at half the images', query: 'CURSOR' },
+  { name: 'search exact (0.1%)', query: 'search=frozen%20whale' },
+  { name: 'search exact (10%)', query: 'search=copper' },
+  { name: 'searchMode=all, 2 words (1%)', query: 'search=copper%20lantern&searchMode=all' },
+  { name: 'searchMode=any, 2 words (10%)', query: 'search=misty%20harbor&searchMode=any' },
+  { name: 'search no match', query: 'search=zebra%20unicorn' },
+  { name: 'aspectRatio=16:9 (10%)', query: 'aspectRatio=16:9' },
+  { name: 'minSize=3000000 (26%)', query: 'minSize=3000000' },
+  { name: 'maxSize=250000 (1.3%)', query: 'maxSize=250000' },
+  { name: 'one week dateFrom/dateTo', query: 'DATES' },
+  { name: 'operationType=edit (2%)', query: 'operationType=edit' },
+  { name: 'modelId (1/6)', query: 'modelId=provA-pro-image' },
+  { name: 'resolutionTier=2k,4k', query: 'resolutionTier=2k,4k' },
+  { name: 'hasNegativePrompt=true', query: 'hasNegativePrompt=true' },
+  { name: 'stylePresetId (0.5%)', query: 'stylePresetId=42' },
+  { name: 'productReferenceId (0.2%)', query: 'productReferenceId=7' },
+  { name: 'isReference=true (0.3%)', query: 'isReference=true' },
+  { name: 'sessionId', query: 'SESSION' },
+  { name: 'any + aspect + minSize', query: 'search=misty%20harbor&searchMode=any&aspectRatio=16:9&minSize=3000000' },
+  { name: 'exact 10% + edit + dateFrom', query: 'search=copper&operationType=edit&DATEFROM' },
+  { name: 'aspect + tier + model (0.4%)', query: 'aspectRatio=21:9&resolutionTier=4k&modelId=provB-image-2' },
+  { name: 'all 1% + isReference', query: 'search=copper%20lantern&searchMode=all&isReference=true' },
+  { name: 'preset: exact 0.1%, largest', query: 'PRESET:{"search":"frozen whale","sortBy":"largest"}' },
+  { name: 'preset: any 10%, smallest', query: 'PRESET:{"search":"misty harbor","searchMode":"any","sortBy":"smallest"}' },
+];
+
+interface Figure {
+  p50: number;
+  p99: number;
+  rps: number;
+  bad: number;
+}
+
+export async function benchScale(): Promise<void> {
+  const durationSec = Number(process.env.BENCH_SECONDS ?? 5);
+  const big = Number(process.env.BENCH_SCALE_IMAGES ?? 1_000_000);
+  const small = 10_000;
+  const connections = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 8);
+  const only = process.env.BENCH_SCALE_ONLY?.split(';');
+  process.env.RATE_LIMIT_DISABLED = '1';
+  const stack = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
+  try {
+    const tenants = { small: await stack.createTenant(), big: await stack.createTenant() };
+    const seeded = await seedScale(stack.env.DATABASE_URL, {
+      tenants: [
+        { id: tenants.small.tenantId, count: small },
+        { id: tenants.big.tenantId, count: big },
+      ],
+      others: big,
+      otherTenants: 100,
+    });
+    console.log(
+      `\n== scale: image lists at ${small} and ${big} images in a tenant (${big} more over 100 tenants), ${connections} connections ==`,
+    );
+    console.log(
+      `seeded ${seeded.rows} rows (indexes rebuilt, VACUUM ANALYZE) in ${fmt(seeded.ms / 1000, 1)} s (target < 120 s); ${machineLoad()}`,
+    );
+
+    const results = new Map<string, { small?: Figure; big?: Figure; exact?: string }>();
+    for (const [size, tenant, n] of [
+      ['small', tenants.small, small],
+      ['big', tenants.big, big],
+    ] as const) {
+      const headers = { 'x-api-key': tenant.liveKey };
+      const get = async (path: string) => {
+        const r = await fetch(`${stack.baseUrl}${path}`, { headers });
+        if (r.status !== 200) throw new Error(`${path}: ${r.status} ${(await r.text()).slice(0, 300)}`);
+        return (await r.json()) as { data: { createdAt: string }[]; pagination: { nextCursor: string | null; totalIsExact: boolean } };
+      };
+      for (const q of QUERIES) {
+        if (only && !only.includes(q.name)) continue;
+        let qs = typeof q.query === 'function' ? q.query(n) : q.query;
+        let path: string;
+        if (qs === 'CURSOR') {
+          const mid = await get(`/api/images?limit=20&offset=${n / 2}`);
+          path = `/api/images?limit=20&cursor=${encodeURIComponent(mid.pagination.nextCursor as string)}`;
+        } else if (qs.startsWith('PRESET:')) {
+          const r = await fetch(`${stack.baseUrl}/api/search-presets`, {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/json' },
+            body: JSON.stringify({ presetName: `${q.name}`.slice(0, 50), filters: JSON.parse(qs.slice(7)) }),
+          });
+          const preset = (await r.json()) as { data: { id: number } };
+          path = `/api/search-presets/${preset.data.id}/images?limit=20`;
+        } else {
+          // One week in the middle of the year the rows span; a date half a year back; a session in the middle.
+          const day = (daysBack: number) => new Date(Date.now() - daysBack * 86_400_000).toISOString().slice(0, 10);
+          qs = qs
+            .replace('DATES', `dateFrom=${day(180)}&dateTo=${day(174)}`)
+            .replace('DATEFROM', `dateFrom=${day(180)}`)
+            .replace('SESSION', `sessionId=scale-${tenant.tenantId}-${Math.floor(n / 2000)}`);
+          path = `/api/images?${qs}`;
+        }
+        const first = await get(path);
+        const url = `${stack.baseUrl}${path}`;
+        await load(url, { connections, durationSec: 1, headers }); // warm-up (plans, caches)
+        const r = await load(url, { connections, durationSec, headers });
+        const entry = results.get(q.name) ?? {};
+        entry[size] = { p50: r.p50, p99: r.p99, rps: r.reqPerSec, bad: r.non2xx + r.errors };
+        if (size === 'big') entry.exact = first.pagination?.totalIsExact === false ? 'capped' : 'exact';
+        results.set(q.name, entry);
+      }
+    }
+    const pad = (s: string, n: number) => s.padEnd(n);
+    console.log(
+      `${pad('GET /api/images?...', 34)}${pad('10k p50 / p99 ms', 19)}${pad('1M p50 / p99 ms', 19)}${pad('growth p99', 12)}${pad('1M req/s', 10)}total`,
+    );
+    for (const [name, e] of results) {
+      const f = (x?: Figure) => (x ? `${x.p50} / ${x.p99}${x.bad ? ` (${x.bad} bad)` : ''}` : '-');
+      const growth = e.small && e.big ? `x${fmt(e.big.p99 / Math.max(e.small.p99, 1), 1)}` : '-';
+      const flag = e.big && (e.big.p99 >= 100 || (e.small && e.big.p99 > 3 * Math.max(e.small.p99, 1))) ? '  <- over target' : '';
+      console.log(
+        `${pad(name, 34)}${pad(f(e.small), 19)}${pad(f(e.big), 19)}${pad(growth, 12)}${pad(e.big ? fmt(e.big.rps, 0) : '-', 10)}${e.exact ?? ''}${flag}`,
+      );
+    }
+  } finally {
+    await stack.stop();
+  }
+}

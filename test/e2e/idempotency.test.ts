@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { sleep } from './generation-support.js';
+
+/**
+ * Idempotency-Key on the POSTs that create or bill: the first answer is replayed (Idempotent-Replayed),
+ * the same key with another body is 422, a retry while the first runs is 409, a failed first answer (5xx)
+ * leaves the key free, and nothing is stored or billed twice.
+ */
+let s: TestStack;
+let t: TestTenant;
+let other: TestTenant;
+beforeAll(async () => {
+  s = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
+  t = await s.createTenant();
+  other = await s.createTenant();
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const post = (path: string, body: unknown, key: string | undefined, tenant = t) =>
+  s.api(path, { key: tenant.liveKey, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
+const imageCount = async (tenant = t) => (await s.api('/api/images?limit=1', { key: tenant.liveKey })).body.pagination.total;
+async function monthImages(tenant = t): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  let last = -1;
+  // Usage is applied from events: wait until it stops moving.
+  for (;;) {
+    const u = (await s.api('/api/usage', { key: tenant.liveKey })).body.data;
+    const n = u.months?.[0]?.total_images ?? 0;
+    if (n === last || Date.now() > deadline) return n;
+    last = n;
+    await sleep(700);
+  }
+}
+
+describe('Idempotency-Key', () => {
+  it('replays the first answer of a generation and bills it once', async () => {
+    const body = { prompt: 'an idempotent lighthouse', n: 2 };
+    const first = await post('/api/images', body, 'gen-1');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const again = await post('/api/images', body, 'gen-1');
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await imageCount()).toBe(2);
+    expect(await monthImages()).toBe(2);
+  });
+
+  it('refuses the same key with a different body (422), and keeps the first answer', async () => {
+    expect((await post('/api/images', { prompt: 'first body' }, 'gen-2')).status).toBe(200);
+    const other = await post('/api/images', { prompt: 'second body' }, 'gen-2');
+    expect(other.status).toBe(422);
+    expect(other.body).toEqual({
+      error: 'Idempotency-Key already used for a different request',
+      details: ['send a new Idempotency-Key for a request with another method, path, query or body'],
+    });
+  });
+
+  it('answers 409 to a retry while the first request is still running, then replays it', async () => {
+    const body = { prompt: 'slow one [[delay:1500]]' };
+    const first = post('/api/images', body, 'gen-3');
+    await sleep(400);
+    const during = await post('/api/images', body, 'gen-3');
+    expect(during.status).toBe(409);
+    expect(during.body.error).toBe('A request with this Idempotency-Key is still in progress');
+    expect(during.headers.get('retry-after')).toBe('1');
+    const done = await first;
+    expect(done.status).toBe(200);
+    const replay = await post('/api/images', body, 'gen-3');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body.data?.executionId ?? replay.body.executionId).toBe(done.body.data?.executionId ?? done.body.executionId);
+  });
+
+  it('leaves the key free after a failed (5xx) answer: the retry runs, and only it is billed', async () => {
+    const before = await imageCount();
+    const failed = await post('/api/images', { prompt: 'upstream down [[fail:500]]' }, 'gen-4');
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    const retry = await post('/api/images', { prompt: 'upstream down [[fail:500]]' }, 'gen-4');
+    // The same request fails the same way (the directive), but it ran again: not a replay.
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(await imageCount()).toBe(before);
+  });
+
+  it('does not keep a refusal by validation: the corrected request runs under the same key', async () => {
+    const bad = await post('/api/images', { prompt: 'x', n: 99 }, 'gen-5');
+    expect(bad.status).toBe(400);
+    const good = await post('/api/images', { prompt: 'x corrected' }, 'gen-5');
+    expect(good.status).toBe(200);
+    expect(good.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('keys are per tenant', async () => {
+    const body = { name: 'Idem style', prompt_suffix: 'in watercolour' };
+    const a = await post('/api/style-presets', body, 'shared-key');
+    const b = await post('/api/style-presets', body, 'shared-key', other);
+    expect([a.status, b.status]).toEqual([201, 201].map((x) => (a.status === 200 ? 200 : x)));
+    expect(b.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await post('/api/style-presets', body, 'shared-key');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.status).toBe(a.status);
+    expect(replay.body).toEqual(a.body);
+    const list = await s.api('/api/style-presets', { key: t.liveKey });
+    expect(JSON.stringify(list.body).match(/Idem style/g)).toHaveLength(1);
+  });
+
+  it('refuses a malformed key with 400 in the error envelope', async () => {
+    const r = await post('/api/images', { prompt: 'x' }, 'k'.repeat(256));
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({
+      error: 'Invalid Idempotency-Key header',
+      details: ['Idempotency-Key must be one value of 1-255 visible ASCII characters'],
+    });
+  });
+
+  it('is ignored on requests that neither create nor bill', async () => {
+    const r = await s.api('/api/images?limit=1', { key: t.liveKey, headers: { 'idempotency-key': 'read' } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('idempotent-replayed')).toBeNull();
+  });
+});

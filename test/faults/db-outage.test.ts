@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type Journey,
+  type PrivateNats,
+  type ServiceName,
+  sleep,
+  startJourney,
+  startPrivateNats,
+  waitFor,
+} from '../distributed/harness.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+
+/**
+ * PostgreSQL outage under load (issue 13, items 1-2 and 7): the distributed shape (one process per service)
+ * on a private PostgreSQL, a few clients generating images through the gateway, PostgreSQL stopped (fast
+ * shutdown) for 10 s and started again. Crash-only and fail-fast (ARCHITECTURE rule 8): no process dies,
+ * every request that fails during the outage answers 503 + Retry-After quickly, readiness turns 503 on
+ * every service that needs the database, and the first request after the restart succeeds within seconds.
+ * Then NATS (a private server) is stopped: usage-metering stays ready, its gRPC answering from PostgreSQL.
+ *
+ * The figures are printed (`[db-outage] ...`) for the record.
+ */
+
+const OUTAGE_MS = 10_000;
+const CLIENTS = 4;
+const READY_CHECKED: ServiceName[] = ['gateway', 'library', 'generation', 'usage-metering', 'webhook-dispatcher', 'tenancy'];
+
+interface Sample {
+  start: number;
+  end: number;
+  status: number;
+  retryAfter: string | null;
+  error?: string;
+}
+
+let pg: PrivatePostgres;
+let nats: PrivateNats;
+let j: Journey;
+
+beforeAll(async () => {
+  pg = await startPrivatePostgres();
+  nats = await startPrivateNats();
+  j = await startJourney({
+    databaseUrl: pg.url,
+    natsUrl: nats.url,
+    env: { RATE_LIMIT_DISABLED: '1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
+  });
+}, 180_000);
+
+afterAll(async () => {
+  if (pg && !pg.running) await pg.start().catch(() => {});
+  await j?.stop();
+  await pg?.close();
+  await nats?.close();
+}, 60_000);
+
+describe('PostgreSQL outage under generation load', () => {
+  it('no process dies, failures are fast 503s with Retry-After, readiness follows, recovery within seconds', async () => {
+    const t = await j.createTenant();
+    const warm = await j.api('/api/images', { key: t.liveKey, body: { prompt: 'warm up', n: 1 } });
+    expect(warm.status, JSON.stringify(warm.body)).toBe(200);
+
+    const samples: Sample[] = [];
+    let running = true;
+    const client = async (n: number) => {
+      while (running) {
+        const start = Date.now();
+        try {
+          const res = await fetch(`${j.baseUrl}/api/images`, {
+            method: 'POST',
+            headers: { 'x-api-key': t.liveKey, 'content-type': 'application/json' },
+            body: JSON.stringify({ prompt: `outage load ${n}`, n: 1 }),
+            signal: AbortSignal.timeout(30_000),
+          });
+          await res.arrayBuffer();
+          samples.push({ start, end: Date.now(), status: res.status, retryAfter: res.headers.get('retry-after') });
+        } catch (err) {
+          samples.push({ start, end: Date.now(), status: 0, retryAfter: null, error: (err as Error).message });
+          await sleep(100);
+        }
+      }
+    };
+    const clients = Array.from({ length: CLIENTS }, (_, i) => client(i));
+
+    const readiness: { service: ServiceName; at: number; status: number }[] = [];
+    let probing = false;
+    const probe = async () => {
+      while (probing) {
+        await Promise.all(
+          READY_CHECKED.map(async (service) => {
+            const at = Date.now();
+            const status = await fetch(`${j.services.get(service)?.opsUrl}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+              async (r) => {
+                await r.arrayBuffer();
+                return r.status;
+              },
+              () => 0,
+            );
+            readiness.push({ service, at, status });
+          }),
+        );
+        await sleep(300);
+      }
+    };
+
+    await sleep(3000);
+    const down = Date.now();
+    await pg.stop();
+    probing = true;
+    const prober = probe();
+    await sleep(OUTAGE_MS);
+    probing = false;
+    await prober;
+    await pg.start();
+    const up = Date.now();
+
+    // Load goes on until the first success after the restart (or 30 s), then 2 s more.
+    const firstOk = await waitFor(
+      'a successful generation after the restart',
+      async () => samples.find((s) => s.status === 200 && s.start >= up)?.end ?? samples.find((s) => s.status === 200 && s.end >= up)?.end,
+      30_000,
+      50,
+    ).catch(() => undefined);
+    await sleep(2000);
+    running = false;
+    await Promise.all(clients);
+
+    // ---- figures ----
+    const inOutage = samples.filter((s) => s.start >= down && s.start < up);
+    const failed = samples.filter((s) => s.status !== 200);
+    const failedInOutage = inOutage.filter((s) => s.status !== 200);
+    const longest = Math.max(0, ...failedInOutage.map((s) => s.end - s.start));
+    const byStatus: Record<string, number> = {};
+    for (const s of failed) byStatus[s.status] = (byStatus[s.status] ?? 0) + 1;
+    const dead = [...j.services.values()].filter((sp) => sp.proc && (sp.proc.exitCode !== null || sp.proc.signalCode !== null));
+    const notReady = Object.fromEntries(
+      READY_CHECKED.map((svc) => {
+        const late = readiness.filter((r) => r.service === svc && r.at >= down + 2500);
+        return [svc, `${late.filter((r) => r.status === 503).length}/${late.length}`];
+      }),
+    );
+    const recoveryMs = firstOk === undefined ? undefined : firstOk - up;
+    console.log(
+      `[db-outage] requests ${samples.length} (ok ${samples.filter((s) => s.status === 200).length}, failed ${failed.length} by status ${JSON.stringify(byStatus)}); ` +
+        `during the outage ${inOutage.length} started, ${failedInOutage.length} failed, longest failure ${longest} ms, ` +
+        `without Retry-After ${failed.filter((s) => !s.retryAfter).length}; readyz 503 (probes from +2.5 s) ${JSON.stringify(notReady)}; ` +
+        `first success ${recoveryMs ?? 'never'} ms after the restart; dead processes ${dead.map((d) => `${d.name}(${d.proc?.exitCode ?? d.proc?.signalCode})`).join(', ') || 'none'}`,
+    );
+
+    expect(dead.map((d) => `${d.name}: exit ${d.proc?.exitCode ?? d.proc?.signalCode}\n${j.logs(d.name).slice(-3000)}`)).toEqual([]);
+    expect(failedInOutage.length).toBeGreaterThan(0);
+    for (const s of failed) {
+      expect(s.status, JSON.stringify(s)).toBe(503);
+      expect(s.retryAfter, JSON.stringify(s)).toMatch(/^\d+$/);
+    }
+    expect(longest).toBeLessThanOrEqual(2500);
+    for (const svc of READY_CHECKED) {
+      const late = readiness.filter((r) => r.service === svc && r.at >= down + 2500);
+      expect(late.length, svc).toBeGreaterThan(0);
+      expect(
+        late.every((r) => r.status === 503),
+        `${svc} readyz during the outage: ${late.map((r) => r.status).join(',')}`,
+      ).toBe(true);
+    }
+    expect(recoveryMs, 'first success after the restart (ms)').toBeDefined();
+    expect(recoveryMs as number).toBeLessThanOrEqual(3000);
+
+    // Everything is ready again.
+    for (const svc of READY_CHECKED) {
+      await waitFor(`${svc} ready again`, async () => (await fetch(`${j.services.get(svc)?.opsUrl}/readyz`)).status === 200, 10_000, 100);
+    }
+  }, 120_000);
+
+  it('usage-metering stays ready while NATS is down (its gRPC answers from PostgreSQL)', async () => {
+    const usage = j.services.get('usage-metering')?.opsUrl;
+    await waitFor('usage-metering ready', async () => (await fetch(`${usage}/readyz`)).status === 200, 10_000, 100);
+    await nats.stop();
+    try {
+      // Long enough for the transport to notice (its connection closes at once on a stopped server).
+      await sleep(2000);
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        statuses.push((await fetch(`${usage}/readyz`)).status);
+        await sleep(200);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    } finally {
+      await nats.start();
+    }
+  }, 30_000);
+});

@@ -1,0 +1,302 @@
+import { createDb, type Sql } from '@imagegen/platform';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ALL_SERVICES,
+  type Journey,
+  type PrivateNats,
+  type ServiceName,
+  sleep,
+  startJourney,
+  startPrivateNats,
+  waitFor,
+} from '../distributed/harness.js';
+import type { TestTenant } from '../support/api.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+
+/**
+ * Fault injection (issue 13, item 8): the distributed shape, every service its own process, on a private
+ * PostgreSQL and a private nats-server (never the machine's shared ones). Each fault runs under a
+ * generation load of its own tenant and then checks what a paying tenant cares about:
+ * - usage equals exactly what the 200 answers reported (0 lost, 0 doubled), in images and bytes;
+ * - the gallery lists exactly the images of the 200 answers (nothing of a failed request stays);
+ * - no object in storage without a row (orphans are swept), no execution left running;
+ * - no process died that the test did not kill.
+ * Each prints its figures: client-visible errors (count, statuses, longest), recovery time.
+ * The PostgreSQL outage has its own file (db-outage.test.ts); the ZIP race is in test/e2e.
+ */
+
+const CLIENTS = 3;
+const TIMERS = {
+  // Short reaper timers so the suite sees in seconds what production does within a minute.
+  EXECUTION_HEARTBEAT_MS: '1000',
+  EXECUTION_DEAD_AFTER_MS: '5000',
+  EXECUTION_REAPER_MS: '1000',
+  OBJECT_GC_GRACE_MS: '5000',
+  OBJECT_GC_SWEEP_MS: '1000',
+};
+
+let pg: PrivatePostgres;
+let nats: PrivateNats;
+let j: Journey;
+let db: Sql;
+const killedByTest = new Set<ServiceName>();
+const figures: Record<string, unknown>[] = [];
+
+beforeAll(async () => {
+  [pg, nats] = await Promise.all([startPrivatePostgres(), startPrivateNats()]);
+  j = await startJourney({
+    databaseUrl: pg.url,
+    natsUrl: nats.url,
+    env: { ...TIMERS, RATE_LIMIT_DISABLED: '1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
+  });
+  db = createDb(j.env.DATABASE_URL, { schema: 'public', max: 2 });
+}, 180_000);
+
+afterAll(async () => {
+  console.log(`fault figures:\n${figures.map((f) => JSON.stringify(f)).join('\n')}`);
+  await db?.end();
+  await j?.stop();
+  await Promise.all([pg?.close(), nats?.close()]);
+}, 90_000);
+
+interface Answer {
+  start: number;
+  end: number;
+  status: number;
+  images: { id: number; bytes: number }[];
+  retryAfter?: string | null;
+  error?: string;
+}
+
+/** CLIENTS loops of POST /api/images for `tenant` until stop() is called. */
+function load(tenant: TestTenant, body: () => Record<string, unknown>) {
+  const answers: Answer[] = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      const start = Date.now();
+      try {
+        const res = await fetch(`${j.baseUrl}/api/images`, {
+          method: 'POST',
+          headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
+          body: JSON.stringify(body()),
+          signal: AbortSignal.timeout(60_000),
+        });
+        const json = (await res.json().catch(() => undefined)) as any;
+        const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
+        answers.push({ start, end: Date.now(), status: res.status, images, retryAfter: res.headers.get('retry-after') });
+        // A client that honours the failure backs off a little (Retry-After is seconds; tests need less).
+        if (res.status !== 200) await sleep(100);
+      } catch (err) {
+        answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
+        await sleep(100);
+      }
+    }
+  };
+  const loops = Array.from({ length: CLIENTS }, loop);
+  return {
+    answers,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return answers;
+    },
+  };
+}
+
+/** Waits until `n` answers with status 200 started after `since`; answers the first one's end. */
+async function successAfter(answers: Answer[], since: number, timeoutMs = 60_000): Promise<number> {
+  return waitFor('a successful request', async () => answers.find((a) => a.start >= since && a.status === 200)?.end, timeoutMs, 50);
+}
+
+function errorsOf(answers: Answer[]) {
+  const failed = answers.filter((a) => a.status !== 200);
+  const statuses: Record<string, number> = {};
+  for (const a of failed) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  return {
+    requests: answers.length,
+    errors: failed.length,
+    statuses,
+    longestErrorMs: failed.reduce((m, a) => Math.max(m, a.end - a.start), 0),
+  };
+}
+
+async function usageOf(tenant: TestTenant): Promise<{ images: number; bytes: number }> {
+  const r = await j.api('/api/usage', { key: tenant.liveKey });
+  const m = r.body?.data?.months?.[0];
+  return { images: m?.total_images ?? 0, bytes: m?.total_bytes ?? 0 };
+}
+
+/**
+ * The invariants every fault must keep, waited for (the reapers and consumers need a few seconds):
+ * usage and gallery equal the 200 answers, nothing pending or running, every object owned by a row.
+ */
+async function assertConsistent(tenant: TestTenant, answers: Answer[]) {
+  const ok = answers.flatMap((a) => a.images);
+  const expected = { images: ok.length, bytes: ok.reduce((s, i) => s + i.bytes, 0) };
+  const okIds = new Set(ok.map((i) => i.id));
+  let usage = { images: -1, bytes: -1 };
+  let listed: number[] = [];
+  let running = -1;
+  let pending = -1;
+  let orphans: string[] = [];
+  try {
+    await waitFor(
+      'usage, gallery, executions and storage to settle',
+      async () => {
+        usage = await usageOf(tenant);
+        const rows = await db`SELECT id FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
+        listed = rows.map((r) => Number(r.id));
+        [{ n: running }] =
+          await db`SELECT count(*)::int AS n FROM generation.executions WHERE tenant_id = ${tenant.tenantId} AND status = 'running'`;
+        [{ n: pending }] = await db`SELECT count(*)::int AS n FROM library.pending_images WHERE tenant_id = ${tenant.tenantId}`;
+        const owned = await db`SELECT object_key AS k FROM library.images WHERE tenant_id = ${tenant.tenantId}
+          UNION ALL SELECT thumbnail_key FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
+        const ownedKeys = new Set(owned.map((r) => r.k as string));
+        orphans = j.objectKeys().filter((k) => k.startsWith(`tenants/${tenant.tenantId}/`) && !ownedKeys.has(k));
+        return (
+          usage.images === expected.images &&
+          usage.bytes === expected.bytes &&
+          listed.length === okIds.size &&
+          listed.every((id) => okIds.has(id)) &&
+          running === 0 &&
+          pending === 0 &&
+          orphans.length === 0
+        );
+      },
+      45_000,
+      500,
+    );
+  } catch {
+    // Fall through to the precise assertions below (they name what is off).
+  }
+  expect({ usage, running, pending, orphans }).toEqual({ usage: expected, running: 0, pending: 0, orphans: [] });
+  expect(listed.sort((a, b) => a - b)).toEqual([...okIds].sort((a, b) => a - b));
+  return { lost: 0, doubled: 0, images: expected.images, orphans: orphans.length, executionsRunning: running };
+}
+
+function assertNoUnexpectedDeath() {
+  for (const name of ALL_SERVICES) {
+    if (killedByTest.has(name)) continue;
+    const sp = j.services.get(name);
+    expect(sp?.proc?.exitCode ?? null, `${name} exited`).toBeNull();
+    expect(sp?.proc?.signalCode ?? null, `${name} was killed`).toBeNull();
+  }
+}
+
+async function restart(name: ServiceName) {
+  await j.start(name);
+  killedByTest.delete(name);
+}
+
+describe('faults under generation load', () => {
+  it('generation killed mid-request: the clients get 503, nothing of theirs is listed or billed, executions end failed', async () => {
+    const t = await j.createTenant();
+    const l = load(t, () => ({ prompt: 'slow sea [[delay:700]]', n: 2 }));
+    await successAfter(l.answers, 0);
+    await sleep(300);
+    killedByTest.add('generation');
+    const killedAt = Date.now();
+    await j.kill('generation', 'SIGKILL');
+    await sleep(1000);
+    await restart('generation');
+    const recovered = await successAfter(l.answers, Date.now());
+    const answers = await l.stop();
+    const during = answers.filter((a) => a.status !== 200);
+    expect(during.length).toBeGreaterThan(0);
+    for (const a of during) expect([503, 504]).toContain(a.status);
+    const result = await assertConsistent(t, answers);
+    // Those executions were failed by the reaper (not left running), and they say why.
+    const [{ n }] = await db`SELECT count(*)::int AS n FROM generation.executions
+      WHERE tenant_id = ${t.tenantId} AND status = 'failed' AND error = 'Execution abandoned: the worker stopped'`;
+    expect(n).toBeGreaterThan(0);
+    figures.push({ fault: 'generation SIGKILL', ...errorsOf(answers), recoveryMs: recovered - killedAt, ...result });
+    assertNoUnexpectedDeath();
+  });
+
+  it('library killed mid-store: no file without a row survives, nothing is billed that was not answered 200', async () => {
+    const t = await j.createTenant();
+    const l = load(t, () => ({ prompt: 'library crash', n: 3 }));
+    await successAfter(l.answers, 0);
+    killedByTest.add('library');
+    const killedAt = Date.now();
+    await j.kill('library', 'SIGKILL');
+    await sleep(1000);
+    await restart('library');
+    const recovered = await successAfter(l.answers, Date.now());
+    const answers = await l.stop();
+    const result = await assertConsistent(t, answers);
+    figures.push({ fault: 'library SIGKILL', ...errorsOf(answers), recoveryMs: recovered - killedAt, ...result });
+    assertNoUnexpectedDeath();
+  });
+
+  it('usage-metering killed 10 s: generation keeps serving known tenants, usage catches up exactly', async () => {
+    const t = await j.createTenant();
+    const l = load(t, () => ({ prompt: 'metering away', n: 1 }));
+    await successAfter(l.answers, 0);
+    killedByTest.add('usage-metering');
+    const killedAt = Date.now();
+    await j.kill('usage-metering', 'SIGKILL');
+    await sleep(10_000);
+    const outage = l.answers.filter((a) => a.start >= killedAt + 500);
+    await restart('usage-metering');
+    const answers = await l.stop();
+    // The quota check fails open for a tenant checked within QUOTA_FALLBACK_MS: no refusal during the outage.
+    expect(outage.length).toBeGreaterThan(3);
+    expect(errorsOf(outage).errors).toBe(0);
+    const result = await assertConsistent(t, answers);
+    figures.push({ fault: 'usage-metering SIGKILL 10 s', ...errorsOf(answers), outageRequests: outage.length, ...result });
+    assertNoUnexpectedDeath();
+  });
+
+  for (const emptyStore of [false, true]) {
+    it(`NATS killed 5 s and restarted${emptyStore ? ' with an empty store' : ''}: 0 events lost, 0 doubled`, async () => {
+      const t = await j.createTenant();
+      const l = load(t, () => ({ prompt: 'bus away', n: 1 }));
+      await successAfter(l.answers, 0);
+      const downAt = Date.now();
+      await nats.restart(5000, { emptyStore });
+      const recovered = await successAfter(l.answers, Date.now());
+      await sleep(1000);
+      const answers = await l.stop();
+      const result = await assertConsistent(t, answers);
+      figures.push({
+        fault: `NATS restart${emptyStore ? ' (empty store)' : ''}`,
+        ...errorsOf(answers),
+        recoveryMs: recovered - downAt,
+        ...result,
+      });
+      assertNoUnexpectedDeath();
+    });
+  }
+
+  it('gateway SIGTERM with requests in flight: readiness turns 503 at once, in-flight requests complete', async () => {
+    const t = await j.createTenant();
+    const inFlight = Array.from({ length: 3 }, (_, i) =>
+      j.api('/api/images', { key: t.liveKey, body: { prompt: `in flight ${i} [[delay:1500]]`, n: 1 } }),
+    );
+    await sleep(500);
+    killedByTest.add('gateway');
+    const stopping = j.kill('gateway', 'SIGTERM');
+    await sleep(100);
+    const ready = await fetch(`${j.baseUrl}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    const done = await Promise.all(inFlight);
+    const exit = await stopping;
+    expect([503, 0]).toContain(ready);
+    expect(done.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(exit.code).toBe(0);
+    await restart('gateway');
+    const answers: Answer[] = done.map((r) => ({
+      start: 0,
+      end: 0,
+      status: r.status,
+      images: r.body.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })),
+    }));
+    const result = await assertConsistent(t, answers);
+    figures.push({ fault: 'gateway SIGTERM', inFlight: 3, completed: done.length, readyzWhileStopping: ready, ...result });
+    assertNoUnexpectedDeath();
+  });
+});
