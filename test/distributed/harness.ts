@@ -189,6 +189,8 @@ process.once('exit', () => {
 
 export interface ServiceProcess {
   name: ServiceName;
+  /** 0 for the first (or only) replica of the service. */
+  replica: number;
   proc?: ChildProcess;
   /** Base URL of the endpoints /metrics, /livez, /readyz (the gateway's own port for the gateway). */
   opsUrl: string;
@@ -204,16 +206,21 @@ export interface Journey {
   adminToken: string;
   sandboxUrl?: string;
   env: Record<string, string>;
+  /** The first replica of each service. */
   services: Map<ServiceName, ServiceProcess>;
+  /** Every replica of each service (JourneyOptions.replicas), the first one first. */
+  instances: Map<ServiceName, ServiceProcess[]>;
+  /** Base URL of every gateway replica (baseUrl is the first). */
+  baseUrls: string[];
   logDir: string;
   /** fetch against the gateway with JSON helpers (test/support/api.ts). */
   api: Api;
   createTenant(body?: Record<string, unknown>): Promise<TestTenant>;
-  /** Starts (or restarts) one service process and waits until it is ready. */
-  start(name: ServiceName): Promise<void>;
+  /** Starts (or restarts) one service process (its first replica unless told) and waits until it is ready. */
+  start(name: ServiceName, replica?: number): Promise<void>;
   /** SIGKILL (crash) or SIGTERM (graceful); resolves when the process has exited. */
-  kill(name: ServiceName, signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  logs(name: ServiceName): string;
+  kill(name: ServiceName, signal?: NodeJS.Signals, replica?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  logs(name: ServiceName, replica?: number): string;
   /** Keys of every object in the journey's S3 bucket. */
   objectKeys(): string[];
   stop(): Promise<void>;
@@ -228,6 +235,13 @@ export interface JourneyOptions {
   env?: Record<string, string>;
   /** Server on which the fresh database is created. Default: DATABASE_URL (the machine's PostgreSQL). */
   databaseUrl?: string;
+  /**
+   * Processes per service (default 1; the sandbox provider always has one). With two or more, each replica
+   * has its own ports; gRPC clients get every replica as a static list (`ipv4:127.0.0.1:p1,127.0.0.1:p2`,
+   * balanced per call), gateway i proxies to oauth i and mcp i (OAUTH_URL and MCP_URL name one server), and
+   * mcp i checks tokens at oauth i+1 (so a token issued by one oauth replica is checked by the other).
+   */
+  replicas?: number | Partial<Record<ServiceName, number>>;
 }
 
 let tenantSeq = 0;
@@ -240,15 +254,24 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
   const logDir = join(dataDir, 'logs');
   mkdirSync(logDir, { recursive: true });
 
+  const count = (n: ServiceName) =>
+    n === 'sandbox-provider' ? 1 : Math.max(1, (typeof opts.replicas === 'number' ? opts.replicas : opts.replicas?.[n]) ?? 1);
+  // Replica 0 keeps the names `<service>:<kind>`; replica i > 0 is `<service>#i:<kind>`.
+  const key = (n: ServiceName, i: number, kind: string) => (i === 0 ? `${n}:${kind}` : `${n}#${i}:${kind}`);
   const ports = new Map<string, number>();
   for (const name of ALL_SERVICES) {
-    if (GRPC_SERVICES.includes(name)) ports.set(`${name}:grpc`, await reservePort());
-    if (HTTP_SERVICES.includes(name)) ports.set(`${name}:http`, await reservePort());
-    if (name !== 'gateway') ports.set(`${name}:ops`, await reservePort());
+    for (let i = 0; i < count(name); i++) {
+      if (GRPC_SERVICES.includes(name)) ports.set(key(name, i, 'grpc'), await reservePort());
+      if (HTTP_SERVICES.includes(name)) ports.set(key(name, i, 'http'), await reservePort());
+      ports.set(key(name, i, name === 'gateway' ? 'http' : 'ops'), await reservePort());
+    }
   }
-  const gatewayPort = await reservePort();
-  const grpc = (n: ServiceName) => `127.0.0.1:${ports.get(`${n}:grpc`)}`;
-  const http = (n: ServiceName) => `http://127.0.0.1:${ports.get(`${n}:http`)}`;
+  const gatewayPort = ports.get('gateway:http') as number;
+  const grpcOf = (n: ServiceName, i = 0) => `127.0.0.1:${ports.get(key(n, i, 'grpc'))}`;
+  /** The address gRPC clients use: every replica (a static list when there are several). */
+  const grpc = (n: ServiceName) =>
+    count(n) === 1 ? grpcOf(n) : `ipv4:${Array.from({ length: count(n) }, (_, i) => grpcOf(n, i)).join(',')}`;
+  const http = (n: ServiceName, i = 0) => `http://127.0.0.1:${ports.get(key(n, i, 'http'))}`;
   const sandboxUrl = http('sandbox-provider');
 
   const env: Record<string, string> = {
@@ -289,31 +312,46 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     ...opts.env,
   };
 
-  const services = new Map<ServiceName, ServiceProcess>();
+  const instances = new Map<ServiceName, ServiceProcess[]>();
   for (const name of ALL_SERVICES) {
-    services.set(name, {
+    instances.set(
       name,
-      opsUrl: name === 'gateway' ? `http://127.0.0.1:${gatewayPort}` : `http://127.0.0.1:${ports.get(`${name}:ops`)}`,
-      grpcAddress: GRPC_SERVICES.includes(name) ? grpc(name) : undefined,
-      httpUrl: name === 'gateway' ? `http://127.0.0.1:${gatewayPort}` : HTTP_SERVICES.includes(name) ? http(name) : undefined,
-      logFile: join(logDir, `${name}.log`),
-    });
+      Array.from({ length: count(name) }, (_, i) => ({
+        name,
+        replica: i,
+        opsUrl: name === 'gateway' ? http(name, i) : `http://127.0.0.1:${ports.get(key(name, i, 'ops'))}`,
+        grpcAddress: GRPC_SERVICES.includes(name) ? grpcOf(name, i) : undefined,
+        httpUrl: name === 'gateway' || HTTP_SERVICES.includes(name) ? http(name, i) : undefined,
+        logFile: join(logDir, i === 0 ? `${name}.log` : `${name}-${i + 1}.log`),
+      })),
+    );
   }
+  const services = new Map<ServiceName, ServiceProcess>([...instances].map(([n, list]) => [n, list[0]]));
+  const instance = (name: ServiceName, replica = 0) => {
+    const sp = instances.get(name)?.[replica];
+    if (!sp) throw new Error(`${name} has no replica ${replica}`);
+    return sp;
+  };
 
-  const logStreams = new Map<ServiceName, WriteStream>();
-  const start = async (name: ServiceName) => {
-    const sp = services.get(name) as ServiceProcess;
-    if (sp.proc && sp.proc.exitCode === null && sp.proc.signalCode === null) throw new Error(`${name} is already running`);
+  const logStreams = new Map<ServiceProcess, WriteStream>();
+  const start = async (name: ServiceName, replica = 0) => {
+    const sp = instance(name, replica);
+    const label = replica === 0 ? name : `${name}#${replica}`;
+    if (sp.proc && sp.proc.exitCode === null && sp.proc.signalCode === null) throw new Error(`${label} is already running`);
     const own: Record<string, string> = { OTEL_SERVICE_NAME: `imagegen-${name}` };
-    if (name === 'gateway') own.PORT = String(gatewayPort);
-    else own.OPS_PORT = String(ports.get(`${name}:ops`));
-    if (GRPC_SERVICES.includes(name)) own.GRPC_PORT = String(ports.get(`${name}:grpc`));
-    if (HTTP_SERVICES.includes(name)) own.HTTP_PORT = String(ports.get(`${name}:http`));
+    if (name === 'gateway') own.PORT = String(ports.get(key(name, replica, 'http')));
+    else own.OPS_PORT = String(ports.get(key(name, replica, 'ops')));
+    if (GRPC_SERVICES.includes(name)) own.GRPC_PORT = String(ports.get(key(name, replica, 'grpc')));
+    if (HTTP_SERVICES.includes(name)) own.HTTP_PORT = String(ports.get(key(name, replica, 'http')));
+    // OAUTH_URL and MCP_URL name one server: with replicas, gateway i uses oauth i and mcp i, mcp i checks tokens at oauth i+1.
+    if (name === 'gateway' && !opts.env?.OAUTH_URL) own.OAUTH_URL = http('oauth', replica % count('oauth'));
+    if (name === 'gateway' && !opts.env?.MCP_URL) own.MCP_URL = http('mcp', replica % count('mcp'));
+    if (name === 'mcp' && !opts.env?.OAUTH_URL) own.OAUTH_URL = http('oauth', (replica + 1) % count('oauth'));
     const args = ['--import', 'tsx', ...(opts.otlpEndpoint ? ['--import', PRELOAD] : []), `services/${name}/src/main.ts`];
-    let log = logStreams.get(name);
+    let log = logStreams.get(sp);
     if (!log) {
       log = createWriteStream(sp.logFile, { flags: 'a' });
-      logStreams.set(name, log);
+      logStreams.set(sp, log);
     }
     log.write(`\n---- start ${new Date().toISOString()} ----\n`);
     const p = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...env, ...own }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -329,9 +367,9 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     });
     try {
       await waitFor(
-        `${name} to be ready`,
+        `${label} to be ready`,
         async () => {
-          if (p.exitCode !== null || p.signalCode !== null) throw new ExitedError(`${name} exited with ${p.exitCode ?? p.signalCode}`);
+          if (p.exitCode !== null || p.signalCode !== null) throw new ExitedError(`${label} exited with ${p.exitCode ?? p.signalCode}`);
           const res = await fetch(`${sp.opsUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
           await res.arrayBuffer();
           return res.status === 200;
@@ -340,12 +378,12 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
         250,
       );
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- ${name} log (tail) ---\n${tail(sp.logFile)}`);
+      throw new Error(`${(err as Error).message}\n--- ${label} log (tail) ---\n${tail(sp.logFile)}`);
     }
   };
 
-  const kill: Journey['kill'] = async (name, signal = 'SIGKILL') => {
-    const sp = services.get(name) as ServiceProcess;
+  const kill: Journey['kill'] = async (name, signal = 'SIGKILL', replica = 0) => {
+    const sp = instance(name, replica);
     const p = sp.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return { code: p?.exitCode ?? null, signal: p?.signalCode ?? null };
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
@@ -362,7 +400,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
 
   const stopAll = async () => {
     const order = [...SERVICE_STEPS].reverse();
-    for (const step of order) await Promise.all(step.map((n) => kill(n, 'SIGTERM')));
+    for (const step of order) await Promise.all(step.flatMap((n) => (instances.get(n) ?? []).map((sp) => kill(n, 'SIGTERM', sp.replica))));
     for (const l of logStreams.values()) l.end();
     await s3.stop().catch(() => {});
     await db.drop().catch(() => {});
@@ -371,7 +409,9 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
 
   try {
     // All at once: gRPC clients connect lazily, and each process reports ready only when it can serve.
-    await Promise.all(ALL_SERVICES.filter((n) => wanted.has(n)).map((n) => start(n)));
+    await Promise.all(
+      ALL_SERVICES.filter((n) => wanted.has(n)).flatMap((n) => (instances.get(n) ?? []).map((sp) => start(n, sp.replica))),
+    );
   } catch (err) {
     await stopAll();
     throw err;
@@ -383,13 +423,15 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     sandboxUrl: wanted.has('sandbox-provider') ? sandboxUrl : undefined,
     env,
     services,
+    instances,
+    baseUrls: (instances.get('gateway') ?? []).map((sp) => sp.httpUrl as string),
     logDir,
     api,
     createTenant: (body = {}) => createTestTenant(api, `d${++tenantSeq}${randomBytes(3).toString('hex')}`, body),
     start,
     kill,
     objectKeys: () => s3.objectKeys(),
-    logs: (name) => (existsSync(services.get(name)?.logFile ?? '') ? readFileSync(services.get(name)?.logFile as string, 'utf8') : ''),
+    logs: (name, replica = 0) => (existsSync(instance(name, replica).logFile) ? readFileSync(instance(name, replica).logFile, 'utf8') : ''),
     stop: stopAll,
   };
 }

@@ -1,6 +1,8 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { sleep } from './generation-support.js';
+import { jsonOf, mcpClient } from './mcp-support.js';
 
 /**
  * Idempotency-Key on the POSTs that create or bill: the first answer is replayed (Idempotent-Replayed),
@@ -10,12 +12,15 @@ import { sleep } from './generation-support.js';
 let s: TestStack;
 let t: TestTenant;
 let other: TestTenant;
+let mcp: Client;
 beforeAll(async () => {
   s = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
   t = await s.createTenant();
   other = await s.createTenant();
+  mcp = await mcpClient(s.baseUrl, other.liveKey);
 });
 afterAll(async () => {
+  await mcp?.close();
   await s?.stop();
 });
 
@@ -96,7 +101,7 @@ describe('Idempotency-Key', () => {
     const body = { name: 'Idem style', prompt_suffix: 'in watercolour' };
     const a = await post('/api/style-presets', body, 'shared-key');
     const b = await post('/api/style-presets', body, 'shared-key', other);
-    expect([a.status, b.status]).toEqual([201, 201].map((x) => (a.status === 200 ? 200 : x)));
+    expect([a.status, b.status]).toEqual([200, 200]);
     expect(b.headers.get('idempotent-replayed')).toBeNull();
     const replay = await post('/api/style-presets', body, 'shared-key');
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
@@ -119,5 +124,45 @@ describe('Idempotency-Key', () => {
     const r = await s.api('/api/images?limit=1', { key: t.liveKey, headers: { 'idempotency-key': 'read' } });
     expect(r.status).toBe(200);
     expect(r.headers.get('idempotent-replayed')).toBeNull();
+  });
+});
+
+describe('MCP idempotency_key', () => {
+  const call = (name: string, args: Record<string, unknown>) => mcp.callTool({ name, arguments: args }, undefined, { timeout: 60_000 });
+
+  it('is published on the tools that create or bill, and only there', async () => {
+    const { tools } = await mcp.listTools();
+    const props = (n: string) => Object.keys((tools.find((x) => x.name === n)?.inputSchema.properties ?? {}) as object);
+    expect(props('generate_image')).toContain('idempotency_key');
+    expect(props('create_style_preset')).toContain('idempotency_key');
+    expect(props('list_images')).not.toContain('idempotency_key');
+  });
+
+  it('returns the first result again for the same call, and bills it once', async () => {
+    const before = await imageCount(other);
+    const args = { prompt: 'an idempotent tool call', idempotency_key: 'mcp-1' };
+    const first = await call('generate_image', args);
+    expect(first.isError).toBeFalsy();
+    const again = await call('generate_image', args);
+    expect(again._meta?.['imagegen/idempotent-replayed']).toBe(true);
+    expect(jsonOf(again)).toEqual(jsonOf(first));
+    expect(await imageCount(other)).toBe(before + 1);
+  });
+
+  it('refuses the same key with other arguments (422) and a malformed key (400)', async () => {
+    expect((await call('create_style_preset', { name: 'MCP idem', idempotency_key: 'mcp-2' })).isError).toBeFalsy();
+    const other = await call('create_style_preset', { name: 'MCP idem 2', idempotency_key: 'mcp-2' });
+    expect(other.isError).toBe(true);
+    expect(other.structuredContent).toMatchObject({ status: 422, error: 'Idempotency-Key already used for a different request' });
+    const bad = await call('create_style_preset', { name: 'x', idempotency_key: 'has space' });
+    expect(bad.structuredContent).toMatchObject({ status: 400, error: 'Invalid request payload' });
+  });
+
+  it('is separate from the REST keys of the same tenant', async () => {
+    const rest = await post('/api/style-presets', { name: 'Shared key REST' }, 'mcp-and-rest', other);
+    expect(rest.status).toBe(200);
+    const tool = await call('create_style_preset', { name: 'Shared key MCP', idempotency_key: 'mcp-and-rest' });
+    expect(tool.isError).toBeFalsy();
+    expect(tool._meta?.['imagegen/idempotent-replayed']).toBeUndefined();
   });
 });

@@ -1,3 +1,4 @@
+import { createDb } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Journey,
@@ -9,6 +10,7 @@ import {
   waitFor,
 } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+import { assertConsistent } from './support.js';
 
 /**
  * PostgreSQL outage under load (issue 13, items 1-2 and 7): the distributed shape (one process per service)
@@ -30,6 +32,7 @@ interface Sample {
   end: number;
   status: number;
   retryAfter: string | null;
+  images: { id: number; bytes: number }[];
   error?: string;
 }
 
@@ -72,10 +75,11 @@ describe('PostgreSQL outage under generation load', () => {
             body: JSON.stringify({ prompt: `outage load ${n}`, n: 1 }),
             signal: AbortSignal.timeout(30_000),
           });
-          await res.arrayBuffer();
-          samples.push({ start, end: Date.now(), status: res.status, retryAfter: res.headers.get('retry-after') });
+          const json = (await res.json().catch(() => undefined)) as { data?: { images: { record_id: number; size_bytes: number }[] } };
+          const images = res.status === 200 ? (json.data?.images ?? []).map((i) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
+          samples.push({ start, end: Date.now(), status: res.status, retryAfter: res.headers.get('retry-after'), images });
         } catch (err) {
-          samples.push({ start, end: Date.now(), status: 0, retryAfter: null, error: (err as Error).message });
+          samples.push({ start, end: Date.now(), status: 0, retryAfter: null, images: [], error: (err as Error).message });
           await sleep(100);
         }
       }
@@ -168,6 +172,16 @@ describe('PostgreSQL outage under generation load', () => {
     // Everything is ready again.
     for (const svc of READY_CHECKED) {
       await waitFor(`${svc} ready again`, async () => (await fetch(`${j.services.get(svc)?.opsUrl}/readyz`)).status === 200, 10_000, 100);
+    }
+
+    // Nothing lost, doubled or left behind: usage and the gallery equal the 200 answers, no execution is
+    // left running (final states were retried until the database came back), no orphan files.
+    const db = createDb(j.env.DATABASE_URL, { schema: 'public', max: 2 });
+    try {
+      const consistent = await assertConsistent(j, db, t, samples);
+      console.log(`[db-outage] after recovery: ${JSON.stringify(consistent)}`);
+    } finally {
+      await db.end();
     }
   }, 120_000);
 

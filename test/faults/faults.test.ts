@@ -1,17 +1,8 @@
 import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ALL_SERVICES,
-  type Journey,
-  type PrivateNats,
-  type ServiceName,
-  sleep,
-  startJourney,
-  startPrivateNats,
-  waitFor,
-} from '../distributed/harness.js';
-import type { TestTenant } from '../support/api.js';
+import { type Journey, type PrivateNats, type ServiceName, sleep, startJourney, startPrivateNats } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+import { type Answer, assertConsistent, assertNoUnexpectedDeath, errorsOf, load, successAfter } from './support.js';
 
 /**
  * Fault injection (issue 13, item 8): the distributed shape, every service its own process, on a private
@@ -25,7 +16,6 @@ import { type PrivatePostgres, startPrivatePostgres } from '../support/private-p
  * The PostgreSQL outage has its own file (db-outage.test.ts); the ZIP race is in test/e2e.
  */
 
-const CLIENTS = 3;
 const TIMERS = {
   // Short reaper timers so the suite sees in seconds what production does within a minute.
   EXECUTION_HEARTBEAT_MS: '1000',
@@ -59,131 +49,6 @@ afterAll(async () => {
   await Promise.all([pg?.close(), nats?.close()]);
 }, 90_000);
 
-interface Answer {
-  start: number;
-  end: number;
-  status: number;
-  images: { id: number; bytes: number }[];
-  retryAfter?: string | null;
-  error?: string;
-}
-
-/** CLIENTS loops of POST /api/images for `tenant` until stop() is called. */
-function load(tenant: TestTenant, body: () => Record<string, unknown>) {
-  const answers: Answer[] = [];
-  let running = true;
-  const loop = async () => {
-    while (running) {
-      const start = Date.now();
-      try {
-        const res = await fetch(`${j.baseUrl}/api/images`, {
-          method: 'POST',
-          headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
-          body: JSON.stringify(body()),
-          signal: AbortSignal.timeout(60_000),
-        });
-        const json = (await res.json().catch(() => undefined)) as any;
-        const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
-        answers.push({ start, end: Date.now(), status: res.status, images, retryAfter: res.headers.get('retry-after') });
-        // A client that honours the failure backs off a little (Retry-After is seconds; tests need less).
-        if (res.status !== 200) await sleep(100);
-      } catch (err) {
-        answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
-        await sleep(100);
-      }
-    }
-  };
-  const loops = Array.from({ length: CLIENTS }, loop);
-  return {
-    answers,
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      return answers;
-    },
-  };
-}
-
-/** Waits until `n` answers with status 200 started after `since`; answers the first one's end. */
-async function successAfter(answers: Answer[], since: number, timeoutMs = 60_000): Promise<number> {
-  return waitFor('a successful request', async () => answers.find((a) => a.start >= since && a.status === 200)?.end, timeoutMs, 50);
-}
-
-function errorsOf(answers: Answer[]) {
-  const failed = answers.filter((a) => a.status !== 200);
-  const statuses: Record<string, number> = {};
-  for (const a of failed) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
-  return {
-    requests: answers.length,
-    errors: failed.length,
-    statuses,
-    longestErrorMs: failed.reduce((m, a) => Math.max(m, a.end - a.start), 0),
-  };
-}
-
-async function usageOf(tenant: TestTenant): Promise<{ images: number; bytes: number }> {
-  const r = await j.api('/api/usage', { key: tenant.liveKey });
-  const m = r.body?.data?.months?.[0];
-  return { images: m?.total_images ?? 0, bytes: m?.total_bytes ?? 0 };
-}
-
-/**
- * The invariants every fault must keep, waited for (the reapers and consumers need a few seconds):
- * usage and gallery equal the 200 answers, nothing pending or running, every object owned by a row.
- */
-async function assertConsistent(tenant: TestTenant, answers: Answer[]) {
-  const ok = answers.flatMap((a) => a.images);
-  const expected = { images: ok.length, bytes: ok.reduce((s, i) => s + i.bytes, 0) };
-  const okIds = new Set(ok.map((i) => i.id));
-  let usage = { images: -1, bytes: -1 };
-  let listed: number[] = [];
-  let running = -1;
-  let pending = -1;
-  let orphans: string[] = [];
-  try {
-    await waitFor(
-      'usage, gallery, executions and storage to settle',
-      async () => {
-        usage = await usageOf(tenant);
-        const rows = await db`SELECT id FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
-        listed = rows.map((r) => Number(r.id));
-        [{ n: running }] =
-          await db`SELECT count(*)::int AS n FROM generation.executions WHERE tenant_id = ${tenant.tenantId} AND status = 'running'`;
-        [{ n: pending }] = await db`SELECT count(*)::int AS n FROM library.pending_images WHERE tenant_id = ${tenant.tenantId}`;
-        const owned = await db`SELECT object_key AS k FROM library.images WHERE tenant_id = ${tenant.tenantId}
-          UNION ALL SELECT thumbnail_key FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
-        const ownedKeys = new Set(owned.map((r) => r.k as string));
-        orphans = j.objectKeys().filter((k) => k.startsWith(`tenants/${tenant.tenantId}/`) && !ownedKeys.has(k));
-        return (
-          usage.images === expected.images &&
-          usage.bytes === expected.bytes &&
-          listed.length === okIds.size &&
-          listed.every((id) => okIds.has(id)) &&
-          running === 0 &&
-          pending === 0 &&
-          orphans.length === 0
-        );
-      },
-      45_000,
-      500,
-    );
-  } catch {
-    // Fall through to the precise assertions below (they name what is off).
-  }
-  expect({ usage, running, pending, orphans }).toEqual({ usage: expected, running: 0, pending: 0, orphans: [] });
-  expect(listed.sort((a, b) => a - b)).toEqual([...okIds].sort((a, b) => a - b));
-  return { lost: 0, doubled: 0, images: expected.images, orphans: orphans.length, executionsRunning: running };
-}
-
-function assertNoUnexpectedDeath() {
-  for (const name of ALL_SERVICES) {
-    if (killedByTest.has(name)) continue;
-    const sp = j.services.get(name);
-    expect(sp?.proc?.exitCode ?? null, `${name} exited`).toBeNull();
-    expect(sp?.proc?.signalCode ?? null, `${name} was killed`).toBeNull();
-  }
-}
-
 async function restart(name: ServiceName) {
   await j.start(name);
   killedByTest.delete(name);
@@ -192,7 +57,7 @@ async function restart(name: ServiceName) {
 describe('faults under generation load', () => {
   it('generation killed mid-request: the clients get 503, nothing of theirs is listed or billed, executions end failed', async () => {
     const t = await j.createTenant();
-    const l = load(t, () => ({ prompt: 'slow sea [[delay:700]]', n: 2 }));
+    const l = load(j, t, () => ({ prompt: 'slow sea [[delay:700]]', n: 2 }));
     await successAfter(l.answers, 0);
     await sleep(300);
     killedByTest.add('generation');
@@ -205,18 +70,18 @@ describe('faults under generation load', () => {
     const during = answers.filter((a) => a.status !== 200);
     expect(during.length).toBeGreaterThan(0);
     for (const a of during) expect([503, 504]).toContain(a.status);
-    const result = await assertConsistent(t, answers);
+    const result = await assertConsistent(j, db, t, answers);
     // Those executions were failed by the reaper (not left running), and they say why.
     const [{ n }] = await db`SELECT count(*)::int AS n FROM generation.executions
       WHERE tenant_id = ${t.tenantId} AND status = 'failed' AND error = 'Execution abandoned: the worker stopped'`;
     expect(n).toBeGreaterThan(0);
     figures.push({ fault: 'generation SIGKILL', ...errorsOf(answers), recoveryMs: recovered - killedAt, ...result });
-    assertNoUnexpectedDeath();
-  });
+    assertNoUnexpectedDeath(j, killedByTest);
+  }, 120_000);
 
   it('library killed mid-store: no file without a row survives, nothing is billed that was not answered 200', async () => {
     const t = await j.createTenant();
-    const l = load(t, () => ({ prompt: 'library crash', n: 3 }));
+    const l = load(j, t, () => ({ prompt: 'library crash', n: 3 }));
     await successAfter(l.answers, 0);
     killedByTest.add('library');
     const killedAt = Date.now();
@@ -225,14 +90,14 @@ describe('faults under generation load', () => {
     await restart('library');
     const recovered = await successAfter(l.answers, Date.now());
     const answers = await l.stop();
-    const result = await assertConsistent(t, answers);
+    const result = await assertConsistent(j, db, t, answers);
     figures.push({ fault: 'library SIGKILL', ...errorsOf(answers), recoveryMs: recovered - killedAt, ...result });
-    assertNoUnexpectedDeath();
-  });
+    assertNoUnexpectedDeath(j, killedByTest);
+  }, 120_000);
 
   it('usage-metering killed 10 s: generation keeps serving known tenants, usage catches up exactly', async () => {
     const t = await j.createTenant();
-    const l = load(t, () => ({ prompt: 'metering away', n: 1 }));
+    const l = load(j, t, () => ({ prompt: 'metering away', n: 1 }));
     await successAfter(l.answers, 0);
     killedByTest.add('usage-metering');
     const killedAt = Date.now();
@@ -244,30 +109,30 @@ describe('faults under generation load', () => {
     // The quota check fails open for a tenant checked within QUOTA_FALLBACK_MS: no refusal during the outage.
     expect(outage.length).toBeGreaterThan(3);
     expect(errorsOf(outage).errors).toBe(0);
-    const result = await assertConsistent(t, answers);
+    const result = await assertConsistent(j, db, t, answers);
     figures.push({ fault: 'usage-metering SIGKILL 10 s', ...errorsOf(answers), outageRequests: outage.length, ...result });
-    assertNoUnexpectedDeath();
-  });
+    assertNoUnexpectedDeath(j, killedByTest);
+  }, 120_000);
 
   for (const emptyStore of [false, true]) {
     it(`NATS killed 5 s and restarted${emptyStore ? ' with an empty store' : ''}: 0 events lost, 0 doubled`, async () => {
       const t = await j.createTenant();
-      const l = load(t, () => ({ prompt: 'bus away', n: 1 }));
+      const l = load(j, t, () => ({ prompt: 'bus away', n: 1 }));
       await successAfter(l.answers, 0);
       const downAt = Date.now();
       await nats.restart(5000, { emptyStore });
       const recovered = await successAfter(l.answers, Date.now());
       await sleep(1000);
       const answers = await l.stop();
-      const result = await assertConsistent(t, answers);
+      const result = await assertConsistent(j, db, t, answers);
       figures.push({
         fault: `NATS restart${emptyStore ? ' (empty store)' : ''}`,
         ...errorsOf(answers),
         recoveryMs: recovered - downAt,
         ...result,
       });
-      assertNoUnexpectedDeath();
-    });
+      assertNoUnexpectedDeath(j, killedByTest);
+    }, 120_000);
   }
 
   it('gateway SIGTERM with requests in flight: readiness turns 503 at once, in-flight requests complete', async () => {
@@ -295,8 +160,8 @@ describe('faults under generation load', () => {
       status: r.status,
       images: r.body.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })),
     }));
-    const result = await assertConsistent(t, answers);
+    const result = await assertConsistent(j, db, t, answers);
     figures.push({ fault: 'gateway SIGTERM', inFlight: 3, completed: done.length, readyzWhileStopping: ready, ...result });
-    assertNoUnexpectedDeath();
-  });
+    assertNoUnexpectedDeath(j, killedByTest);
+  }, 120_000);
 });

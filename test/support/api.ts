@@ -1,4 +1,5 @@
 import { MODEL_IDS } from '@imagegen/platform';
+import { checkAnswer } from './contract.js';
 
 /** Options of one call: `key` is sent as X-API-Key, `admin` sends the admin token as X-Admin-Token. */
 export interface ApiInit {
@@ -20,7 +21,8 @@ export type Api = (path: string, init?: ApiInit) => Promise<ApiResponse>;
 
 /**
  * fetch against a gateway with JSON helpers: an object body is sent as JSON (a string as it is) and makes
- * the method POST unless one is given.
+ * the method POST unless one is given. Every answer is checked against the gateway's OpenAPI document
+ * (contract.ts): an answer the document does not declare fails the call.
  */
 export function createApi(baseUrl: string, adminToken?: string): Api {
   return async (path, init = {}) => {
@@ -32,12 +34,15 @@ export function createApi(baseUrl: string, adminToken?: string): Api {
       headers['content-type'] ??= 'application/json';
       body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
     }
-    const res = await fetch(`${baseUrl}${path}`, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body });
+    const method = init.method ?? (body ? 'POST' : 'GET');
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {}
+    // Every answer must be one the OpenAPI document declares (test/support/contract.ts).
+    await checkAnswer(baseUrl, { method: method.toUpperCase(), path, status: res.status, headers: res.headers, body: parsed });
     return { status: res.status, body: parsed as any, headers: res.headers };
   };
 }

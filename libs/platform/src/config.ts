@@ -32,6 +32,9 @@ const positive = (def: number) => z.preprocess(blank, z.coerce.number().finite()
 /** A number >= 0 whose default the using service derives. */
 const optionalNumber = z.preprocess(blank, z.coerce.number().finite().min(0).optional());
 
+/** How long a process waits for NATS at start before it gives up (NATS_CONNECT_TIMEOUT_MS). */
+export const DEFAULT_NATS_CONNECT_TIMEOUT_MS = 60_000;
+
 const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
@@ -40,7 +43,9 @@ const schema = z.object({
   ADMIN_TOKEN: optionalString,
   ADMIN_EMAIL: optionalString,
   ADMIN_PASSWORD: optionalString,
-  DATABASE_URL: optionalUrl,
+  DATABASE_URL: optionalUrl.refine((v) => v === undefined || /^postgres(ql)?:\/\//i.test(v), {
+    message: 'must start with postgres:// or postgresql://',
+  }),
   NATS_URL: optionalString,
   REDIS_URL: optionalString,
   S3_ENDPOINT: optionalUrl,
@@ -103,6 +108,9 @@ const schema = z.object({
   USAGE_CONSUMER_CONCURRENCY: int(64, 1),
   USAGE_CONSUMER_PARALLEL_BATCHES: int(2, 1),
   OUTBOX_MAX_ATTEMPTS: int(10, 1),
+  TENANT_MAX_STREAMS: int(10),
+  TENANT_MAX_GENERATIONS_IN_FLIGHT: int(10),
+  NATS_CONNECT_TIMEOUT_MS: int(DEFAULT_NATS_CONNECT_TIMEOUT_MS),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -181,11 +189,67 @@ export interface Config {
    * (OUTBOX_MAX_ATTEMPTS; bus outages never count). startOutboxRelay reads the same variable by default.
    */
   outboxMaxAttempts: number;
+  /**
+   * Per-tenant caps of the gateway (services/gateway/src/tenant-concurrency.ts): open event streams and
+   * generations in flight at once, across gateway replicas when REDIS_URL is set; 0 = no cap.
+   */
+  tenantLimits: { maxStreams: number; maxGenerationsInFlight: number };
+  /**
+   * NATS_CONNECT_TIMEOUT_MS: how long start-up waits for NATS (logging every few seconds) before it gives up;
+   * createNatsTransport reads the same variable by default.
+   */
+  natsConnectTimeoutMs: number;
 }
 
 export type ServiceName = 'tenancy' | 'library' | 'generation' | 'usage' | 'webhooks' | 'oauth' | 'mcp';
 
+/** A setting that is wrong; its message is one line naming the setting (start-up prints it and exits 2). */
 export class ConfigError extends Error {}
+
+/**
+ * A start-up failure whose cause is outside the code (a port taken, a database unreachable, a data folder in
+ * use): its message is one line naming the cause and the setting involved; entry points print it and exit 2.
+ * `code` keeps the system error code where there is one (e.g. EADDRINUSE).
+ */
+export class StartupError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+/** Names whose values are never echoed in a message. */
+const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/;
+
+/** A URL for messages and logs: its password (and a user name's secret part) replaced by ***. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^/@:\s]*):[^/@\s]*@/g, '$1:***@');
+}
+
+const LEVELS = 'fatal, error, warn, info, debug, trace, silent';
+
+/** What a setting must be, for the one-line message about a wrong value. */
+function expected(name: string, issue: z.ZodIssue): string | undefined {
+  if (name === 'LOG_LEVEL') return `one of ${LEVELS}`;
+  if (name === 'DATABASE_URL') return 'a PostgreSQL URL like postgres://user:password@host:5432/database';
+  if (name === 'PORT' || name.endsWith('_PORT')) return 'a port number from 0 to 65535';
+  if (name.endsWith('_MS')) return 'a whole number of milliseconds';
+  if (issue.code === 'invalid_string' && issue.validation === 'url') return 'a URL (scheme://host...)';
+  if (issue.code === 'invalid_enum_value') return `one of ${issue.options.join(', ')}`;
+  return undefined;
+}
+
+function describeIssue(issue: z.ZodIssue, env: NodeJS.ProcessEnv): string {
+  const name = issue.path.join('.');
+  const raw = env[name];
+  const given =
+    raw === undefined || SECRET_NAME.test(name) ? '' : ` (got ${JSON.stringify(redactUrl(raw.length > 80 ? `${raw.slice(0, 80)}...` : raw))})`;
+  const want = expected(name, issue);
+  return want ? `${name} must be ${want}${given}` : `${name}: ${issue.message}${given}`;
+}
 
 function parseJsonMap(name: string, v?: string): Record<string, string> | undefined {
   if (!v) return undefined;
@@ -199,8 +263,9 @@ function parseJsonMap(name: string, v?: string): Record<string, string> | undefi
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const r = schema.safeParse(env);
   if (!r.success) {
-    const problems = r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+    // One line (start-up prints it as is), every problem named: 'invalid configuration: PORT must be ...; LOG_LEVEL ...'.
+    const problems = [...new Set(r.error.issues.map((i) => describeIssue(i, env)))];
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   const e = r.data;
   if (e.S3_ENDPOINT && (!e.S3_ACCESS_KEY || !e.S3_SECRET_KEY)) {
@@ -291,5 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       consumerParallelBatches: e.USAGE_CONSUMER_PARALLEL_BATCHES,
     },
     outboxMaxAttempts: e.OUTBOX_MAX_ATTEMPTS,
+    tenantLimits: { maxStreams: e.TENANT_MAX_STREAMS, maxGenerationsInFlight: e.TENANT_MAX_GENERATIONS_IN_FLIGHT },
+    natsConnectTimeoutMs: e.NATS_CONNECT_TIMEOUT_MS,
   };
 }

@@ -131,6 +131,160 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
   return new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
 }
 
+// ---- replicas: per-call balancing, retries, connection lifetime ----
+
+/**
+ * The methods a client repeats on UNAVAILABLE (grpc-js retry policy: at most RETRY_MAX_ATTEMPTS attempts, on
+ * another replica when one is ready). UNAVAILABLE means the call reached no handler (no connection, a refused
+ * stream), the replica died during the call, or the handler refused because a dependency it needs is down. Only
+ * methods that are safe to run twice are listed:
+ * - reads (Get*, List*, Resolve*, CheckQuota, readiness);
+ * - writes whose repetition changes nothing: AuthenticateApiKey (a read; the use it counts lives in the memory of
+ *   the replica that answered, gone with it), TouchSession (find-or-create of a session), CommitExecutionImages
+ *   (moves an execution's pending images into the gallery; a second call finds none left), AdminLogout (revokes a
+ *   session), AuthenticateAdminSession (a read).
+ * Everything else (Create*, Update*, Delete*, StoreImage, GenerateImages, EditImage, UploadForEditing,
+ * RecordApiKeyUsage, MarkAssetsUsed, AdminLogin, AcceptInvitation, TestWebhook, ...) is not repeated: a failure
+ * whose replica died answers 503 with Retry-After (fromServiceError), and the client decides (with an
+ * Idempotency-Key where the API offers one). grpc-js also repeats any call transparently when the stream never
+ * reached the server (REFUSED_STREAM, a connection closing with GOAWAY): that is safe for every method.
+ */
+export const RETRYABLE_METHODS: ReadonlySet<string> = new Set(
+  Object.entries({
+    'imagegen.tenancy.v1.TenancyService': [
+      'AuthenticateApiKey',
+      'GetTenant',
+      'ListTenants',
+      'GetTenantDetail',
+      'GetProviderCredentials',
+      'GetTenantStats',
+      'AdminLogout',
+      'AuthenticateAdminSession',
+      'GetAdminUser',
+      'ListAdminUsers',
+      'ListInvitations',
+      'GetInvitation',
+    ],
+    'imagegen.library.v1.LibraryService': [
+      'CommitExecutionImages',
+      'GetImageData',
+      'GetObjectData',
+      'ListImages',
+      'GetImage',
+      'ResolveImages',
+      'TouchSession',
+      'ListSessions',
+      'GetSession',
+    ],
+    'imagegen.library.v1.AssetsService': [
+      'ListCharacters',
+      'GetCharacter',
+      'ListProducts',
+      'GetProduct',
+      'ListScenes',
+      'GetScene',
+      'ListStylePresets',
+      'GetStylePreset',
+      'ListSearchPresets',
+      'RunSearchPreset',
+      'ResolveGenerationAssets',
+    ],
+    'imagegen.generation.v1.GenerationService': ['GetExecution', 'ListSessionExecutions', 'ListActiveExecutions', 'GetProviderStatus'],
+    'imagegen.usage.v1.UsageService': ['CheckQuota', 'GetQuota', 'GetUsage', 'GetPlatformUsage'],
+    'imagegen.webhooks.v1.WebhookService': ['ListWebhooks', 'GetWebhook', 'ListDeliveries'],
+    'imagegen.health.v1.Probe': ['Ready'],
+  }).flatMap(([service, methods]) => methods.map((m) => `/${service}/${m}`)),
+);
+/** grpc-js caps maxAttempts at 5; 3 reaches a second and a third replica within ~0.3 s of backoff. */
+export const RETRY_MAX_ATTEMPTS = 3;
+
+/**
+ * Servers close each connection after this age (GOAWAY, +-10% jitter from grpc-js) so that clients resolve their
+ * target again and spread over pods added since (a DNS name of a headless Service only re-resolves on a
+ * connection change). Calls in flight keep their connection up to MAX_CONNECTION_AGE_GRACE_MS (above the
+ * longest call: provB generations may take 240 s); new calls go to the new connection.
+ */
+export const MAX_CONNECTION_AGE_MS = 120_000;
+export const MAX_CONNECTION_AGE_GRACE_MS = 300_000;
+/** Both sides ping an idle connection after 30 s and drop it after 10 s without an answer (a vanished pod or node). */
+const KEEPALIVE_TIME_MS = 30_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
+
+function serverConnectionOptions(maxConnectionAgeMs = MAX_CONNECTION_AGE_MS): grpc.ChannelOptions {
+  return {
+    'grpc.max_connection_age_ms': maxConnectionAgeMs,
+    'grpc.max_connection_age_grace_ms': MAX_CONNECTION_AGE_GRACE_MS,
+    'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
+    'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+  };
+}
+
+/**
+ * The service config of a client of `definition`: round_robin over every address of the target (a DNS name
+ * with several A records, e.g. a headless Service, or a static list `ipv4:10.0.0.1:50051,10.0.0.2:50051`),
+ * i.e. balanced per call, and the retry policy for its RETRYABLE_METHODS.
+ */
+export function clientServiceConfig(definition: AnyDefinition): string {
+  const name = Object.values(definition)
+    .filter((m) => RETRYABLE_METHODS.has(m.path))
+    .map((m) => {
+      const [service, method] = m.path.slice(1).split('/');
+      return { service, method };
+    });
+  return JSON.stringify({
+    loadBalancingConfig: [{ round_robin: {} }],
+    methodConfig: name.length
+      ? [
+          {
+            name,
+            retryPolicy: {
+              maxAttempts: RETRY_MAX_ATTEMPTS,
+              initialBackoff: '0.05s',
+              maxBackoff: '0.5s',
+              backoffMultiplier: 3,
+              retryableStatusCodes: ['UNAVAILABLE'],
+            },
+          },
+        ]
+      : [],
+  });
+}
+
+function clientChannelOptions(definition: AnyDefinition): grpc.ChannelOptions {
+  return {
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+    // A restarted peer (deploy, crash) is found again within ~2 s instead of grpc-js's default
+    // backoff of up to 120 s, during which every call fails at once with UNAVAILABLE (503).
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 2000,
+    'grpc.service_config': clientServiceConfig(definition),
+    // The service config above is the whole config: no DNS TXT lookups for one.
+    'grpc.service_config_disable_resolution': 1,
+    'grpc.enable_retries': 1,
+    // A name is resolved again (on a connection change) at most every 5 s, not grpc-js's 30 s.
+    'grpc.dns_min_time_between_resolutions_ms': 5000,
+    'grpc.keepalive_time_ms': KEEPALIVE_TIME_MS,
+    'grpc.keepalive_timeout_ms': KEEPALIVE_TIMEOUT_MS,
+    'grpc.keepalive_permit_without_calls': 1,
+  };
+}
+
+/**
+ * The in-process server a target names, if one runs in this process: `host:port`, `dns:///host:port`, or a
+ * static list (`ipv4:a:p,b:p`) one of whose addresses is served here (the local replica then takes every call).
+ */
+function localServer(target: string): Map<string, UnaryRunner> | undefined {
+  const direct = inProcessServers.get(target);
+  if (direct || inProcessServers.size === 0) return direct;
+  const list = target.replace(/^(dns:\/\/\/|dns:|ipv4:)/, '');
+  for (const a of list.split(',')) {
+    const m = inProcessServers.get(a.trim());
+    if (m) return m;
+  }
+  return undefined;
+}
+
 // ---- typed server and client built from ts-proto grpc-js service definitions ----
 
 type AnyDefinition = Record<string, grpc.MethodDefinition<any, any>>;
@@ -177,13 +331,19 @@ export async function startGrpcServer(opts: {
    * OK when it holds and UNAVAILABLE (503) otherwise, so callers (the gateway's /readyz) see more than an open port.
    */
   ready?: () => Promise<boolean>;
+  /** Connection age after which the server asks its clients to reconnect (GOAWAY); default MAX_CONNECTION_AGE_MS. */
+  maxConnectionAgeMs?: number;
 }): Promise<RunningGrpcServer> {
   // Every server counts its calls for /metrics (imagegen_grpc_server_*); opts.onCall runs too.
   const onCall = (method: string, code: grpc.status, ms: number) => {
     recordGrpcServerCall(method, code, ms);
     opts.onCall?.(method, code, ms);
   };
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024, 'grpc.max_send_message_length': 64 * 1024 * 1024 });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
+    ...serverConnectionOptions(opts.maxConnectionAgeMs),
+  });
   const methods = new Map<string, UnaryRunner>();
   const ready = opts.ready;
   const services = ready
@@ -362,25 +522,21 @@ export function configureGrpcClients(opts: { deadlineMs: number; inProcess?: boo
 }
 
 /**
- * A promise-returning client for `definition` at `address` (host:port). Every call carries the principal
+ * A promise-returning client for `definition` at `address`: `host:port` (every address the name resolves to),
+ * `dns:///host:port`, or a static list `ipv4:127.0.0.1:p1,127.0.0.1:p2`. Calls are balanced per call over the
+ * ready addresses (round_robin); RETRYABLE_METHODS are repeated on UNAVAILABLE. Every call carries the principal
  * as metadata and a deadline; a failed call rejects with the AppError the server raised.
  */
 export function createClient<D extends AnyDefinition>(definition: D, address: string | (() => string)): Client<D> {
   const Ctor = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, 'svc');
+  const options = clientChannelOptions(definition);
   let client: grpc.Client | undefined;
   let boundTo: string | undefined;
   const get = () => {
     const addr = typeof address === 'function' ? address() : address;
     if (!client || boundTo !== addr) {
       client?.close();
-      client = new Ctor(addr, grpc.credentials.createInsecure(), {
-        'grpc.max_receive_message_length': 64 * 1024 * 1024,
-        'grpc.max_send_message_length': 64 * 1024 * 1024,
-        // A restarted peer (deploy, crash) is found again within ~2 s instead of grpc-js's default
-        // backoff of up to 120 s, during which every call fails at once with UNAVAILABLE (503).
-        'grpc.initial_reconnect_backoff_ms': 250,
-        'grpc.max_reconnect_backoff_ms': 2000,
-      });
+      client = new Ctor(addr, grpc.credentials.createInsecure(), options);
       boundTo = addr;
     }
     return client as unknown as Record<string, Function>;
@@ -391,9 +547,7 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
   for (const [name, method] of Object.entries(definition)) {
     out[name] = (req: unknown, principal: Principal, opts?: CallOptions) => {
       const deadline = new Date(Date.now() + (opts?.timeoutMs ?? defaultDeadlineMs));
-      const local = inProcessCalls
-        ? inProcessServers.get(typeof address === 'function' ? address() : address)?.get(method.path)
-        : undefined;
+      const local = inProcessCalls ? localServer(typeof address === 'function' ? address() : address)?.get(method.path) : undefined;
       const started = performance.now();
       const call: Promise<unknown> = local
         ? callInProcess({ method, run: local, req, principal, deadline, signal: opts?.signal })

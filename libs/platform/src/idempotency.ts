@@ -1,4 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 
 /**
  * Idempotency records (the IETF httpapi Idempotency-Key draft, with Stripe's semantics), shared by the
@@ -137,4 +139,50 @@ export function redisIdempotencyStore(redis: RedisCommands, prefix: string): Ide
     },
     async close() {},
   };
+}
+
+/**
+ * The store of this process: Redis when REDIS_URL is set (shared by every replica), memory otherwise.
+ * `name` tells the connections apart (CLIENT LIST) and scopes nothing: callers put their surface in the id.
+ */
+export function createIdempotencyStore(opts: { redisUrl?: string; prefix: string; name: string; logger: Logger }): IdempotencyStore {
+  if (!opts.redisUrl) return memoryIdempotencyStore();
+  const redis = new Redis(opts.redisUrl, {
+    connectTimeout: 2000,
+    commandTimeout: 1000,
+    maxRetriesPerRequest: 1,
+    connectionName: `imagegen-${opts.name}-idempotency`,
+  });
+  redis.on('error', (err) => opts.logger.debug({ err }, 'idempotency redis error'));
+  const store = redisIdempotencyStore(redis, `${opts.prefix}:idem:`);
+  return {
+    ...store,
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/** The fingerprint of a request: what must be the same for a retry to be the same request. */
+export const requestFingerprint = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex');
+
+/** Idempotency records are kept this long (the IETF draft suggests at least 24 h). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/** A running request's claim lasts this long unless renewed (every third of it while the request runs). */
+export const IDEMPOTENCY_LEASE_MS = 30_000;
+/** A valid key: 1-255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/**
+ * Answers that are not kept (the key stays free for a retry): 5xx (the work failed and was not billed),
+ * 400 (refused by validation: correct it and resend under the same key), 401/403, 408 and 429.
+ */
+export const keepsIdempotentAnswer = (status: number) => status < 500 && ![400, 401, 403, 408, 429].includes(status);
+
+/** Renews a claim while its request runs; returns the stop function. */
+export function holdClaim(store: IdempotencyStore, id: string, owner: string, logger: Logger): () => void {
+  const timer = setInterval(() => {
+    store.renew(id, owner, IDEMPOTENCY_LEASE_MS).catch((err) => logger.debug({ err }, 'idempotency lease renewal failed'));
+  }, IDEMPOTENCY_LEASE_MS / 3);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -1,5 +1,6 @@
 import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import pino, { type Logger } from 'pino';
+import { ConfigError } from './config.js';
 
 export type { Logger };
 
@@ -81,6 +82,10 @@ export function createLogger(
   level: string = process.env.LOG_LEVEL ?? 'info',
   destination?: pino.DestinationStream,
 ): Logger {
+  // pino's own refusal is a stack trace ('default level:loud must be included in custom levels').
+  if (!(level in pino.levels.values) && level !== 'silent') {
+    throw new ConfigError(`LOG_LEVEL must be one of ${Object.keys(pino.levels.values).join(', ')}, silent (got ${JSON.stringify(level)})`);
+  }
   const options: pino.LoggerOptions = {
     level,
     base: { service },

@@ -1,3 +1,4 @@
+import type * as Api from '@imagegen/api-schemas';
 import type {
   EditImageResponse,
   Execution,
@@ -7,14 +8,21 @@ import type {
 } from '@imagegen/contracts/generation/v1/generation';
 import type { Character, Product, Scene, SearchPreset, StylePreset } from '@imagegen/contracts/library/v1/assets';
 import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from '@imagegen/contracts/library/v1/library';
+import type { GetUsageResponse, Quota } from '@imagegen/contracts/usage/v1/usage';
 import type { CreateWebhookResponse, Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
+import type { z } from 'zod';
+
+/** The JSON type of a resource schema of @imagegen/api-schemas. */
+type Json<K extends keyof typeof Api> = (typeof Api)[K] extends z.ZodTypeAny ? z.infer<(typeof Api)[K]> : never;
 
 /**
- * One definition of each resource's JSON form (SPEC 2: field names and case per resource), used by the
- * gateway's REST routes and the mcp tools alike, so both surfaces show resources exactly as documented.
+ * How each resource's JSON form (SPEC 2: field names and case per resource) is built from the gRPC messages,
+ * used by the gateway's REST routes and the mcp tools alike. Every function returns the type of its schema in
+ * @imagegen/api-schemas (the one definition the OpenAPI document and the MCP outputSchemas derive from), so a
+ * field added here and not there (or the reverse) fails the typecheck.
  */
 
-export function imageJson(r: ImageRecord) {
+export function imageJson(r: ImageRecord): Json<'Image'> {
   return {
     id: r.id,
     sessionId: r.sessionId,
@@ -31,7 +39,7 @@ export function imageJson(r: ImageRecord) {
   };
 }
 
-function detailFields(r: ImageRecord) {
+function detailFields(r: ImageRecord): z.infer<typeof Api.ImageDetailFields> {
   return {
     modelId: r.modelId,
     stylePresetId: r.stylePresetId ?? null,
@@ -45,7 +53,7 @@ function detailFields(r: ImageRecord) {
   };
 }
 
-function historyJson(e: EditHistoryEntry) {
+function historyJson(e: EditHistoryEntry): Json<'EditHistoryEntry'> {
   return {
     id: e.id,
     operation: e.operation,
@@ -57,12 +65,12 @@ function historyJson(e: EditHistoryEntry) {
   };
 }
 
-export function imageDetailJson(d: ImageDetail) {
+export function imageDetailJson(d: ImageDetail): Json<'ImageDetail'> {
   const r = d.image as ImageRecord;
   return { ...imageJson(r), ...detailFields(r), editHistory: { ancestors: d.ancestors.map(historyJson), edits: d.edits.map(historyJson) } };
 }
 
-export function sessionImageJson(r: ImageRecord) {
+export function sessionImageJson(r: ImageRecord): Json<'SessionImage'> {
   return {
     ...imageJson(r),
     ...detailFields(r),
@@ -72,8 +80,8 @@ export function sessionImageJson(r: ImageRecord) {
   };
 }
 
-/** SPEC 2 "Generated image" (snake_case). */
-export function generatedImageJson(g: GeneratedImage) {
+/** SPEC 2 "Generated image" (snake_case), plus a few fields useful to clients; REST and MCP alike. */
+export function generatedImageJson(g: GeneratedImage): Json<'GeneratedImage'> {
   return {
     record_id: g.recordId,
     full_url: g.fullUrl,
@@ -86,11 +94,20 @@ export function generatedImageJson(g: GeneratedImage) {
     negative_prompt: g.negativePrompt ?? null,
     has_synthid: g.hasSynthid,
     created_at: g.createdAt,
+    mime_type: g.mimeType,
+    aspect_ratio: g.aspectRatio,
+    model_id: g.modelId,
+    resolution_tier: g.resolutionTier,
+    parent_image_id: g.parentImageId ?? null,
   };
 }
 
 /** The answer of POST /api/products/:identifier/generate (and the MCP tool): the first image plus all of them. */
-export function productImagesJson(res: GenerateImagesResponse, product: Product, scenePrompt: string | undefined) {
+export function productImagesJson(
+  res: GenerateImagesResponse,
+  product: Product,
+  scenePrompt: string | undefined,
+): Json<'ProductGenerateResult'> {
   const first = res.images[0];
   return {
     imageId: first.recordId,
@@ -110,8 +127,34 @@ export function productImagesJson(res: GenerateImagesResponse, product: Product,
   };
 }
 
+/**
+ * The answer of POST /api/characters/:identifier/generate (and the MCP tool generate_character_image): the
+ * first image; its thumbnail size comes from the library record (GeneratedImage does not carry it).
+ */
+export function characterImageJson(
+  res: GenerateImagesResponse,
+  characterName: string,
+  thumbnailSizeBytes: number,
+): Json<'CharacterGenerateResult'> {
+  const img = res.images[0];
+  return {
+    imageId: img.recordId,
+    sessionId: res.sessionId,
+    fullUrl: img.fullUrl,
+    thumbnailUrl: img.thumbnailUrl,
+    objectKey: img.objectKey,
+    width: img.width,
+    height: img.height,
+    format: img.format,
+    sizeBytes: img.sizeBytes,
+    thumbnailSizeBytes,
+    prompt: img.prompt,
+    message: `Generated an image of ${characterName}`,
+  };
+}
+
 /** The answer of POST /api/characters/generate-multi (and the MCP tool). */
-export function multiCharacterImageJson(res: GenerateImagesResponse, characterCount: number) {
+export function multiCharacterImageJson(res: GenerateImagesResponse, characterCount: number): Json<'MultiCharacterResult'> {
   const img = res.images[0];
   return {
     imageId: img.recordId,
@@ -142,7 +185,7 @@ function characterUsage(c: Character) {
   return { times_used: c.timesUsed, created_at: c.createdAt, updated_at: c.updatedAt, last_used_at: c.lastUsedAt ?? null };
 }
 
-export function characterListForm(c: Character) {
+export function characterListForm(c: Character): Json<'CharacterListItem'> {
   return {
     ...characterHead(c),
     preferred_aspect_ratio: c.preferredAspectRatio ?? null,
@@ -153,7 +196,7 @@ export function characterListForm(c: Character) {
   };
 }
 
-export function characterDetail(c: Character) {
+export function characterDetail(c: Character): Json<'Character'> {
   return {
     ...characterHead(c),
     reference_images: c.referenceImages.map((r) => ({ id: r.id, url: r.url, thumbnail_url: r.thumbnailUrl })),
@@ -163,7 +206,7 @@ export function characterDetail(c: Character) {
   };
 }
 
-export function productListForm(p: Product) {
+export function productListForm(p: Product): Json<'Product'> {
   return {
     id: p.id,
     productName: p.productName,
@@ -179,12 +222,29 @@ export function productListForm(p: Product) {
   };
 }
 
+/** The answer of POST /api/products (and the MCP tool create_product). */
+export function productCreatedJson(p: Product): Json<'ProductCreated'> {
+  return {
+    id: p.id,
+    productName: p.productName,
+    productUrl: p.productUrl,
+    objectKey: p.objectKey,
+    objectThumbnailKey: p.objectThumbnailKey,
+    width: p.width,
+    height: p.height,
+    sizeBytes: p.sizeBytes,
+    thumbnailSizeBytes: p.thumbnailSizeBytes,
+    format: p.format,
+    message: 'Product created successfully',
+  };
+}
+
 /** The answer of a product update (PATCH /api/products/:identifier and the MCP tool): what can change. */
-export function productUpdateJson(p: Product) {
+export function productUpdateJson(p: Product): Json<'ProductUpdated'> {
   return { id: p.id, productName: p.productName, productDescription: p.productDescription ?? null, tags: p.tags, updatedAt: p.updatedAt };
 }
 
-export function productDetail(p: Product) {
+export function productDetail(p: Product): Json<'ProductDetail'> {
   return {
     ...productListForm(p),
     width: p.width,
@@ -197,14 +257,14 @@ export function productDetail(p: Product) {
   };
 }
 
-export function sceneDetail(s: Scene) {
+export function sceneDetail(s: Scene): Json<'Scene'> {
   return {
     id: s.id,
     sceneName: s.sceneName,
     description: s.description ?? null,
     scenePrompt: s.scenePrompt ?? null,
     referenceImages: s.referenceImages.map((r) => ({ id: r.id, objectKey: r.objectKey, url: r.url, thumbnailUrl: r.thumbnailUrl })),
-    defaultReferenceMode: s.defaultReferenceMode ?? null,
+    defaultReferenceMode: (s.defaultReferenceMode ?? null) as Json<'Scene'>['defaultReferenceMode'],
     preferredAspectRatio: s.preferredAspectRatio ?? null,
     tags: s.tags,
     timesUsed: s.timesUsed,
@@ -214,12 +274,12 @@ export function sceneDetail(s: Scene) {
   };
 }
 
-export function sceneListForm(s: Scene) {
+export function sceneListForm(s: Scene): Json<'SceneListItem'> {
   const { referenceImages: _r, ...rest } = sceneDetail(s);
   return { ...rest, imageCount: s.imageCount, thumbnailUrl: s.thumbnailUrl ?? null };
 }
 
-export function stylePresetForm(p: StylePreset) {
+export function stylePresetForm(p: StylePreset): Json<'StylePreset'> {
   return {
     id: p.id,
     name: p.name,
@@ -232,7 +292,7 @@ export function stylePresetForm(p: StylePreset) {
   };
 }
 
-export function searchPresetForm(p: SearchPreset) {
+export function searchPresetForm(p: SearchPreset): Json<'SearchPreset'> {
   let filters: Record<string, unknown> = {};
   try {
     filters = JSON.parse(p.filtersJson || '{}');
@@ -242,7 +302,38 @@ export function searchPresetForm(p: SearchPreset) {
 
 const MB = 1024 * 1024;
 
-export function sessionJson(s: SessionSummary) {
+/** SPEC 2 "Quota object" (integers). */
+export function quotaJson(q: Quota | undefined): Json<'Quota'> {
+  return {
+    monthlyQuotaMb: q?.monthlyQuotaMb ?? 0,
+    monthlyUsedMb: q?.monthlyUsedMb ?? 0,
+    monthlyRemainingMb: q?.monthlyRemainingMb ?? 0,
+    rateLimitPerMinute: q?.rateLimitPerMinute ?? 0,
+  };
+}
+
+/** The `data` of GET /api/usage (and the MCP tool get_usage): SPEC 2 "Usage month" (snake_case), newest first. */
+export function usageJson(r: GetUsageResponse): Json<'Usage'> {
+  return {
+    months: r.months.map((m) => ({
+      month: m.month,
+      total_operations: m.totalOperations,
+      total_images: m.totalImages,
+      total_bytes: m.totalBytes,
+      total_mb: m.totalMb,
+      avg_duration_ms: m.avgDurationMs,
+    })),
+    recent: { bytes: r.recent?.bytes ?? 0, images: r.recent?.images ?? 0 },
+    quota: quotaJson(r.quota),
+  };
+}
+
+/** GET /api/profile (and the MCP tool get_profile). */
+export function profileJson(tenantId: string, tenantName: string, quota: Quota | undefined): Json<'Profile'> {
+  return { tenant: { tenantId, tenantName, quotas: quotaJson(quota) } };
+}
+
+export function sessionJson(s: SessionSummary): Json<'SessionSummary'> {
   return {
     sessionId: s.sessionId,
     isActive: s.isActive,
@@ -256,7 +347,7 @@ export function sessionJson(s: SessionSummary) {
   };
 }
 
-export function sessionRecordJson(s: SessionSummary) {
+export function sessionRecordJson(s: SessionSummary): Json<'SessionRecord'> {
   return {
     session_id: s.sessionId,
     tenant_id: s.tenantId,
@@ -270,13 +361,13 @@ export function sessionRecordJson(s: SessionSummary) {
  * SPEC 2 "Execution"; logEntries only when the execution was read with its logs. Beyond the SPEC's fields:
  * `error` (why a failed execution failed, else null), `modelId` and each log entry's `level`.
  */
-export function executionJson(e: Execution, withLogs = false) {
+export function executionJson(e: Execution, withLogs = false): Json<'Execution'> | Json<'ExecutionDetail'> {
   return {
     executionId: e.executionId,
     sessionId: e.sessionId,
     toolName: e.toolName,
     toolSource: e.toolSource,
-    status: e.status,
+    status: e.status as Json<'Execution'>['status'],
     progressPercent: e.progressPercent,
     currentStep: e.currentStep,
     startedAt: e.startedAt,
@@ -285,11 +376,19 @@ export function executionJson(e: Execution, withLogs = false) {
     resultSummary: e.resultSummary ?? null,
     error: e.error ?? null,
     modelId: e.modelId || null,
-    ...(withLogs ? { logEntries: e.logEntries.map((l) => ({ timestamp: l.timestamp, message: l.message, level: l.level })) } : {}),
+    ...(withLogs
+      ? {
+          logEntries: e.logEntries.map((l) => ({
+            timestamp: l.timestamp,
+            message: l.message,
+            level: l.level as Json<'LogEntry'>['level'],
+          })),
+        }
+      : {}),
   };
 }
 
-export function webhookJson(w: Webhook) {
+export function webhookJson(w: Webhook): Json<'Webhook'> {
   return {
     id: w.id,
     url: w.url,
@@ -308,7 +407,7 @@ export function webhookJson(w: Webhook) {
 }
 
 /** The answer of POST /api/edit-image (flat, camelCase; and the MCP tool): the edit of `sourceImageId`. */
-export function editImageJson(r: EditImageResponse, sourceImageId: number) {
+export function editImageJson(r: EditImageResponse, sourceImageId: number): Json<'EditResult'> {
   const i = r.image as GeneratedImage;
   return {
     thumbnailUrl: i.thumbnailUrl,
@@ -328,7 +427,7 @@ export function editImageJson(r: EditImageResponse, sourceImageId: number) {
 }
 
 /** The answer of POST /api/upload-for-editing (flat, snake_case; and the MCP tool). */
-export function uploadForEditingJson(r: UploadForEditingResponse) {
+export function uploadForEditingJson(r: UploadForEditingResponse): Json<'UploadResult'> {
   return {
     image_id: r.imageId,
     object_key: r.objectKey,
@@ -345,6 +444,6 @@ export function uploadForEditingJson(r: UploadForEditingResponse) {
 }
 
 /** A created webhook with its signing secret (shown this once). */
-export function webhookCreatedJson(r: CreateWebhookResponse) {
+export function webhookCreatedJson(r: CreateWebhookResponse): Json<'WebhookCreated'> {
   return { ...webhookJson(r.webhook as Webhook), secret: r.secret };
 }

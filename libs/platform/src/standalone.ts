@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import type { Logger } from 'pino';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, StartupError } from './config.js';
 import { configureGrpcClients } from './grpc.js';
 import { createLogger } from './logger.js';
 import { metricsText, setMetricsService, setReadyGauge } from './metrics.js';
@@ -97,7 +97,9 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
   const opsPort = opsWanted ? config.opsPort : undefined;
   let ops: { server: Server; url: string } | undefined;
   const startOps = async (port: number) => {
-    ops = await startOpsServer({ host: config.host, port, readiness, logger });
+    ops = await startOpsServer({ host: config.host, port, readiness, logger }).catch((err) => {
+      throw listenProblem(err, config.host, port, config.opsPort !== undefined ? 'OPS_PORT' : 'HTTP_PORT') ?? err;
+    });
     cleanups.push({ what: 'ops server', fn: () => closeServer(ops?.server) });
     logger.info({ url: ops.url }, 'ops endpoints: /metrics /livez /readyz');
   };
@@ -172,9 +174,15 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     setReadyGauge(true);
     logger.info({ grpc: running.grpcAddress, http: running.httpUrl, ops: ops?.url, tracing: telemetry.active }, `${name} started`);
   } catch (err) {
-    logger.fatal({ err }, `${name} failed to start`);
+    // A cause outside the code (NATS unreachable past NATS_CONNECT_TIMEOUT_MS, a port taken...): one line, exit 2.
+    const known = err instanceof StartupError || err instanceof ConfigError;
+    if (known) logger.fatal({ cause: err.message }, `${name} failed to start: ${err.message}`);
+    else logger.fatal({ err }, `${name} failed to start`);
     await stop().catch(() => {});
-    if (opts.handleSignals !== false) process.exit(1);
+    if (opts.handleSignals !== false) {
+      if (known) process.stderr.write(`${name}: ${err.message}\n`);
+      process.exit(known ? 2 : 1);
+    }
     throw err;
   }
   return { config, logger, running, opsUrl: ops?.url, stop };
@@ -227,6 +235,36 @@ export async function startOpsServer(opts: {
   });
   const { port } = server.address() as AddressInfo;
   return { server, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * A failed listen as a StartupError naming the setting (`PORT`, `OPS_PORT`...) and the cause in one line;
+ * undefined for an error that is not about the address.
+ */
+export function listenProblem(err: unknown, host: string, port: number, setting: string): StartupError | undefined {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === 'EADDRINUSE') {
+    const other = port > 0 && port < 65535 ? ` (e.g. ${setting}=${port + 1})` : '';
+    return new StartupError(`${setting} ${port} is already in use on ${host}: stop the program using it or set another ${setting}${other}`, code);
+  }
+  if (code === 'EACCES') return new StartupError(`${setting} ${port} on ${host} needs privileges this process lacks: use a port above 1023`, code);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EINVAL') {
+    return new StartupError(`HOST ${JSON.stringify(host)} is not an address of this machine (${code}): use 127.0.0.1, 0.0.0.0 or one of its addresses`, code);
+  }
+  return undefined;
+}
+
+/**
+ * Fails fast (StartupError, see listenProblem) when `host:port` cannot be bound, before anything slow starts.
+ * Port 0 (any free port) always passes.
+ */
+export async function assertCanListen(host: string, port: number, setting: string): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const srv = createTcpServer();
+    srv.once('error', (err) => reject(listenProblem(err, host, port, setting) ?? err));
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
+  });
 }
 
 function closeServer(server?: Server): Promise<void> {

@@ -24,8 +24,10 @@ import { registerAuth } from './auth.js';
 import { FAVICON_ICO } from './favicon.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
 import { registerIdempotency } from './idempotency.js';
+import { swaggerOptions } from './openapi.js';
 import { registerRateLimits } from './rate-limit.js';
 import { routeModules } from './routes/index.js';
+import { registerTenantConcurrency } from './tenant-concurrency.js';
 import { formatValidationErrors } from './validation.js';
 
 /** How a route is protected; set per route as `config: { auth: ... }`. Default: 'tenant'. */
@@ -155,26 +157,15 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     reply.status(404).send({ error: 'Route not found', details: ['no operation matches this method and path; see /docs'] }),
   );
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'imagegen API', version: '1.0.0', description: 'Multi-tenant image generation and management.' },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-          bearer: { type: 'http', scheme: 'bearer' },
-          adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token' },
-        },
-      },
-    },
-  });
+  // The OpenAPI 3.1 document (/docs/json): route schemas plus the operation catalogue (openapi.ts).
+  await app.register(swagger, swaggerOptions());
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: DOCS_CSP });
 
   app.get('/favicon.ico', { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
     reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(FAVICON_ICO),
   );
 
-  app.get('/health', { config: { auth: 'none' }, schema: { hide: true } }, async () => ({
+  app.get('/health', { config: { auth: 'none' }, schema: { summary: 'Liveness of the gateway' } }, async () => ({
     status: 'ok',
     timestamp: new Date().toISOString(),
   }));
@@ -188,6 +179,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   await registerAuth(app, deps);
   // Idempotency-Key on the POSTs that create or bill (after authentication and validation).
   await registerIdempotency(app as unknown as FastifyInstance<any, any, any, any, any>, deps);
+  // Per-tenant caps on open event streams and generations in flight (429 + Retry-After), after idempotency replays.
+  await registerTenantConcurrency(app as unknown as FastifyInstance<any, any, any, any, any>, deps);
   for (const mod of routeModules) await app.register(async (scope) => mod(scope as unknown as FastifyInstance, deps));
   return app as unknown as FastifyInstance;
 }

@@ -3,6 +3,7 @@ import { AppError, type Config } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
+import { watchRedis } from './tenant-concurrency.js';
 
 /**
  * Rate limits (SPEC 8), fixed one-minute windows counted with @fastify/rate-limit's stores (Redis when
@@ -139,6 +140,7 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
       connectionName: 'imagegen-gateway-ratelimit',
     });
     redis.on('error', (err) => ctx.logger.debug({ err }, 'rate-limit redis error'));
+    await watchRedis(redis, ctx.logger, ctx.config.redisUrl, 'rate limits are NOT enforced (requests pass uncounted) until it is back');
     app.addHook('onClose', async () => {
       await redis?.quit().catch(() => redis?.disconnect());
     });

@@ -5,6 +5,7 @@ import {
   createExecution,
   executionExists,
   executionIdTaken,
+  executionStatus,
   finishExecution,
   type LogLine,
   type NewExecution,
@@ -98,7 +99,7 @@ export class ExecutionTracker {
     if (this.finished) return;
     this.finished = true;
     await this.queue;
-    let moved: boolean;
+    let moved: boolean | undefined;
     try {
       moved = await retrying(
         () =>
@@ -114,16 +115,28 @@ export class ExecutionTracker {
         COMPLETE_RETRY_MS,
       );
     } catch (err) {
-      this.logger.warn({ err }, 'could not mark execution completed; marking it failed');
+      this.logger.warn({ err }, 'could not confirm the completed state yet');
+    }
+    if (moved) return;
+    // Not confirmed: a write of ours may have committed with its answer lost (the connection died at
+    // COMMIT), or a reaper failed the execution meanwhile. The row tells; the caller waits for it (this is
+    // only the case of a database lost in the middle of this very write), so that the answer it gets and
+    // the bill always agree.
+    const status = await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch(
+      (err) => {
+        this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
+        return undefined;
+      },
+    );
+    if (status === 'completed') return;
+    const unavailable = new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+    if (status === 'failed') {
+      this.logger.warn('execution was failed by the orphan reaper before it completed (its process was presumed dead)');
+    } else {
       this.finished = false;
-      const unavailable = new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
       await this.fail(unavailable);
-      throw unavailable;
     }
-    if (!moved) {
-      this.logger.warn('execution was finished by someone else before it completed (its process was presumed dead)');
-      throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
-    }
+    throw unavailable;
   }
 
   /**
@@ -164,6 +177,8 @@ export class ExecutionTracker {
 
 /** How long complete() retries the final write while the caller waits. */
 export const COMPLETE_RETRY_MS = 3000;
+/** How long complete() waits to read the outcome of a final write whose answer was lost. */
+export const OUTCOME_WAIT_MS = 30_000;
 
 /** Background writes of failed states still retrying (drained on stop, see drainPendingFailures). */
 const pendingFailures = new Set<Promise<void>>();

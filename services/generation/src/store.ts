@@ -241,6 +241,12 @@ export async function listActiveExecutions(sql: Sql, tenantId: string, limit: nu
   return { executions: rows.map((r) => toExecution(r)), total: n as number };
 }
 
+/** The execution's status, or undefined when there is none. */
+export async function executionStatus(sql: Sql, tenantId: string, executionId: string): Promise<ExecutionStatus | undefined> {
+  const [r] = await sql`SELECT status FROM executions WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`;
+  return r?.status as ExecutionStatus | undefined;
+}
+
 /** Records that this generation process is alive (see failOrphanedExecutions). */
 export async function heartbeat(sql: Sql, instanceId: string): Promise<void> {
   await sql`INSERT INTO instances (instance_id) VALUES (${instanceId})

@@ -1,5 +1,5 @@
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, type StartService } from '@imagegen/platform';
+import { createClient, createIdempotencyStore, type StartService } from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
@@ -21,6 +21,7 @@ export const start: StartService = async (ctx) => {
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
     logger,
   });
+  const idempotency = createIdempotencyStore({ redisUrl: config.redisUrl, prefix: config.eventsPrefix, name: 'mcp', logger });
   const { app, closeSessions } = await buildMcpApp({
     tools: {
       clients,
@@ -28,6 +29,7 @@ export const start: StartService = async (ctx) => {
       publicBaseUrl: config.publicBaseUrl,
       runs: new AsyncRuns(),
       limiter: createToolLimiter(toolLimiterSettings(config)),
+      idempotency,
     },
     authenticator,
     logger,
@@ -44,6 +46,7 @@ export const start: StartService = async (ctx) => {
       await authenticator.stop();
       tenancy.close();
       clients.close();
+      await idempotency.close();
     },
   };
 };

@@ -1,25 +1,55 @@
 import { parseArgs } from 'node:util';
-import { createLogger } from '@imagegen/platform';
+import { createLogger, loadConfig } from '@imagegen/platform';
 import { ensureDemoTenant } from './bootstrap.js';
-import { startStack } from './stack.js';
+import { type RunningStack, startStack } from './stack.js';
+import { startupErrorLine } from './startup.js';
 
 /**
  * `pnpm start [--target all|<module>[,<module>]]`: the all-in-one runner. Starts modules in
  * dependency order, stops them in reverse on SIGINT/SIGTERM, and prints where to reach the stack.
  * pnpm 10 passes a `--` separator on (`pnpm start -- --target x`), so a leading `--` is skipped.
+ *
+ * A start that fails for a reason outside the code (a wrong setting, a port taken, PostgreSQL or NATS
+ * unreachable, the data folder of a running instance) ends with one line on stderr naming the setting or
+ * the cause, and exit status 2; only real bugs keep their stack trace (exit 1).
  */
+function giveUp(line: string): never {
+  process.stderr.write(`imagegen: ${line}\n`);
+  process.exit(2);
+}
+
 const argv = process.argv.slice(2);
-const { values, positionals } = parseArgs({
-  args: argv[0] === '--' ? argv.slice(1) : argv,
-  options: { target: { type: 'string' } },
-  allowPositionals: true,
-});
+let values: { target?: string } = {};
+let positionals: string[] = [];
+try {
+  ({ values, positionals } = parseArgs({
+    args: argv[0] === '--' ? argv.slice(1) : argv,
+    options: { target: { type: 'string' } },
+    allowPositionals: true,
+  }));
+} catch (err) {
+  giveUp(`${(err as Error).message}: usage: pnpm start [--target all|<module>[,<module>]]`);
+}
 if (positionals.length > 0) {
   process.stderr.write(`unexpected argument ${positionals[0]}: usage: pnpm start [--target all|<module>[,<module>]]\n`);
   process.exit(2);
 }
-const logger = createLogger('stack');
-const stack = await startStack({ target: values.target, logger });
+
+let logLevel = 'info';
+try {
+  logLevel = loadConfig({ ...process.env, HOST: process.env.HOST || '127.0.0.1' }).logLevel;
+} catch (err) {
+  giveUp(startupErrorLine(err) ?? String(err));
+}
+const logger = createLogger('stack', logLevel);
+let stack: RunningStack;
+try {
+  stack = await startStack({ target: values.target, logger });
+} catch (err) {
+  const line = startupErrorLine(err);
+  if (line === undefined) throw err;
+  giveUp(line);
+}
 
 let stopping = false;
 const shutdown = async (signal: string) => {

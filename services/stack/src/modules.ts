@@ -1,4 +1,4 @@
-import type { ServiceName, StartService } from '@imagegen/platform';
+import { ConfigError, type ServiceName, type StartService } from '@imagegen/platform';
 
 /**
  * The module graph (Grafana Mimir style): each service module names the modules it needs in the same
@@ -66,7 +66,7 @@ export function resolveTargets(target: string, withDependencies: boolean): Modul
   const wanted = target === 'all' ? MODULES.map((m) => m.name) : target.split(',').map((t) => t.trim());
   for (const w of wanted) {
     if (!byName.has(w as ModuleName)) {
-      throw new Error(`unknown target "${w}"; expected all or one of: ${MODULES.map((m) => m.name).join(', ')}`);
+      throw new ConfigError(`unknown target "${w}" (--target or TARGET): expected all or one of: ${MODULES.map((m) => m.name).join(', ')}`);
     }
   }
   const ordered: ModuleDef[] = [];

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { StartupError } from '@imagegen/platform';
 
 /**
  * Secrets the all-in-one shape generates on first start and keeps in `$DATA_DIR/secrets.json` (mode 0600)
@@ -21,7 +22,15 @@ export async function loadOrCreateSecrets(
   const file = join(dataDir, 'secrets.json');
   await mkdir(dataDir, { recursive: true });
   const save = (s: LocalSecrets) => writeFile(file, JSON.stringify(s, null, 2), { mode: 0o600 });
-  if (existsSync(file)) return { secrets: JSON.parse(readFileSync(file, 'utf8')), firstStart: false, save };
+  if (existsSync(file)) {
+    let secrets: LocalSecrets;
+    try {
+      secrets = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new StartupError(`${file} is not valid JSON (${(err as Error).message}): repair it, or delete DATA_DIR to start over`);
+    }
+    return { secrets, firstStart: false, save };
+  }
   const secrets: LocalSecrets = {
     adminToken: `adm_${randomBytes(24).toString('base64url')}`,
     credentialsKey: randomBytes(32).toString('base64'),

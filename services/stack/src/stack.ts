@@ -11,12 +11,14 @@ import {
   type RunningService,
   type ServiceContext,
   type ServiceName,
+  assertCanListen,
   setMetricsService,
   startTelemetry,
 } from '@imagegen/platform';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { type ModuleName, resolveTargets } from './modules.js';
 import { type LocalSecrets, loadOrCreateSecrets } from './secrets.js';
+import { checkDatabase, lockDataDir } from './startup.js';
 
 export interface StackOptions {
   env?: NodeJS.ProcessEnv;
@@ -43,9 +45,27 @@ export interface RunningStack {
  */
 export async function startStack(opts: StackOptions = {}): Promise<RunningStack> {
   const env = { ...(opts.env ?? process.env) };
+  // The all-in-one prints admin credentials: it listens on loopback unless HOST says otherwise (HOST=0.0.0.0
+  // opts in). The standalone services keep loadConfig's 0.0.0.0 (a pod must listen on all interfaces).
+  if (!env.HOST?.trim()) env.HOST = '127.0.0.1';
   const target = opts.target ?? env.TARGET ?? 'all';
-  const logger = opts.logger ?? createLogger('stack', env.LOG_LEVEL);
-  const { secrets, firstStart, save } = await loadOrCreateSecrets(env.DATA_DIR ?? './data');
+  // Settings and the target first (ConfigError: one line naming the setting), before anything is touched.
+  const early = loadConfig(env);
+  const planned = resolveTargets(target, target === 'all');
+  const logger = opts.logger ?? createLogger('stack', early.logLevel);
+  // A taken gateway port is found now, not after every other module has started.
+  if (planned.some((m) => m.name === 'gateway')) await assertCanListen(early.host, early.port, 'PORT');
+  // The embedded PostgreSQL's folder is this instance's alone; a second instance on it is refused by name.
+  const lock = early.databaseUrl ? undefined : await lockDataDir(early.dataDir);
+  if (early.databaseUrl) await checkDatabase(early.databaseUrl);
+  let secretsLoaded: Awaited<ReturnType<typeof loadOrCreateSecrets>>;
+  try {
+    secretsLoaded = await loadOrCreateSecrets(early.dataDir);
+  } catch (err) {
+    await lock?.release();
+    throw err;
+  }
+  const { secrets, firstStart, save } = secretsLoaded;
   env.ADMIN_TOKEN ||= secrets.adminToken;
   env.CREDENTIALS_KEY ||= secrets.credentialsKey;
   env.ADMIN_EMAIL ||= 'admin@localhost';
@@ -54,6 +74,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
   configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
 
   const cleanups: (() => Promise<void>)[] = [];
+  if (lock) cleanups.push(() => lock.release());
   const stopAll = async () => {
     // Readiness turns false first so load balancers stop sending work while modules drain.
     lifecycle.stopping = true;
@@ -92,7 +113,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
 
     const needSandbox = !config.provABaseUrl || !config.provBBaseUrl;
     const modules: RunningStack['modules'] = [];
-    for (const def of resolveTargets(target, target === 'all')) {
+    for (const def of planned) {
       if (def.name === 'sandbox-provider' && !needSandbox) continue;
       const start = await def.load();
       const running = await start({ ...ctx, logger: logger.child({ module: def.name }) });

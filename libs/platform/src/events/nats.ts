@@ -13,6 +13,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, nanos, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { DEFAULT_NATS_CONNECT_TIMEOUT_MS, redactUrl, StartupError } from '../config.js';
 import { invalidPublishSubject, matchesAny, sanitizeDurable, subjectMatches } from './subjects.js';
 import { handleTraced } from './trace.js';
 import {
@@ -45,6 +46,14 @@ export interface NatsTransportOptions {
    * current pull request to end (at most this long) so that none outlives it; see startConsumer.
    */
   pullExpiresMs?: number;
+  /**
+   * How long the first connection may take (NATS starting after us): attempts repeat every second, a line is
+   * logged every few seconds, and past this the transport gives up with a StartupError naming NATS_URL.
+   * Default: NATS_CONNECT_TIMEOUT_MS from the environment, else 60 s.
+   */
+  connectTimeoutMs?: number;
+  /** Interval of the 'waiting for NATS' lines (default 5 s). */
+  connectLogEveryMs?: number;
 }
 
 /** Messages asked for per pull request. */
@@ -55,17 +64,76 @@ const DEFAULT_PULL_EXPIRES_MS = 2000;
 const EVENT_ID = 'event-id';
 const isInternalHeader = (k: string) => k === EVENT_ID || /^nats-/i.test(k);
 
+/** NATS_CONNECT_TIMEOUT_MS as loadConfig validates it (a whole number of ms); anything else: the default. */
+function connectTimeoutFromEnv(): number {
+  const v = process.env.NATS_CONNECT_TIMEOUT_MS?.trim();
+  return v && /^\d+$/.test(v) ? Number(v) : DEFAULT_NATS_CONNECT_TIMEOUT_MS;
+}
+
+/** Why a connection attempt failed, in a few words (never a stack). */
+function connectCause(err: unknown): string {
+  const e = err as { message?: string; code?: string; cause?: { code?: string; message?: string } };
+  const code = e?.cause?.code ?? e?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'ETIMEDOUT') return 'connection timed out';
+  return String(e?.message ?? err).split('\n')[0];
+}
+
+/**
+ * The first connection. Not `waitOnFirstConnect` (which waits silently and forever): attempts every second,
+ * a warning every few seconds saying what it waits for and how long it still will, and past the deadline a
+ * StartupError (one line naming NATS_URL and the cause). Refused credentials end it at once: waiting would
+ * not help. Once connected, the client reconnects by itself forever (maxReconnectAttempts -1).
+ */
+async function connectWaiting(opts: NatsTransportOptions, log: Logger) {
+  const deadlineMs = opts.connectTimeoutMs ?? connectTimeoutFromEnv();
+  const logEveryMs = opts.connectLogEveryMs ?? 5000;
+  const where = redactUrl(opts.url);
+  const started = Date.now();
+  let lastLog = 0;
+  for (let attempt = 1; ; attempt++) {
+    const left = deadlineMs - (Date.now() - started);
+    try {
+      const nc = await connect({
+        servers: opts.url,
+        name: opts.name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000,
+        timeout: Math.max(1000, Math.min(5000, left)),
+      });
+      if (attempt > 1) log.info({ url: where, waitedMs: Date.now() - started }, `connected to NATS at ${where}`);
+      return nc;
+    } catch (err) {
+      const cause = connectCause(err);
+      const name = (err as Error)?.name;
+      if (name === 'AuthorizationError' || name === 'UserAuthenticationExpiredError') {
+        throw new StartupError(`NATS at ${where} (NATS_URL) refused the credentials: ${cause}`, 'NATS_AUTH');
+      }
+      const waited = Date.now() - started;
+      if (waited >= deadlineMs) {
+        throw new StartupError(
+          `NATS at ${where} (NATS_URL) unreachable (${cause}); gave up after ${Math.round(waited / 1000)} s (NATS_CONNECT_TIMEOUT_MS=${deadlineMs})`,
+          'NATS_UNREACHABLE',
+        );
+      }
+      if (lastLog === 0 || Date.now() - lastLog >= logEveryMs) {
+        lastLog = Date.now();
+        const giveUpInS = Math.ceil((deadlineMs - waited) / 1000);
+        log.warn(
+          { url: where, cause, waitedMs: waited, giveUpInMs: deadlineMs - waited },
+          `waiting for NATS at ${where} (NATS_URL): ${cause}; retrying every second, giving up in ${giveUpInS} s (NATS_CONNECT_TIMEOUT_MS)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, deadlineMs - waited))));
+    }
+  }
+}
+
 export async function createNatsTransport(opts: NatsTransportOptions): Promise<EventTransport> {
   const log = opts.logger.child({ transport: 'nats', stream: opts.streamName });
   const retry = opts.retry ?? DEFAULT_RETRY;
-  // waitOnFirstConnect: keep trying instead of failing when NATS starts after us.
-  const nc = await connect({
-    servers: opts.url,
-    name: opts.name,
-    maxReconnectAttempts: -1,
-    waitOnFirstConnect: true,
-    reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1000,
-  });
+  const nc = await connectWaiting(opts, log);
   let connected = true;
   /** Set below, once the stream check exists: a reconnect may find the stream re-created. */
   let onReconnect = () => {};

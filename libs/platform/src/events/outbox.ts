@@ -108,8 +108,9 @@ const errorText = (err: unknown) => {
 };
 
 /**
- * Publishes outbox rows in created_at order and marks them. Rows are claimed with
- * FOR UPDATE SKIP LOCKED, so several replicas can relay the same schema. A crash between publish
+ * Publishes outbox rows in created_at order and marks them. Several replicas can relay the same schema:
+ * one at a time (a transaction-scoped advisory lock per schema), so rows go out in order; rows are also
+ * claimed with FOR UPDATE SKIP LOCKED. A crash between publish
  * and mark re-publishes with the same id, which the stream's duplicate window drops.
  *
  * Failures (classifyPublishError): a transient one (bus down, timeout) leaves the row, and those
@@ -142,6 +143,11 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
     const result = await sql.begin(async (tx) => {
+      // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
+      // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
+      // event before its earlier one. The other replicas skip the round and poll again.
+      const [{ relaying }] = await tx`SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS relaying`;
+      if (!relaying) return { more: false };
       const rows = (await tx`
         SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
         WHERE published_at IS NULL ORDER BY created_at

@@ -171,6 +171,33 @@ describe('outbox', () => {
   });
 });
 
+describe('outbox relays on two replicas', () => {
+  it('publish the rows of one schema in order, one relay at a time (issue 17)', async () => {
+    const inner = createInProcessTransport({ logger, duplicateWindowMs: 0 });
+    const received: string[] = [];
+    await inner.subscribe({ durable: 'ordered', subjects: ['imagegen.>'], handler: async (m) => {
+        if (m.subject === 'imagegen.library.ordered') received.push(text(m.data));
+      },
+    });
+    // A slow bus: each publish takes 3 ms, so two relays working at once would interleave their batches.
+    const slow: EventTransport = {
+      ...inner,
+      publish: async (m) => {
+        await new Promise((r) => setTimeout(r, 3));
+        return inner.publish(m);
+      },
+    };
+    const relays = await Promise.all([1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: slow, logger, pollMs: 20, batch: 5 })));
+    for (let i = 0; i < 60; i++) {
+      await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.ordered', data: bytes(`${i}`) }));
+    }
+    await until(() => received.length >= 60, 10_000);
+    expect(received).toEqual(Array.from({ length: 60 }, (_, i) => `${i}`));
+    await Promise.all(relays.map((x) => x.stop()));
+    await inner.close();
+  });
+});
+
 const bump = (eventId: string) => async (tx: TransactionSql) => {
   await tx`INSERT INTO counter (event_id, n) VALUES (${eventId}, 1)`;
 };

@@ -1,7 +1,14 @@
 import { type GeneratedImage, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
-import { characterDetail, characterListForm, createClient, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
+import {
+  characterDetail,
+  characterImageJson,
+  characterListForm,
+  createClient,
+  invalidPayload,
+  multiCharacterImageJson,
+} from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { ID_MAX } from '../validation.js';
 import { assetListQuery, assetListRequest, assetPagination, identifierParams, nullable, str } from './asset-schemas.js';
@@ -239,24 +246,8 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
         },
         request.principal,
       );
-      const img = res.images[0];
-      const thumbs = await thumbnailSizes([img], request.principal);
-      return {
-        data: {
-          imageId: img.recordId,
-          sessionId: res.sessionId,
-          fullUrl: img.fullUrl,
-          thumbnailUrl: img.thumbnailUrl,
-          objectKey: img.objectKey,
-          width: img.width,
-          height: img.height,
-          format: img.format,
-          sizeBytes: img.sizeBytes,
-          thumbnailSizeBytes: thumbs.get(img.recordId) ?? 0,
-          prompt: img.prompt,
-          message: `Generated an image of ${character.characterName}`,
-        },
-      };
+      const thumbs = await thumbnailSizes([res.images[0]], request.principal);
+      return { data: characterImageJson(res, character.characterName, thumbs.get(res.images[0].recordId) ?? 0) };
     },
   );
 };

@@ -1,6 +1,14 @@
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { createClient, invalidPayload, productDetail, productImagesJson, productListForm, productUpdateJson } from '@imagegen/platform';
+import {
+  createClient,
+  invalidPayload,
+  productCreatedJson,
+  productDetail,
+  productImagesJson,
+  productListForm,
+  productUpdateJson,
+} from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { INT32_MAX } from '../validation.js';
 import { identifierParams, nullable, str } from './asset-schemas.js';
@@ -83,21 +91,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         },
         request.principal,
       );
-      return {
-        data: {
-          id: p.id,
-          productName: p.productName,
-          productUrl: p.productUrl,
-          objectKey: p.objectKey,
-          objectThumbnailKey: p.objectThumbnailKey,
-          width: p.width,
-          height: p.height,
-          sizeBytes: p.sizeBytes,
-          thumbnailSizeBytes: p.thumbnailSizeBytes,
-          format: p.format,
-          message: 'Product created successfully',
-        },
-      };
+      return { data: productCreatedJson(p) };
     },
   );
 

@@ -1,5 +1,5 @@
 import { type Quota, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
-import { badRequest, createClient, type Principal } from '@imagegen/platform';
+import { badRequest, createClient, type Principal, profileJson, usageJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenancyClient, tenantSecurity } from '../auth.js';
 
@@ -67,20 +67,7 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
       if (request.validationError) throw badRequest('Invalid limit');
       const { limit } = request.query as { limit?: number };
       const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit: limit ?? 12 }, request.principal);
-      return {
-        data: {
-          months: res.months.map((m) => ({
-            month: m.month,
-            total_operations: m.totalOperations,
-            total_images: m.totalImages,
-            total_bytes: m.totalBytes,
-            total_mb: m.totalMb,
-            avg_duration_ms: m.avgDurationMs,
-          })),
-          recent: { bytes: res.recent?.bytes ?? 0, images: res.recent?.images ?? 0 },
-          quota: res.quota,
-        },
-      };
+      return { data: usageJson(res) };
     },
   );
 
@@ -99,7 +86,7 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     async (request) => {
       const tenantId = request.principal.tenantId as string;
       const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
-      return { tenant: { tenantId, tenantName: name, quotas: quota } };
+      return profileJson(tenantId, name, quota);
     },
   );
 };

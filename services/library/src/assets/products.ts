@@ -23,6 +23,7 @@ import {
   tenantKey,
 } from '@imagegen/platform';
 import { writeImageDeleted, writeImageStored } from '../images/events.js';
+import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from '../images/object-gc.js';
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
 import { findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { fetchImage } from './fetch-image.js';
@@ -208,15 +209,20 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config
       const base = randomUUID();
       const objectKey = tenantKey(tenantId, 'products', `${base}.${img.ext}`);
       const thumbKey = tenantKey(tenantId, 'products', 'thumbnails', `${base}.webp`);
+      // Keys scheduled for removal before the files exist, claimed by the row's transaction (object-gc.ts):
+      // a crash in between leaves nothing behind for longer than the grace period.
+      const keys = [objectKey, thumbKey];
+      await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
       await Promise.all([
         storage.put(objectKey, fetched.data, img.mimeType),
         storage.put(thumbKey, img.thumbnail, THUMBNAIL_MIME_TYPE),
       ]).catch(async (err) => {
-        await storage.deleteMany([objectKey, thumbKey]).catch(() => {});
+        await removeObjects({ sql, storage, logger: call.logger }, keys);
         throw err;
       });
       try {
         const row = await sql.begin(async (tx) => {
+          await claimKeys(tx, keys);
           const [r] = await tx`
             INSERT INTO products (tenant_id, product_name, product_description, product_url, tags, object_key, object_thumbnail_key,
               width, height, size_bytes, thumbnail_size_bytes, format, mime_type)
@@ -229,7 +235,7 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config
         });
         return toProduct(row, storage);
       } catch (err) {
-        await storage.deleteMany([objectKey, thumbKey]).catch(() => {});
+        await removeObjects({ sql, storage, logger: call.logger }, keys);
         if (isUniqueViolation(err)) throw duplicateName(name);
         throw err;
       }
@@ -271,12 +277,11 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config
         const found = await findProduct(tx, tenantId, req.identifier, true);
         await tx`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${found.id}`;
         await productDeleted(tx, config, tenantId, found);
+        await scheduleRemoval(tx, [found.objectKey, found.objectThumbnailKey], 0);
         return found;
       });
       // The product's own image goes; generated images (library rows with product_reference_id) stay.
-      await storage
-        .deleteMany([row.objectKey, row.objectThumbnailKey])
-        .catch((err) => call.logger.warn({ err, productId: row.id }, 'could not remove product image files'));
+      await removeObjects({ sql, storage, logger: call.logger }, [row.objectKey, row.objectThumbnailKey]);
       return { deleted: true };
     },
   };

@@ -1,14 +1,15 @@
 import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
-import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
   AppError,
   executionJson,
   MODEL_IDS,
+  profileJson,
   sessionImageJson,
   sessionJson,
   sessionRecordJson,
+  usageJson,
   webhookCreatedJson,
   webhookJson,
 } from '@imagegen/platform';
@@ -18,13 +19,6 @@ import { thumbnailsOf } from './generation-run.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const executionId = () => z.string().min(1).max(100).describe('Execution id (executionId of a generation result)');
-
-const quotaJson = (q: Quota | undefined) => ({
-  monthlyQuotaMb: q?.monthlyQuotaMb ?? 0,
-  monthlyUsedMb: q?.monthlyUsedMb ?? 0,
-  monthlyRemainingMb: q?.monthlyRemainingMb ?? 0,
-  rateLimitPerMinute: q?.rateLimitPerMinute ?? 0,
-});
 
 // ---- sessions and executions (SPEC 4.8) ----
 
@@ -175,22 +169,7 @@ const getUsage = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.usage.getUsage({ tenantId: ctx.principal.tenantId ?? '', limit: args.limit ?? 12 }, ctx.principal);
-    return {
-      data: {
-        data: {
-          months: r.months.map((m) => ({
-            month: m.month,
-            total_operations: m.totalOperations,
-            total_images: m.totalImages,
-            total_bytes: m.totalBytes,
-            total_mb: m.totalMb,
-            avg_duration_ms: m.avgDurationMs,
-          })),
-          recent: { bytes: r.recent?.bytes ?? 0, images: r.recent?.images ?? 0 },
-          quota: quotaJson(r.quota),
-        },
-      },
-    };
+    return { data: { data: usageJson(r) } };
   },
 });
 
@@ -206,7 +185,7 @@ const getProfile = defineTool({
       ctx.deps.clients.tenancy.getTenant({ tenantId }, ctx.principal),
       ctx.deps.clients.usage.getQuota({ tenantId }, ctx.principal),
     ]);
-    return { data: { tenant: { tenantId: t.tenantId, tenantName: t.tenantName, quotas: quotaJson(q) } } };
+    return { data: profileJson(t.tenantId, t.tenantName, q) };
   },
 });
 

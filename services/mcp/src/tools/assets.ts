@@ -13,6 +13,7 @@ import {
 import {
   imageJson,
   invalidPayload,
+  productCreatedJson,
   productDetail,
   productImagesJson,
   productListForm,
@@ -85,23 +86,7 @@ const createProduct = defineTool({
       ctx.principal,
       { timeoutMs: 120_000 },
     );
-    return {
-      data: {
-        data: {
-          id: p.id,
-          productName: p.productName,
-          productUrl: p.productUrl,
-          objectKey: p.objectKey,
-          objectThumbnailKey: p.objectThumbnailKey,
-          width: p.width,
-          height: p.height,
-          sizeBytes: p.sizeBytes,
-          thumbnailSizeBytes: p.thumbnailSizeBytes,
-          format: p.format,
-          message: 'Product created successfully',
-        },
-      },
-    };
+    return { data: { data: productCreatedJson(p) } };
   },
 });
 

@@ -1,6 +1,6 @@
 import { Int64List } from '@imagegen/contracts/generation/v1/generation';
 import { CreateCharacterRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
-import { characterDetail, characterListForm, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
+import { characterDetail, characterImageJson, characterListForm, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
 import { z } from 'zod';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
 import { defineTool, ID_MAX, idString, s } from './framework.js';
@@ -158,24 +158,12 @@ const generateCharacterImage = defineTool({
           { timeoutMs: GENERATION_TIMEOUT_MS },
         );
         const img = res.images[0];
+        // The thumbnail size is on the library record (GeneratedImage does not carry it), as REST reads it.
+        const record = await ctx.deps.clients.library.resolveImages({ imageIds: [img.recordId] }, principal);
+        const thumbnailSizeBytes = record.images.find((i) => i.id === img.recordId)?.thumbnailSizeBytes ?? 0;
         return {
           executionId: res.executionId,
-          data: {
-            data: {
-              imageId: img.recordId,
-              sessionId: res.sessionId,
-              fullUrl: img.fullUrl,
-              thumbnailUrl: img.thumbnailUrl,
-              objectKey: img.objectKey,
-              width: img.width,
-              height: img.height,
-              format: img.format,
-              sizeBytes: img.sizeBytes,
-              prompt: img.prompt,
-              message: `Generated an image of ${character.characterName}`,
-            },
-            executionId: res.executionId,
-          },
+          data: { data: characterImageJson(res, character.characterName, thumbnailSizeBytes), executionId: res.executionId },
           images: await thumbnailsOfGenerated({ ...ctx, principal }, [img]),
         };
       },

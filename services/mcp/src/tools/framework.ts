@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Scope } from '@imagegen/platform';
-import { AppError, type Logger, type Principal } from '@imagegen/platform';
+import {
+  AppError,
+  holdClaim,
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_TTL_MS,
+  type IdempotencyStore,
+  keepsIdempotentAnswer,
+  type Logger,
+  type Principal,
+  requestFingerprint,
+} from '@imagegen/platform';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
@@ -31,7 +42,36 @@ export interface ToolDeps {
   runs: AsyncRuns;
   /** Per-tenant limits of tool calls (rate-limit.ts). */
   limiter?: ToolLimiter;
+  /** Records of `idempotency_key` arguments (Redis when REDIS_URL is set; memory otherwise). */
+  idempotency?: IdempotencyStore;
 }
+
+/**
+ * Tools that create or bill: they take an optional `idempotency_key` argument with the REST API's
+ * Idempotency-Key semantics (services/gateway/src/idempotency.ts): the first result is kept per tenant and
+ * key for 24 h and returned again (with `_meta["imagegen/idempotent-replayed"]: true`) for the same call;
+ * the same key with other arguments is a 422 tool error, a call while the first runs a 409 tool error.
+ */
+export const IDEMPOTENT_TOOLS = new Set([
+  'generate_image',
+  'edit_image',
+  'upload_image_for_editing',
+  'create_character',
+  'generate_character_image',
+  'generate_multi_character_image',
+  'create_product',
+  'generate_product_image',
+  'create_scene',
+  'create_style_preset',
+  'create_search_preset',
+  'create_webhook',
+]);
+
+const idempotencyKeyArg = z
+  .string()
+  .regex(IDEMPOTENCY_KEY_PATTERN, 'idempotency_key must be 1-255 visible ASCII characters')
+  .optional()
+  .describe('Makes a retry safe: the same key with the same arguments returns the first result instead of running again (24 h)');
 
 export interface ToolContext {
   /** The principal forwarded to gRPC: tenant, key type, scopes, session_id argument, source 'mcp'. */
@@ -152,13 +192,15 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
   Object.assign(server, { validateToolInput: async (_tool: unknown, args: unknown) => args });
   // Strict: an argument the tool does not know (a misspelt `negativ_prompt`) is refused like the REST API's
   // additionalProperties: false, never silently dropped.
-  const schemas = new Map(tools.map((t) => [t.name, z.object(t.input).strict()]));
+  const inputOf = (t: ToolDef): ZodRawShape =>
+    IDEMPOTENT_TOOLS.has(t.name) ? { ...t.input, idempotency_key: idempotencyKeyArg } : t.input;
+  const schemas = new Map(tools.map((t) => [t.name, z.object(inputOf(t)).strict()]));
 
   for (const tool of tools) {
     // openWorldHint defaults to true in MCP: only tools that reach outside the platform (image providers,
     // public URLs, webhook receivers) say so; every other tool works on the tenant's own data.
     const annotations: ToolAnnotations = { openWorldHint: false, ...tool.annotations };
-    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input, annotations }, (async (
+    server.registerTool(tool.name, { description: tool.description, inputSchema: inputOf(tool), annotations }, (async (
       args: Record<string, unknown>,
       extra: Extra,
     ): Promise<CallToolResult> => {
@@ -186,7 +228,8 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
           ? toolError(400, { error: tool.invalidArguments })
           : toolError(400, { error: 'Invalid request payload', details: formatIssues(parsed.error.issues) });
       }
-      args = parsed.data;
+      const { idempotency_key: idempotencyKey, ...toolArgs } = parsed.data as Record<string, unknown>;
+      args = toolArgs;
       const principal: Principal = {
         requestId: auth.requestId ? `${auth.requestId}:${randomUUID().slice(0, 8)}` : randomUUID(),
         tenantId: auth.tenantId,
@@ -208,12 +251,62 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
             .catch(() => {});
         },
       };
-      try {
-        return toolResult(await tool.run(args as never, ctx));
-      } catch (err) {
-        return errorResult(err, deps.logger, tool.name);
-      }
+      const call = async (): Promise<CallToolResult> => {
+        try {
+          return toolResult(await tool.run(args as never, ctx));
+        } catch (err) {
+          return errorResult(err, deps.logger, tool.name);
+        }
+      };
+      if (typeof idempotencyKey !== 'string' || !deps.idempotency || !auth.tenantId) return call();
+      return idempotent(deps.idempotency, deps.logger, `mcp:${auth.tenantId}:${idempotencyKey}`, tool.name, args, call);
     }) as never);
+  }
+}
+
+/** Runs a tool call under an idempotency key (see IDEMPOTENT_TOOLS). */
+async function idempotent(
+  store: IdempotencyStore,
+  logger: Logger,
+  id: string,
+  tool: string,
+  args: Record<string, unknown>,
+  call: () => Promise<CallToolResult>,
+): Promise<CallToolResult> {
+  const fingerprint = requestFingerprint(tool, JSON.stringify(args));
+  let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
+  try {
+    claim = await store.claim(id, fingerprint, IDEMPOTENCY_LEASE_MS);
+  } catch (err) {
+    logger.warn({ err }, 'idempotency store unavailable');
+    return toolError(503, { error: 'Service temporarily unavailable' });
+  }
+  if (claim.state === 'mismatch') {
+    return toolError(422, {
+      error: 'Idempotency-Key already used for a different request',
+      details: ['send a new idempotency_key for a call with another tool or other arguments'],
+    });
+  }
+  if (claim.state === 'in_flight') {
+    return toolError(409, { error: 'A request with this Idempotency-Key is still in progress', details: ['retry when it has finished'] });
+  }
+  if (claim.state === 'done') {
+    const replayed = JSON.parse(claim.response.body) as CallToolResult;
+    return { ...replayed, _meta: { ...replayed._meta, 'imagegen/idempotent-replayed': true } };
+  }
+  const stopHolding = holdClaim(store, id, claim.owner, logger);
+  let result: CallToolResult | undefined;
+  try {
+    result = await call();
+    return result;
+  } finally {
+    stopHolding();
+    const status = result?.isError ? Number((result.structuredContent as { status?: number } | undefined)?.status ?? 500) : 200;
+    const settle =
+      result && keepsIdempotentAnswer(status)
+        ? store.complete(id, claim.owner, fingerprint, { status, body: JSON.stringify(result) }, IDEMPOTENCY_TTL_MS)
+        : store.release(id, claim.owner);
+    await settle.catch((err) => logger.warn({ err }, 'could not record the idempotent tool result'));
   }
 }
 

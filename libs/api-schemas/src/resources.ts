@@ -1,0 +1,525 @@
+import { z } from 'zod';
+import { SearchFilters } from './requests.js';
+
+/**
+ * The JSON form of every resource the REST API and the MCP tools answer with (SPEC 2), defined once. The
+ * gateway's OpenAPI document, the contract check of the end-to-end suite, the MCP tools' outputSchema and the
+ * presenters' return types (libs/platform/src/present.ts) all derive from these.
+ */
+
+const int = () => z.number().int();
+const id = () => z.number().int().min(1);
+const ts = () => z.string().datetime({ offset: true });
+const nstr = () => z.string().nullable();
+
+// ---- images ----
+
+export const Image = z.object({
+  id: id(),
+  sessionId: z.string(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+  width: int(),
+  height: int(),
+  sizeBytes: int(),
+  prompt: z.string(),
+  negativePrompt: nstr(),
+  operation: z.string().describe('generate, edit, upload, ...'),
+  aspectRatio: z.string(),
+  createdAt: ts(),
+});
+
+export const ImageDetailFields = z.object({
+  modelId: z.string(),
+  stylePresetId: id().nullable(),
+  productReferenceId: id().nullable(),
+  referenceGroupIds: z.array(int()).nullable(),
+  parent_image_id: id().nullable().describe("an edit's parent image"),
+  resolutionTier: nstr(),
+  format: z.string(),
+  mimeType: z.string(),
+  isReference: z.boolean(),
+});
+
+export const EditHistoryEntry = z.object({
+  id: id(),
+  operation: z.string(),
+  prompt: z.string(),
+  parent_image_id: id().nullable(),
+  createdAt: ts(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+});
+
+export const ImageDetail = Image.merge(ImageDetailFields).extend({
+  editHistory: z.object({ ancestors: z.array(EditHistoryEntry), edits: z.array(EditHistoryEntry) }),
+});
+
+export const SessionImage = Image.merge(ImageDetailFields).extend({
+  thumbnailSizeBytes: int(),
+  objectKey: z.string(),
+  objectThumbnailKey: z.string(),
+});
+
+export const ImagePagination = z.object({
+  total: int(),
+  limit: int(),
+  offset: int(),
+  totalIsExact: z.boolean().describe('false when total is a capped estimate'),
+  nextCursor: nstr().describe('pass as cursor to continue after this page; null on the last page'),
+});
+
+export const GeneratedImage = z.object({
+  record_id: id(),
+  full_url: z.string(),
+  thumbnail_url: z.string(),
+  width: int(),
+  height: int(),
+  size_bytes: int(),
+  format: z.string(),
+  mime_type: z.string(),
+  prompt: z.string(),
+  negative_prompt: nstr(),
+  has_synthid: z.boolean(),
+  created_at: ts(),
+  aspect_ratio: z.string(),
+  model_id: z.string(),
+  resolution_tier: z.string(),
+  parent_image_id: id().nullable(),
+});
+
+export const GenerateResult = z.object({
+  images: z.array(GeneratedImage),
+  metadata: z.object({ requested: int(), generated: int(), session_id: z.string() }),
+  executionId: z.string(),
+});
+
+export const EditResult = z.object({
+  thumbnailUrl: z.string(),
+  fullUrl: z.string(),
+  width: int(),
+  height: int(),
+  sizeBytes: int(),
+  format: z.string(),
+  prompt: z.string(),
+  parentImageId: id(),
+  recordId: id(),
+  createdAt: ts(),
+  aspectRatio: z.string(),
+  sessionId: z.string(),
+  executionId: z.string(),
+});
+
+export const UploadResult = z.object({
+  image_id: id(),
+  object_key: z.string(),
+  public_url: z.string(),
+  thumbnail_url: z.string(),
+  size_bytes: int(),
+  mime_type: z.string(),
+  width: int(),
+  height: int(),
+  session_id: z.string(),
+  execution_id: z.string(),
+  message: z.string(),
+});
+
+export const BulkDeleteResult = z.object({
+  deleted: z.array(id()),
+  failed: z.array(z.object({ id: int(), error: z.string() })),
+  summary: z.object({ total: int(), succeeded: int(), failed: int() }),
+});
+
+// ---- saved assets ----
+
+export const RefImage = z.object({ id: id(), url: z.string(), thumbnail_url: z.string() });
+
+const characterCommon = {
+  id: id(),
+  character_name: z.string(),
+  description: nstr(),
+  base_prompt: z.string(),
+  negative_prompt: nstr(),
+  system_instruction: nstr(),
+  preferred_aspect_ratio: nstr(),
+  tags: z.array(z.string()),
+  times_used: int(),
+  created_at: ts(),
+  updated_at: ts(),
+  last_used_at: ts().nullable(),
+};
+export const Character = z.object({ ...characterCommon, reference_images: z.array(RefImage) });
+export const CharacterListItem = z.object({ ...characterCommon, reference_image_count: int(), thumbnail_url: nstr() });
+
+export const CharacterGenerateResult = z.object({
+  imageId: id(),
+  sessionId: z.string(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+  objectKey: z.string(),
+  width: int(),
+  height: int(),
+  format: z.string(),
+  sizeBytes: int(),
+  thumbnailSizeBytes: int(),
+  prompt: z.string(),
+  message: z.string(),
+});
+
+export const MultiCharacterResult = z.object({
+  imageId: id(),
+  sessionId: z.string(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+  width: int(),
+  height: int(),
+  prompt: z.string(),
+  characterCount: int(),
+  message: z.string(),
+});
+
+const productCommon = {
+  id: id(),
+  productName: z.string(),
+  productDescription: nstr(),
+  productUrl: z.string(),
+  tags: z.string().describe('comma-separated'),
+  timesUsed: int(),
+  lastUsedAt: ts().nullable(),
+  createdAt: ts(),
+  updatedAt: ts(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+};
+export const Product = z.object(productCommon);
+export const ProductDetail = z.object({
+  ...productCommon,
+  width: int(),
+  height: int(),
+  sizeBytes: int(),
+  format: z.string(),
+  mimeType: z.string(),
+  objectKey: z.string(),
+  objectThumbnailKey: z.string(),
+});
+export const ProductCreated = z.object({
+  id: id(),
+  productName: z.string(),
+  productUrl: z.string(),
+  objectKey: z.string(),
+  objectThumbnailKey: z.string(),
+  width: int(),
+  height: int(),
+  sizeBytes: int(),
+  thumbnailSizeBytes: int(),
+  format: z.string(),
+  message: z.string(),
+});
+export const ProductUpdated = z.object({
+  id: id(),
+  productName: z.string(),
+  productDescription: nstr(),
+  tags: z.string(),
+  updatedAt: ts(),
+});
+export const ProductGenerateResult = z.object({
+  imageId: id(),
+  sessionId: z.string(),
+  fullUrl: z.string(),
+  thumbnailUrl: z.string(),
+  width: int(),
+  height: int(),
+  format: z.string(),
+  sizeBytes: int(),
+  prompt: z.string(),
+  productId: id(),
+  productName: z.string(),
+  scenePrompt: z.string().optional(),
+  images: z.array(RefImage),
+  message: z.string(),
+});
+
+const sceneCommon = {
+  id: id(),
+  sceneName: z.string(),
+  description: nstr(),
+  scenePrompt: nstr(),
+  defaultReferenceMode: z.enum(['style', 'add']).nullable(),
+  preferredAspectRatio: nstr(),
+  tags: z.array(z.string()),
+  timesUsed: int(),
+  createdAt: ts(),
+  updatedAt: ts(),
+  lastUsedAt: ts().nullable(),
+};
+export const Scene = z.object({
+  ...sceneCommon,
+  referenceImages: z.array(z.object({ id: id(), objectKey: z.string(), url: z.string(), thumbnailUrl: z.string() })),
+});
+export const SceneListItem = z.object({ ...sceneCommon, imageCount: int(), thumbnailUrl: nstr() });
+export const SceneDeleted = z.object({ deleted: z.literal(true), sceneId: id(), sceneName: z.string(), imageCount: int() });
+
+export const StylePreset = z.object({
+  id: id(),
+  name: z.string(),
+  prompt: nstr(),
+  negative_prompt: nstr(),
+  system_instruction: nstr(),
+  aspect_ratio: nstr(),
+  created_at: ts(),
+  updated_at: ts(),
+});
+
+export const SearchPreset = z.object({
+  id: id(),
+  tenantId: z.string(),
+  presetName: z.string(),
+  filters: SearchFilters,
+  createdAt: ts(),
+  updatedAt: ts(),
+});
+
+// ---- sessions and executions ----
+
+export const SessionSummary = z.object({
+  sessionId: z.string(),
+  isActive: z.boolean(),
+  createdAt: ts(),
+  lastActivityAt: ts(),
+  totalImages: int(),
+  totalEdits: int(),
+  totalBytes: int(),
+  totalMegabytes: z.number(),
+  totalTokens: int(),
+});
+
+export const SessionRecord = z.object({
+  session_id: z.string(),
+  tenant_id: z.string(),
+  is_active: z.union([z.literal(0), z.literal(1)]),
+  created_at: ts(),
+  last_activity_at: ts(),
+});
+
+export const LogEntry = z.object({ timestamp: ts(), message: z.string(), level: z.enum(['info', 'warn', 'error']) });
+
+export const Execution = z.object({
+  executionId: z.string(),
+  sessionId: z.string(),
+  toolName: z.string(),
+  toolSource: z.string(),
+  status: z.enum(['running', 'completed', 'failed']),
+  progressPercent: int().min(0).max(100),
+  currentStep: nstr(),
+  startedAt: ts(),
+  completedAt: ts().nullable(),
+  durationMs: int().nullable(),
+  resultSummary: nstr(),
+  error: nstr(),
+  modelId: nstr(),
+});
+export const ExecutionDetail = Execution.extend({ logEntries: z.array(LogEntry) });
+
+// ---- usage and profile ----
+
+export const Quota = z.object({
+  monthlyQuotaMb: int(),
+  monthlyUsedMb: int(),
+  monthlyRemainingMb: int(),
+  rateLimitPerMinute: int(),
+});
+
+export const UsageMonth = z.object({
+  month: z.string().regex(/^\d{4}-\d{2}$/),
+  total_operations: int(),
+  total_images: int(),
+  total_bytes: int(),
+  total_mb: z.number(),
+  avg_duration_ms: int(),
+});
+
+export const Usage = z.object({
+  months: z.array(UsageMonth).describe('newest first'),
+  recent: z.object({ bytes: int(), images: int() }).describe('rolling 30 days'),
+  quota: Quota,
+});
+
+export const Profile = z.object({ tenant: z.object({ tenantId: z.string(), tenantName: z.string(), quotas: Quota }) });
+
+// ---- webhooks ----
+
+export const QUOTA_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
+
+export const Webhook = z.object({
+  id: id(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: nstr(),
+  enabled: z.boolean(),
+  disabledReason: nstr(),
+  consecutiveFailures: int(),
+  lastDeliveryAt: ts().nullable(),
+  lastDeliveryStatus: nstr(),
+  lastResponseStatus: int().nullable(),
+  secretHint: z.string(),
+  createdAt: ts(),
+  updatedAt: ts(),
+});
+export const WebhookCreated = Webhook.extend({ secret: z.string().describe('whsec_...: shown once') });
+
+/** SPEC 6: the body of a quota webhook delivery (also the payload of a delivery record). */
+export const QuotaWebhookPayload = z.object({
+  event: z.enum(QUOTA_EVENTS),
+  threshold: int().describe('80 or 100 (percent)'),
+  tenant_id: z.string(),
+  billing_period: z.string().regex(/^\d{4}-\d{2}$/),
+  current_usage_mb: z.number(),
+  quota_mb: z.number(),
+  timestamp: ts(),
+  webhook_id: id().optional(),
+});
+export const TestWebhookPayload = z.object({ event: z.literal('webhook.test'), tenant_id: z.string(), timestamp: ts(), webhook_id: id() });
+
+export const Delivery = z.object({
+  id: z.string(),
+  webhookId: id(),
+  event: z.string(),
+  status: z.string(),
+  attemptCount: int(),
+  attempts: z.array(z.object({ attempt: int(), attemptedAt: ts(), durationMs: int(), responseStatus: int().nullable(), error: nstr() })),
+  payload: z.union([QuotaWebhookPayload, TestWebhookPayload]),
+  lastError: nstr(),
+  lastResponseStatus: int().nullable(),
+  nextAttemptAt: ts().nullable(),
+  createdAt: ts(),
+  completedAt: ts().nullable(),
+});
+
+// ---- administration ----
+
+export const Tenant = z.object({
+  tenantId: z.string(),
+  tenantName: z.string(),
+  isActive: z.boolean(),
+  contactEmail: z.string(),
+  monthlyQuotaMb: int(),
+  rateLimitPerMinute: int(),
+  notes: nstr(),
+  modelId: z.string(),
+  allowedModels: z.array(z.string()),
+  createdAt: ts(),
+  updatedAt: ts(),
+});
+
+export const ApiKeyRecord = z.object({
+  keyId: z.string(),
+  apiKey: z.string().describe('abbreviated'),
+  keyName: z.string(),
+  type: z.enum(['live', 'test']),
+  isActive: z.boolean(),
+  createdAt: ts(),
+  lastUsedAt: ts().nullable(),
+  revokedAt: ts().nullable(),
+  usageCount: int(),
+});
+export const CreatedApiKey = z.object({
+  keyId: z.string(),
+  apiKey: z.string().describe('the full key: returned once'),
+  keyName: z.string(),
+  type: z.enum(['live', 'test']),
+  createdAt: ts(),
+});
+
+const providerPool = z.object({ configured: z.boolean(), keyCount: int() });
+export const TenantDetail = z.object({
+  tenant: Tenant,
+  apiKeys: z.array(ApiKeyRecord),
+  providerCredentials: z.object({ provA: providerPool, provB: providerPool }),
+});
+export const TenantCreated = z.object({ tenant: Tenant, apiKeys: z.array(CreatedApiKey) });
+
+export const ADMIN_ROLES = ['admin', 'super_admin'] as const;
+export const AdminUser = z.object({
+  userId: z.string(),
+  email: z.string(),
+  displayName: z.string(),
+  role: z.enum(ADMIN_ROLES),
+  tenantId: nstr(),
+  isActive: z.boolean(),
+  isLocked: z.boolean(),
+  failedLoginAttempts: int(),
+  lastLoginAt: ts().nullable(),
+  createdAt: ts(),
+  updatedAt: ts(),
+});
+export const AdminSession = z.object({ token: z.string(), tokenType: z.literal('Bearer'), expiresAt: ts(), user: AdminUser });
+export const AdminMe = z.object({
+  authMethod: z.string(),
+  role: z.enum(ADMIN_ROLES),
+  sessionExpiresAt: ts().nullable(),
+  user: AdminUser.nullable(),
+});
+
+export const Invitation = z.object({
+  token: z.string(),
+  email: z.string(),
+  tenantId: nstr(),
+  role: z.enum(ADMIN_ROLES),
+  status: z.string(),
+  invitedBy: z.string(),
+  expiresAt: ts(),
+  createdAt: ts(),
+  acceptedAt: ts().nullable(),
+  revokedAt: ts().nullable(),
+});
+export const InvitationCreated = Invitation.pick({
+  token: true,
+  email: true,
+  role: true,
+  tenantId: true,
+  expiresAt: true,
+  createdAt: true,
+  status: true,
+});
+export const InvitationPublic = Invitation.pick({ email: true, role: true, tenantId: true, expiresAt: true, status: true });
+
+export const AdminStats = z.object({
+  generatedAt: ts(),
+  tenants: z.object({ total: int(), active: int(), inactive: int(), createdLast30Days: int() }),
+  images: z.object({ total: int(), last24h: int() }).nullable().describe('null when usage metering is unavailable'),
+  storage: z.object({ totalBytes: int(), totalMb: z.number() }).nullable(),
+  recentActivity: z.object({ imagesLast24h: int(), operationsLast24h: int() }).nullable(),
+  topTenants: z.array(z.object({ tenantId: z.string(), tenantName: nstr(), images: int(), bytes: int(), mb: z.number() })),
+  usage: z.object({ status: z.enum(['ok', 'unavailable']), error: z.string().optional() }),
+  health: z.object({
+    status: z.enum(['ok', 'degraded']),
+    services: z.array(
+      z.object({
+        name: z.string(),
+        status: z.enum(['up', 'down', 'not_configured']),
+        latencyMs: int().nullable(),
+        error: z.string().optional(),
+      }),
+    ),
+  }),
+});
+
+export const Health = z.object({ status: z.literal('ok'), timestamp: ts() });
+
+export type ImageJson = z.infer<typeof Image>;
+export type ImageDetailJson = z.infer<typeof ImageDetail>;
+export type SessionImageJson = z.infer<typeof SessionImage>;
+export type GeneratedImageJson = z.infer<typeof GeneratedImage>;
+export type CharacterJson = z.infer<typeof Character>;
+export type CharacterListItemJson = z.infer<typeof CharacterListItem>;
+export type ProductJson = z.infer<typeof Product>;
+export type ProductDetailJson = z.infer<typeof ProductDetail>;
+export type SceneJson = z.infer<typeof Scene>;
+export type SceneListItemJson = z.infer<typeof SceneListItem>;
+export type StylePresetJson = z.infer<typeof StylePreset>;
+export type SearchPresetJson = z.infer<typeof SearchPreset>;
+export type ExecutionJson = z.infer<typeof Execution>;
+export type UsageMonthJson = z.infer<typeof UsageMonth>;
+export type QuotaJson = z.infer<typeof Quota>;
+export type WebhookJson = z.infer<typeof Webhook>;
+export type CharacterGenerateResultJson = z.infer<typeof CharacterGenerateResult>;

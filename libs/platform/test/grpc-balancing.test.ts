@@ -1,0 +1,251 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generationV1, libraryAssetsV1, libraryV1, tenancyV1, usageV1, webhooksV1 } from '@imagegen/contracts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AppError } from '../src/errors.js';
+import { createClient, internalPrincipal, READINESS, RETRYABLE_METHODS } from '../src/grpc.js';
+
+/**
+ * Issue 17 item 2: a client balances per call over every address of its target (round_robin over a static list
+ * `ipv4:a,b`, as over the A records of a headless Service), repeats the safe methods on UNAVAILABLE when a
+ * replica dies, and answers 503 + Retry-After for the others. The replicas are separate processes
+ * (fixtures/library-replica.ts, the real LibraryService definition) killed with SIGKILL.
+ */
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO_ROOT = resolve(HERE, '..', '..', '..');
+const FIXTURE = join(HERE, 'fixtures', 'library-replica.ts');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Replica {
+  name: string;
+  port: number;
+  proc: ChildProcess;
+  /** `Method image_id` of every call that reached a handler. */
+  started: Set<string>;
+}
+
+const procs = new Set<ChildProcess>();
+afterAll(() => {
+  for (const p of procs) p.kill('SIGKILL');
+});
+
+async function startReplica(name: string, env: Record<string, string> = {}): Promise<Replica> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, REPLICA: name, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  procs.add(proc);
+  proc.once('exit', () => procs.delete(proc));
+  const started = new Set<string>();
+  let buf = '';
+  const port = await new Promise<number>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`replica ${name} did not start`)), 60_000);
+    proc.once('exit', (code) => rej(new Error(`replica ${name} exited with ${code}`)));
+    proc.stdout?.on('data', (chunk: Buffer) => {
+      buf += chunk.toString();
+      let nl = buf.indexOf('\n');
+      while (nl >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        nl = buf.indexOf('\n');
+        const [kind, a, b] = line.split(' ');
+        if (kind === 'port') {
+          clearTimeout(timer);
+          res(Number(a));
+        } else if (kind === 'start') started.add(`${a} ${b}`);
+      }
+    });
+  });
+  return { name, port, proc, started };
+}
+
+function kill(r: Replica): Promise<void> {
+  if (r.proc.exitCode !== null || r.proc.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((res) => r.proc.once('exit', () => res()));
+  r.proc.kill('SIGKILL');
+  return exited;
+}
+
+let seq = 0;
+/** An image id that makes the replica's handler take `delayMs`. */
+const idFor = (delayMs: number) => ++seq * 1000 + delayMs;
+
+describe('gRPC clients over replicas', () => {
+  it('every method named as safe to repeat exists in the contracts', () => {
+    const paths = new Set(
+      [
+        generationV1.GenerationServiceService,
+        libraryAssetsV1.AssetsServiceService,
+        libraryV1.LibraryServiceService,
+        tenancyV1.TenancyServiceService,
+        usageV1.UsageServiceService,
+        webhooksV1.WebhookServiceService,
+        READINESS,
+      ].flatMap((d) => Object.values(d).map((m) => m.path)),
+    );
+    const unknown = [...RETRYABLE_METHODS].filter((p) => !paths.has(p));
+    expect(unknown).toEqual([]);
+    expect(RETRYABLE_METHODS.has('/imagegen.generation.v1.GenerationService/GenerateImages')).toBe(false);
+    expect(RETRYABLE_METHODS.has('/imagegen.library.v1.LibraryService/StoreImage')).toBe(false);
+  });
+
+  it('two replicas share calls within 60/40; killing one moves every call to the other with no failed retryable call', async () => {
+    const [a, b] = await Promise.all([startReplica('a'), startReplica('b')]);
+    const client = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
+    const p = internalPrincipal('t1');
+    const get = async (delayMs = 0) => {
+      const id = idFor(delayMs);
+      const r = await client.getImage({ imageId: id }, p, { timeoutMs: 10_000 });
+      return { id, by: r.image?.tenantId as string };
+    };
+    try {
+      // Warm up: both connections open (round_robin connects to every address at once).
+      for (let i = 0; i < 20; i++) await get();
+      // 1. The split: 10 concurrent callers, 1,000 calls.
+      const split: Record<string, number> = { a: 0, b: 0 };
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          for (let i = 0; i < 100; i++) split[(await get()).by]++;
+        }),
+      );
+      console.log(`call split over 2 replicas (1000 calls): ${JSON.stringify(split)}`);
+      expect(split.a + split.b).toBe(1000);
+      expect(split.a).toBeGreaterThanOrEqual(400);
+      expect(split.a).toBeLessThanOrEqual(600);
+
+      // 2. Kill replica a under load: retryable calls (GetImage) in flight on it are repeated on b; calls that
+      // are not safe to repeat (DeleteImage) in flight on it answer 503 with Retry-After, never 500.
+      let running = true;
+      const gets: { id: number; by?: string; start: number; error?: AppError | Error }[] = [];
+      const deletes: { id: number; start: number; ok?: boolean; error?: AppError | Error }[] = [];
+      const loops = [
+        ...Array.from({ length: 6 }, async () => {
+          while (running) {
+            const start = Date.now();
+            const id = idFor(80);
+            const e: (typeof gets)[number] = { id, start };
+            gets.push(e);
+            await client.getImage({ imageId: id }, p, { timeoutMs: 10_000 }).then(
+              (r) => (e.by = r.image?.tenantId),
+              (err) => (e.error = err),
+            );
+          }
+        }),
+        ...Array.from({ length: 4 }, async () => {
+          while (running) {
+            const start = Date.now();
+            const id = idFor(150);
+            const e: (typeof deletes)[number] = { id, start };
+            deletes.push(e);
+            await client.deleteImage({ imageId: id }, p, { timeoutMs: 10_000 }).then(
+              () => (e.ok = true),
+              (err) => (e.error = err),
+            );
+            if (e.error) await sleep(20);
+          }
+        }),
+      ];
+      // Kill only once a has both kinds of call in its handlers (started there, not yet answered).
+      const inFlightOnA = (method: string, list: { id: number; by?: string; ok?: boolean; error?: unknown }[]) =>
+        list.filter((c) => a.started.has(`${method} ${c.id}`) && c.by === undefined && c.ok === undefined && c.error === undefined);
+      const until = Date.now() + 10_000;
+      while (!(inFlightOnA('GetImage', gets).length && inFlightOnA('DeleteImage', deletes).length) && Date.now() < until) await sleep(5);
+      const getsInFlight = inFlightOnA('GetImage', gets).map((c) => c.id);
+      const deletesInFlight = inFlightOnA('DeleteImage', deletes).map((c) => c.id);
+      const killedAt = Date.now();
+      await kill(a);
+      await sleep(1500);
+      running = false;
+      await Promise.all(loops);
+
+      const failedGets = gets.filter((g) => g.error);
+      const retried = gets.filter((g) => getsInFlight.includes(g.id));
+      const afterKill = gets.filter((g) => g.start > killedAt + 50);
+      const failedDeletes = deletes.filter((d) => d.error);
+      console.log(
+        `replica killed: ${gets.length} GetImage (${failedGets.length} failed, ${retried.length} in flight on the dead replica, repeated on the other), ` +
+          `${deletes.length} DeleteImage (${failedDeletes.length} failed: ${failedDeletes.map((d) => (d.error as AppError).status).join(',')}); ` +
+          `after the kill ${afterKill.length} calls, all answered by ${[...new Set(afterKill.map((g) => g.by))].join(',')}`,
+      );
+      expect(failedGets.map((g) => g.error?.message)).toEqual([]);
+      expect(getsInFlight.length).toBeGreaterThan(0);
+      for (const g of retried) expect(g.by).toBe('b');
+      expect(afterKill.length).toBeGreaterThan(10);
+      expect(new Set(afterKill.map((g) => g.by))).toEqual(new Set(['b']));
+      // The non-repeatable calls that were on the dead replica failed, as 503 + Retry-After (nothing else failed).
+      expect(deletesInFlight.length).toBeGreaterThan(0);
+      expect(failedDeletes.map((d) => d.id).sort()).toEqual([...deletesInFlight].sort());
+      for (const d of failedDeletes) {
+        expect(d.error).toBeInstanceOf(AppError);
+        expect((d.error as AppError).status).toBe(503);
+        expect((d.error as AppError).headers['retry-after']).toBeDefined();
+      }
+
+      // 3. A replica that comes back at the same address gets calls again, without a new client.
+      const a2 = await startReplica('a', { PORT: String(a.port) });
+      const back = await (async () => {
+        const deadline = Date.now() + 10_000;
+        while (Date.now() < deadline) {
+          const results = await Promise.all(Array.from({ length: 10 }, () => get()));
+          if (results.some((r) => r.by === 'a')) return Date.now();
+          await sleep(100);
+        }
+        return undefined;
+      })();
+      expect(back).toBeDefined();
+      const again: Record<string, number> = { a: 0, b: 0 };
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          for (let i = 0; i < 20; i++) again[(await get()).by]++;
+        }),
+      );
+      expect(again.a).toBeGreaterThanOrEqual(80);
+      expect(again.b).toBeGreaterThanOrEqual(80);
+      await kill(a2);
+    } finally {
+      client.close();
+      await Promise.all([kill(a), kill(b)]);
+    }
+  }, 120_000);
+
+  it('connections closed for age (max_connection_age) fail no call', async () => {
+    const [a, b] = await Promise.all([startReplica('a', { MAX_CONNECTION_AGE_MS: '300' }), startReplica('b', { MAX_CONNECTION_AGE_MS: '300' })]);
+    const client = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
+    const p = internalPrincipal('t1');
+    try {
+      const until = Date.now() + 3000;
+      let ok = 0;
+      const errors: string[] = [];
+      const split: Record<string, number> = { a: 0, b: 0 };
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (Date.now() < until) {
+            // Both kinds: GOAWAY is transparent for every method, not only for the retryable ones.
+            await client.getImage({ imageId: idFor(20) }, p).then(
+              (r) => {
+                ok++;
+                split[r.image?.tenantId as string]++;
+              },
+              (err) => errors.push(String(err.message)),
+            );
+            await client.deleteImage({ imageId: idFor(20) }, p).then(
+              () => ok++,
+              (err) => errors.push(String(err.message)),
+            );
+          }
+        }),
+      );
+      console.log(`max_connection_age 300 ms for 3 s: ${ok} calls ok, ${errors.length} failed, split ${JSON.stringify(split)}`);
+      expect(errors).toEqual([]);
+      expect(ok).toBeGreaterThan(100);
+      expect(split.a).toBeGreaterThan(0);
+      expect(split.b).toBeGreaterThan(0);
+    } finally {
+      client.close();
+      await Promise.all([kill(a), kill(b)]);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,30 @@
+import { writeFileSync } from 'node:fs';
+import { createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
+import { buildApp } from '../src/app.js';
+
+/**
+ * The gateway's OpenAPI document without a running stack: builds the app (no service is called) and prints
+ * /docs/json, or writes it to the file given as the first argument. `pnpm client` uses it.
+ */
+export async function openapiDocument(): Promise<Record<string, unknown>> {
+  const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
+  const ctx = {
+    config,
+    logger: createLogger('openapi', 'silent'),
+    events: {} as ServiceContext['events'],
+    storage: {} as ServiceContext['storage'],
+    resolve: createResolver(config, {}),
+  } as ServiceContext;
+  const app = await buildApp(ctx);
+  await app.ready();
+  const doc = app.swagger() as Record<string, unknown>;
+  await app.close();
+  return JSON.parse(JSON.stringify(doc));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const doc = await openapiDocument();
+  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  if (process.argv[2]) writeFileSync(process.argv[2], text);
+  else process.stdout.write(text);
+}

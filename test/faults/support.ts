@@ -1,0 +1,134 @@
+import type { Sql } from '@imagegen/platform';
+import { expect } from 'vitest';
+import { ALL_SERVICES, type Journey, type ServiceName, sleep, waitFor } from '../distributed/harness.js';
+import type { TestTenant } from '../support/api.js';
+
+/**
+ * What every fault test checks, shared by the fault suites (faults.test.ts, db-outage.test.ts) and the
+ * replica suite: a generation load of one tenant, and the invariants a paying tenant cares about.
+ */
+
+export interface Answer {
+  start: number;
+  end: number;
+  status: number;
+  images: { id: number; bytes: number }[];
+  retryAfter?: string | null;
+  error?: string;
+}
+
+/** CLIENTS loops of POST /api/images for `tenant` until stop() is called. */
+export function load(j: Journey, tenant: TestTenant, body: () => Record<string, unknown>, clients = 3) {
+  const answers: Answer[] = [];
+  let running = true;
+  const loop = async () => {
+    while (running) {
+      const start = Date.now();
+      try {
+        const res = await fetch(`${j.baseUrl}/api/images`, {
+          method: 'POST',
+          headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
+          body: JSON.stringify(body()),
+          signal: AbortSignal.timeout(60_000),
+        });
+        const json = (await res.json().catch(() => undefined)) as any;
+        const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
+        answers.push({ start, end: Date.now(), status: res.status, images, retryAfter: res.headers.get('retry-after') });
+        // A client that honours the failure backs off a little (Retry-After is seconds; tests need less).
+        if (res.status !== 200) await sleep(100);
+      } catch (err) {
+        answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
+        await sleep(100);
+      }
+    }
+  };
+  const loops = Array.from({ length: clients }, loop);
+  return {
+    answers,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return answers;
+    },
+  };
+}
+
+/** Waits until `n` answers with status 200 started after `since`; answers the first one's end. */
+export async function successAfter(answers: Answer[], since: number, timeoutMs = 60_000): Promise<number> {
+  return waitFor('a successful request', async () => answers.find((a) => a.start >= since && a.status === 200)?.end, timeoutMs, 50);
+}
+
+export function errorsOf(answers: Answer[]) {
+  const failed = answers.filter((a) => a.status !== 200);
+  const statuses: Record<string, number> = {};
+  for (const a of failed) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+  return {
+    requests: answers.length,
+    errors: failed.length,
+    statuses,
+    longestErrorMs: failed.reduce((m, a) => Math.max(m, a.end - a.start), 0),
+  };
+}
+
+export async function usageOf(j: Journey, tenant: TestTenant): Promise<{ images: number; bytes: number }> {
+  const r = await j.api('/api/usage', { key: tenant.liveKey });
+  const m = r.body?.data?.months?.[0];
+  return { images: m?.total_images ?? 0, bytes: m?.total_bytes ?? 0 };
+}
+
+/**
+ * The invariants every fault must keep, waited for (the reapers and consumers need a few seconds):
+ * usage and gallery equal the 200 answers, nothing pending or running, every object owned by a row.
+ */
+export async function assertConsistent(j: Journey, db: Sql, tenant: TestTenant, answers: Answer[]) {
+  const ok = answers.flatMap((a) => a.images);
+  const expected = { images: ok.length, bytes: ok.reduce((s, i) => s + i.bytes, 0) };
+  const okIds = new Set(ok.map((i) => i.id));
+  let usage = { images: -1, bytes: -1 };
+  let listed: number[] = [];
+  let running = -1;
+  let pending = -1;
+  let orphans: string[] = [];
+  try {
+    await waitFor(
+      'usage, gallery, executions and storage to settle',
+      async () => {
+        usage = await usageOf(j, tenant);
+        const rows = await db`SELECT id FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
+        listed = rows.map((r) => Number(r.id));
+        [{ n: running }] =
+          await db`SELECT count(*)::int AS n FROM generation.executions WHERE tenant_id = ${tenant.tenantId} AND status = 'running'`;
+        [{ n: pending }] = await db`SELECT count(*)::int AS n FROM library.pending_images WHERE tenant_id = ${tenant.tenantId}`;
+        const owned = await db`SELECT object_key AS k FROM library.images WHERE tenant_id = ${tenant.tenantId}
+          UNION ALL SELECT thumbnail_key FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
+        const ownedKeys = new Set(owned.map((r) => r.k as string));
+        orphans = j.objectKeys().filter((k) => k.startsWith(`tenants/${tenant.tenantId}/`) && !ownedKeys.has(k));
+        return (
+          usage.images === expected.images &&
+          usage.bytes === expected.bytes &&
+          listed.length === okIds.size &&
+          listed.every((id) => okIds.has(id)) &&
+          running === 0 &&
+          pending === 0 &&
+          orphans.length === 0
+        );
+      },
+      45_000,
+      500,
+    );
+  } catch {
+    // Fall through to the precise assertions below (they name what is off).
+  }
+  expect({ usage, running, pending, orphans }).toEqual({ usage: expected, running: 0, pending: 0, orphans: [] });
+  expect(listed.sort((a, b) => a - b)).toEqual([...okIds].sort((a, b) => a - b));
+  return { lost: 0, doubled: 0, images: expected.images, orphans: orphans.length, executionsRunning: running };
+}
+
+export function assertNoUnexpectedDeath(j: Journey, killedByTest: Set<ServiceName>) {
+  for (const name of ALL_SERVICES) {
+    if (killedByTest.has(name)) continue;
+    const sp = j.services.get(name);
+    expect(sp?.proc?.exitCode ?? null, `${name} exited`).toBeNull();
+    expect(sp?.proc?.signalCode ?? null, `${name} was killed`).toBeNull();
+  }
+}
