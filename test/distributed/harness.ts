@@ -409,9 +409,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
 
   try {
     // All at once: gRPC clients connect lazily, and each process reports ready only when it can serve.
-    await Promise.all(
-      ALL_SERVICES.filter((n) => wanted.has(n)).flatMap((n) => (instances.get(n) ?? []).map((sp) => start(n, sp.replica))),
-    );
+    await Promise.all(ALL_SERVICES.filter((n) => wanted.has(n)).flatMap((n) => (instances.get(n) ?? []).map((sp) => start(n, sp.replica))));
   } catch (err) {
     await stopAll();
     throw err;

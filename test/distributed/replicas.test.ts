@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { eventsV1 } from '@imagegen/contracts';
 import { createDb, type Sql } from '@imagegen/platform';
+import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
 import { callTool, mcpClient } from '../e2e/mcp-support.js';
@@ -47,6 +48,16 @@ let images: Awaited<ReturnType<typeof startImageServer>>;
 let j: Journey;
 let db: Sql;
 const killedByTest = new Set<string>();
+/**
+ * Gateways taken out of the balancer's rotation (as Kubernetes removes a pod from the endpoints once its
+ * readiness fails on SIGTERM): clients send them no new requests; the ones in flight finish.
+ */
+const drained = new Set<number>();
+/** The gateway a client sends its n-th request to: round robin over the gateways in rotation. */
+const pick = (n: number) => {
+  const live = [0, 1].filter((g) => !drained.has(g));
+  return live[n % live.length];
+};
 const figures: Record<string, unknown> = {};
 
 beforeAll(async () => {
@@ -139,7 +150,7 @@ function loadAcross(tenant: TestTenant, body: () => Record<string, unknown>, cli
     while (running) {
       const start = Date.now();
       try {
-        const res = await once(n++ % j.baseUrls.length);
+        const res = await once(pick(n++));
         const json = (await res.json().catch(() => undefined)) as any;
         const imgs = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
         answers.push({
@@ -196,11 +207,19 @@ describe('two replicas of every service', () => {
   });
 
   it('gRPC calls spread over both replicas of each service (per-call round_robin)', async () => {
-    const before = Object.fromEntries(await Promise.all(GRPC.map(async (n) => [n, await handled(n)] as const)));
     const t = await j.createTenant({ rate_limit_per_minute: 10_000 });
+    // Warm-up: each gateway's channels connect to both replicas (until then round_robin uses the first one ready).
+    for (const g of [0, 1]) {
+      expect((await call(g, '/api/images', t.liveKey, { prompt: 'warm-up', n: 1 })).status).toBe(200);
+      await call(g, '/api/usage', t.liveKey);
+      await call(g, '/api/webhooks', t.liveKey);
+    }
+    await sleep(500);
+    const before = Object.fromEntries(await Promise.all(GRPC.map(async (n) => [n, await handled(n)] as const)));
     await Promise.all(
       [0, 1].map(async (g) => {
-        for (let i = 0; i < 12; i++) expect((await call(g, '/api/images', t.liveKey, { prompt: `spread ${g} ${i}`, n: 1 })).status).toBe(200);
+        for (let i = 0; i < 12; i++)
+          expect((await call(g, '/api/images', t.liveKey, { prompt: `spread ${g} ${i}`, n: 1 })).status).toBe(200);
         for (let i = 0; i < 60; i++) expect((await call(g, '/api/images?limit=5', t.liveKey)).status).toBe(200);
         for (let i = 0; i < 20; i++) expect((await call(g, '/api/usage', t.liveKey)).status).toBe(200);
         for (let i = 0; i < 20; i++) expect((await call(g, '/api/webhooks', t.liveKey)).status).toBe(200);
@@ -294,7 +313,12 @@ describe('two replicas of every service', () => {
       });
       return { status: r.status, body: (await r.json()) as { access_token: string; refresh_token: string } };
     };
-    const first = await token({ grant_type: 'authorization_code', code: code as string, code_verifier: verifier, redirect_uri: redirectUri });
+    const first = await token({
+      grant_type: 'authorization_code',
+      code: code as string,
+      code_verifier: verifier,
+      redirect_uri: redirectUri,
+    });
     expect(first.status).toBe(200);
     // Refresh rotation on the two replicas in turn; an old refresh token is refused by either.
     const second = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token });
@@ -348,7 +372,8 @@ describe('two replicas of every service', () => {
       async () => {
         const order = new Map<number, string[]>();
         for (const m of await streamMessages()) {
-          const kind = m.subject === `${prefix}.library.image_stored` ? 'stored' : m.subject === `${prefix}.library.image_deleted` ? 'deleted' : '';
+          const kind =
+            m.subject === `${prefix}.library.image_stored` ? 'stored' : m.subject === `${prefix}.library.image_deleted` ? 'deleted' : '';
           if (!kind) continue;
           const e = kind === 'stored' ? eventsV1.ImageStored.decode(m.data) : eventsV1.ImageDeleted.decode(m.data);
           if (e.tenantId !== t.tenantId) continue;
@@ -362,6 +387,49 @@ describe('two replicas of every service', () => {
     for (const id of ids) expect(seen.get(id), `image ${id}`).toEqual(['stored', 'deleted']);
     figures.outboxOrder = { aggregates: ids.length, outOfOrder: 0 };
   });
+
+  // REPLICAS_BENCH=1: list throughput through both gateways with two replicas of everything, then with one.
+  it.runIf(process.env.REPLICAS_BENCH === '1')(
+    'throughput: two replicas of each service against one (GET /api/images, 5 s)',
+    async () => {
+      const measure = async (baseUrls: string[], key: string) => {
+        const runs = await Promise.all(
+          baseUrls.map((url) =>
+            autocannon({
+              url: `${url}/api/images?limit=20`,
+              connections: 16 / baseUrls.length,
+              duration: 5,
+              headers: { 'x-api-key': key },
+            }),
+          ),
+        );
+        return {
+          rps: Math.round(runs.reduce((s, r) => s + r.requests.average, 0)),
+          p99ms: Math.max(...runs.map((r) => r.latency.p99)),
+          non2xx: runs.reduce((s, r) => s + r.non2xx + r.errors, 0),
+        };
+      };
+      const seed = async (jj: Journey) => {
+        const t = await jj.createTenant({ rate_limit_per_minute: 1_000_000 });
+        for (let i = 0; i < 5; i++) await jj.api('/api/images', { key: t.liveKey, body: { prompt: `bench ${i}`, n: 4 } });
+        return t;
+      };
+      const t2 = await seed(j);
+      const two = await measure(j.baseUrls, t2.liveKey);
+      const one = await startJourney({ env: { LOG_LEVEL: 'warn', RATE_LIMIT_DISABLED: '1' } });
+      try {
+        const t1 = await seed(one);
+        const single = await measure(one.baseUrls, t1.liveKey);
+        figures.throughput = { twoReplicas: two, oneReplica: single };
+        console.log(`throughput: ${JSON.stringify(figures.throughput)}`);
+        expect(two.non2xx).toBe(0);
+        expect(single.non2xx).toBe(0);
+      } finally {
+        await one.stop();
+      }
+    },
+    180_000,
+  );
 
   it('one replica of each killed under load: 0 lost, 0 doubled, each webhook delivered once, each image counted once', async () => {
     const t = await j.createTenant({ rate_limit_per_minute: 10_000 });
@@ -385,7 +453,7 @@ describe('two replicas of every service', () => {
           for (let attempt = 0; attempt < 10 && statuses.at(-1) !== 200; attempt++) {
             if (attempt) await sleep(500);
             statuses.push(
-              await callFailover(i % 2, '/api/upload-for-editing', hooks[i].w.liveKey, { image_url: images.serve(png) }).then(
+              await callFailover(pick(i), '/api/upload-for-editing', hooks[i].w.liveKey, { image_url: images.serve(png) }).then(
                 (r) => r.status,
                 () => 0,
               ),
@@ -400,11 +468,15 @@ describe('two replicas of every service', () => {
     const reader = (async () => {
       let n = 0;
       while (reading) {
-        const g = n++ % 2;
+        const g = pick(n++);
         const at = Date.now();
         try {
           const r = await call(g, '/api/images?limit=3', t.liveKey);
-          reads.push({ status: r.status, at, ...(r.status === 200 ? {} : { error: { gateway: g, body: r.body, killed: [...killedByTest] } }) });
+          reads.push({
+            status: r.status,
+            at,
+            ...(r.status === 200 ? {} : { error: { gateway: g, body: r.body, killed: [...killedByTest] } }),
+          });
         } catch (err) {
           if ((err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') continue; // gateway down: the balancer moves on
           reads.push({ status: 0, at });
@@ -427,6 +499,7 @@ describe('two replicas of every service', () => {
     }
     // The gateway goes the way a rolling deploy takes it: SIGTERM, in-flight requests finish.
     killedByTest.add('gateway#1');
+    drained.add(1);
     const gw = await j.kill('gateway', 'SIGTERM', 1);
     expect(gw.code).toBe(0);
     upload(3);
@@ -488,7 +561,11 @@ describe('two replicas of every service', () => {
       generations: { ...errs },
       reads: { requests: reads.length, errors: readErrors.length, statuses: [...new Set(readErrors.map((r) => r.status))] },
       uploads: uploadStatuses,
-      webhooks: { tenants: hooks.length, delivered: deliveries.reduce((s, d) => s + d.n, 0), duplicates: deliveries.reduce((s, d) => s + d.n - d.ids, 0) },
+      webhooks: {
+        tenants: hooks.length,
+        delivered: deliveries.reduce((s, d) => s + d.n, 0),
+        duplicates: deliveries.reduce((s, d) => s + d.n - d.ids, 0),
+      },
       ...result,
     };
     expect(readErrors).toEqual([]);

@@ -3,6 +3,10 @@ import { createServer, type Server } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { closeObjects } from '../support/contract.js';
 
 /** Helpers shared by the oauth*.test.ts and mcp*.test.ts end-to-end files. */
 
@@ -148,9 +152,37 @@ export function jsonOf(result: unknown): any {
   return JSON.parse(textOf(result));
 }
 
-/** Calls a tool and returns {ok, text, json (when the text is JSON), result, images}. */
+const outputValidators = new WeakMap<Client, Promise<Map<string, ValidateFunction>>>();
+
+/**
+ * The outputSchema each tool publishes in tools/list (its REST twin's answer), compiled with every object closed.
+ * (A raw tools/list request: Client.listTools() would make the SDK validate error results' structuredContent too.)
+ */
+function outputValidatorsOf(client: Client): Promise<Map<string, ValidateFunction>> {
+  let v = outputValidators.get(client);
+  if (!v) {
+    v = client.request({ method: 'tools/list', params: {} }, ListToolsResultSchema).then((r) => {
+      const ajv = new Ajv({ strict: false, allErrors: true });
+      addFormats(ajv);
+      return new Map(r.tools.filter((t) => t.outputSchema).map((t) => [t.name, ajv.compile(closeObjects(t.outputSchema) as object)]));
+    });
+    outputValidators.set(client, v);
+  }
+  return v;
+}
+
+/**
+ * Calls a tool and returns {ok, text, json (when the text is JSON), result, images}. A successful result whose
+ * structuredContent does not match the tool's outputSchema exactly (a missing or an undeclared field) throws.
+ */
 export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}) {
   const result = await client.callTool({ name, arguments: args });
+  if (!result.isError) {
+    const validate = (await outputValidatorsOf(client)).get(name);
+    if (validate && !validate(result.structuredContent)) {
+      throw new Error(`${name}: structuredContent does not match its outputSchema: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
+    }
+  }
   const text = textOf(result);
   let json: any;
   try {

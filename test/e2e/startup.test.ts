@@ -76,10 +76,7 @@ async function startRunning(env: Record<string, string>): Promise<{ child: Child
 }
 
 /** Node 20's known oidc-provider notice (README) is not part of the answer. */
-const stderrLines = (r: Ran) =>
-  r.stderr
-    .split('\n')
-    .filter((l) => l.trim() !== '' && !l.startsWith('oidc-provider WARNING'));
+const stderrLines = (r: Ran) => r.stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('oidc-provider WARNING'));
 
 /** Exit 2, exactly one line on stderr matching `line`, no stack trace anywhere. */
 function expectOneLine(r: Ran, line: RegExp) {
@@ -89,6 +86,32 @@ function expectOneLine(r: Ran, line: RegExp) {
   });
   expect(`${r.stdout}\n${r.stderr}`).not.toMatch(/^\s+at /m);
   expect(r.stderr).not.toMatch(/^undefined$/m);
+}
+
+const postmasterPid = (dataDir: string) => {
+  try {
+    return Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return 0;
+  }
+};
+
+/** Stops the embedded PostgreSQL still running on `dataDir`, if any (SIGTERM, then SIGKILL after 10 s). */
+async function stopPostgres(dataDir: string) {
+  const pid = postmasterPid(dataDir);
+  if (!pid) return;
+  // Only that PostgreSQL: a reused pid of another program is left alone.
+  const alive = () => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir);
+    } catch {
+      return false;
+    }
+  };
+  if (!alive()) return;
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+  if (alive()) process.kill(pid, 'SIGKILL');
 }
 
 const listening = (port: number, host: string) =>
@@ -110,8 +133,14 @@ describe('the all-in-one refuses a wrong setting with one line, exit 2', () => {
       run(STACK, { DATA_DIR: dataDir, DATABASE_URL: 'mysql://app:hunter2@db.example/app' }),
     ]);
     expectOneLine(port, /^imagegen: invalid configuration: PORT must be a port number from 0 to 65535 \(got "80a"\)$/);
-    expectOneLine(level, /^imagegen: invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/);
-    expectOneLine(db, /^imagegen: invalid configuration: DATABASE_URL must be a PostgreSQL URL like postgres:\/\/user:password@host:5432\/database/);
+    expectOneLine(
+      level,
+      /^imagegen: invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "loud"\)$/,
+    );
+    expectOneLine(
+      db,
+      /^imagegen: invalid configuration: DATABASE_URL must be a PostgreSQL URL like postgres:\/\/user:password@host:5432\/database/,
+    );
     expect(db.stderr).not.toContain('hunter2');
   });
 
@@ -131,11 +160,14 @@ describe('the all-in-one refuses a wrong setting with one line, exit 2', () => {
       const r = await run(STACK, { DATA_DIR: tempDir(), DATABASE_URL: db.url, PORT: String(port) });
       expectOneLine(
         r,
-        new RegExp(`^imagegen: PORT ${port} is already in use on 127\\.0\\.0\\.1: stop the program using it or set another PORT \\(e\\.g\\. PORT=${port + 1}\\)$`),
+        new RegExp(
+          `^imagegen: PORT ${port} is already in use on 127\\.0\\.0\\.1: stop the program using it or set another PORT \\(e\\.g\\. PORT=${port + 1}\\)$`,
+        ),
       );
       // Nothing started: no module migrated its schema.
-      const sql = createDb(db.url, { max: 1 });
-      const schemas = await sql`SELECT schema_name FROM information_schema.schemata WHERE schema_name IN ('tenancy', 'library', 'generation')`;
+      const sql = createDb(db.url, { schema: 'public', max: 1 });
+      const schemas =
+        await sql`SELECT schema_name FROM information_schema.schemata WHERE schema_name IN ('tenancy', 'library', 'generation')`;
       await sql.end();
       expect(schemas).toEqual([]);
     } finally {
@@ -149,6 +181,16 @@ describe('the quick start on embedded PostgreSQL', () => {
   const dataDir = tempDir();
   let first: { child: ChildProcess; out: () => string } | undefined;
   let port = 0;
+  // Whatever a failed test left: the stack (stopped gracefully, which stops its PostgreSQL), then an orphaned PostgreSQL.
+  afterAll(async () => {
+    const child = first?.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
+    }
+    await stopPostgres(dataDir);
+  }, 40_000);
 
   it('listens on 127.0.0.1 by default and says loudly that Redis is unreachable', async () => {
     port = await freePort();
@@ -171,7 +213,10 @@ describe('the quick start on embedded PostgreSQL', () => {
   it('a second instance on the same data folder: one line naming DATA_DIR and the running pid', async () => {
     const pid = first?.child.pid as number;
     const r = await run(STACK, { DATA_DIR: dataDir, PORT: String(await freePort()) });
-    expectOneLine(r, new RegExp(`^imagegen: DATA_DIR .+ is in use by another running imagegen \\(pid ${pid}\\): stop it first, or set another DATA_DIR$`));
+    expectOneLine(
+      r,
+      new RegExp(`^imagegen: DATA_DIR .+ is in use by another running imagegen \\(pid ${pid}\\): stop it first, or set another DATA_DIR$`),
+    );
   }, 60_000);
 
   it('after a crash that left its PostgreSQL running: one line naming that PostgreSQL', async () => {
@@ -179,23 +224,17 @@ describe('the quick start on embedded PostgreSQL', () => {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL'); // the stack dies; its embedded PostgreSQL (another process) keeps the folder
     await exited;
-    const pgPid = Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pgPid = postmasterPid(dataDir);
     try {
       const r = await run(STACK, { DATA_DIR: dataDir, PORT: String(await freePort()) });
-      expectOneLine(r, new RegExp(`^imagegen: PostgreSQL \\(pid ${pgPid}\\) is still running on .+pg, left by an imagegen that did not stop: stop it \\(kill ${pgPid}\\)`));
+      expectOneLine(
+        r,
+        new RegExp(
+          `^imagegen: PostgreSQL \\(pid ${pgPid}\\) is still running on .+pg, left by an imagegen that did not stop: stop it \\(kill ${pgPid}\\)`,
+        ),
+      );
     } finally {
-      // The PostgreSQL this test orphaned.
-      try {
-        process.kill(pgPid, 'SIGTERM');
-      } catch {}
-      for (let i = 0; i < 100; i++) {
-        try {
-          process.kill(pgPid, 0);
-        } catch {
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await stopPostgres(dataDir); // the PostgreSQL this test orphaned
     }
   }, 60_000);
 });

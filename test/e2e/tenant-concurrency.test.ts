@@ -52,7 +52,11 @@ async function openStream(base: string, path: string, key: string): Promise<{ st
 function expectStreamCap(r: Res) {
   expect(r.status).toBe(429);
   expect(r.headers.get('retry-after')).toBe('5');
-  expect(r.body).toEqual({ error: 'Too many concurrent streams', details: [expect.stringContaining('at most 2 event streams per tenant')], retryAfter: 5 });
+  expect(r.body).toEqual({
+    error: 'Too many concurrent streams',
+    details: [expect.stringContaining('at most 2 event streams per tenant')],
+    retryAfter: 5,
+  });
 }
 
 function expectGenerationCap(r: Res) {
@@ -87,7 +91,8 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     s = await startTestStack({ env: CAPS });
     [T, U] = await Promise.all([s.createTenant(), s.createTenant()]);
     // A session with one execution, for the session log streams.
-    for (const t of [T, U]) expect((await call(s.baseUrl, '/api/images', t.liveKey, { prompt: 'seed', session_id: 'cap-s' })).status).toBe(200);
+    for (const t of [T, U])
+      expect((await call(s.baseUrl, '/api/images', t.liveKey, { prompt: 'seed', session_id: 'cap-s' })).status).toBe(200);
   });
   afterAll(async () => {
     await s?.stop();
@@ -101,7 +106,9 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     // Every generating route counts against the same cap (refused before its handler runs).
     expectGenerationCap(await call(s.baseUrl, '/api/edit-image', T.liveKey, { image_id: 1, prompt: 'edit it' }));
     expectGenerationCap(await call(s.baseUrl, '/api/upload-for-editing', T.liveKey, { image_url: 'https://example.com/a.png' }));
-    expectGenerationCap(await call(s.baseUrl, '/api/characters/generate-multi', T.liveKey, { character_ids: [1, 2], scene_prompt: 'two friends at a cafe' }));
+    expectGenerationCap(
+      await call(s.baseUrl, '/api/characters/generate-multi', T.liveKey, { character_ids: [1, 2], scene_prompt: 'two friends at a cafe' }),
+    );
     expectGenerationCap(await call(s.baseUrl, '/api/characters/1/generate', T.liveKey, { scene_prompt: 'in the park' }));
     expectGenerationCap(await call(s.baseUrl, '/api/products/1/generate', T.liveKey, { scene_prompt: 'on a table' }));
     // Another tenant is not affected.

@@ -59,7 +59,10 @@ describe('faults under generation load', () => {
     const t = await j.createTenant();
     const l = load(j, t, () => ({ prompt: 'slow sea [[delay:700]]', n: 2 }));
     await successAfter(l.answers, 0);
-    await sleep(300);
+    // One more request under an Idempotency-Key, in flight when the process dies.
+    const keyed = { key: t.liveKey, body: { prompt: 'keyed sea [[delay:1500]]', n: 1 }, headers: { 'idempotency-key': 'killed-once' } };
+    const firstTry = j.api('/api/images', keyed);
+    await sleep(500);
     killedByTest.add('generation');
     const killedAt = Date.now();
     await j.kill('generation', 'SIGKILL');
@@ -70,6 +73,15 @@ describe('faults under generation load', () => {
     const during = answers.filter((a) => a.status !== 200);
     expect(during.length).toBeGreaterThan(0);
     for (const a of during) expect([503, 504]).toContain(a.status);
+    // The keyed request failed with its process; its retry runs (not a replay), once, and is billed once.
+    expect((await firstTry).status).toBe(503);
+    const retry = await j.api('/api/images', keyed);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await j.api('/api/images', keyed);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const images = retry.body.data.images.map((i: { record_id: number; size_bytes: number }) => ({ id: i.record_id, bytes: i.size_bytes }));
+    answers.push({ start: 0, end: 0, status: 200, images });
     const result = await assertConsistent(j, db, t, answers);
     // Those executions were failed by the reaper (not left running), and they say why.
     const [{ n }] = await db`SELECT count(*)::int AS n FROM generation.executions

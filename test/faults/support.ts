@@ -119,7 +119,20 @@ export async function assertConsistent(j: Journey, db: Sql, tenant: TestTenant, 
   } catch {
     // Fall through to the precise assertions below (they name what is off).
   }
-  expect({ usage, running, pending, orphans }).toEqual({ usage: expected, running: 0, pending: 0, orphans: [] });
+  const extra = listed.filter((id) => !okIds.has(id));
+  const why = extra.length
+    ? await db`SELECT i.id, i.execution_id, e.status, e.error, e.result_summary,
+        (SELECT string_agg(l.level || ' ' || l.message, ' | ' ORDER BY l.id) FROM generation.execution_logs l WHERE l.execution_id = e.execution_id) AS logs
+      FROM library.images i LEFT JOIN generation.executions e ON e.execution_id = i.execution_id
+      WHERE i.tenant_id = ${tenant.tenantId} AND i.id = ANY(${extra}::bigint[])`
+    : [];
+  expect({ usage, running, pending, orphans, listedWithoutA200: why }).toEqual({
+    usage: expected,
+    running: 0,
+    pending: 0,
+    orphans: [],
+    listedWithoutA200: [],
+  });
   expect(listed.sort((a, b) => a - b)).toEqual([...okIds].sort((a, b) => a - b));
   return { lost: 0, doubled: 0, images: expected.images, orphans: orphans.length, executionsRunning: running };
 }

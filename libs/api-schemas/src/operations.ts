@@ -298,7 +298,14 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'deleteWebhooksByIdOrUrl',
     tag: 'Webhooks',
     auth: 'tenant',
-    ok: ok(data(z.object({ deleted: z.literal(true), id: z.number().int(), ids: z.array(z.number().int()) }))),
+    ok: ok(
+      data(
+        z.union([
+          z.object({ deleted: z.literal(true), id: z.number().int() }).describe('deleted by id'),
+          z.object({ deleted: z.literal(true), ids: z.array(z.number().int()) }).describe('deleted by url: every webhook with it'),
+        ]),
+      ),
+    ),
     errors: [404],
   },
   'GET /api/webhooks/:id/deliveries': {

@@ -246,7 +246,9 @@ function describeIssue(issue: z.ZodIssue, env: NodeJS.ProcessEnv): string {
   const name = issue.path.join('.');
   const raw = env[name];
   const given =
-    raw === undefined || SECRET_NAME.test(name) ? '' : ` (got ${JSON.stringify(redactUrl(raw.length > 80 ? `${raw.slice(0, 80)}...` : raw))})`;
+    raw === undefined || SECRET_NAME.test(name)
+      ? ''
+      : ` (got ${JSON.stringify(redactUrl(raw.length > 80 ? `${raw.slice(0, 80)}...` : raw))})`;
   const want = expected(name, issue);
   return want ? `${name} must be ${want}${given}` : `${name}: ${issue.message}${given}`;
 }

@@ -245,11 +245,18 @@ export function listenProblem(err: unknown, host: string, port: number, setting:
   const code = (err as NodeJS.ErrnoException)?.code;
   if (code === 'EADDRINUSE') {
     const other = port > 0 && port < 65535 ? ` (e.g. ${setting}=${port + 1})` : '';
-    return new StartupError(`${setting} ${port} is already in use on ${host}: stop the program using it or set another ${setting}${other}`, code);
+    return new StartupError(
+      `${setting} ${port} is already in use on ${host}: stop the program using it or set another ${setting}${other}`,
+      code,
+    );
   }
-  if (code === 'EACCES') return new StartupError(`${setting} ${port} on ${host} needs privileges this process lacks: use a port above 1023`, code);
+  if (code === 'EACCES')
+    return new StartupError(`${setting} ${port} on ${host} needs privileges this process lacks: use a port above 1023`, code);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EINVAL') {
-    return new StartupError(`HOST ${JSON.stringify(host)} is not an address of this machine (${code}): use 127.0.0.1, 0.0.0.0 or one of its addresses`, code);
+    return new StartupError(
+      `HOST ${JSON.stringify(host)} is not an address of this machine (${code}): use 127.0.0.1, 0.0.0.0 or one of its addresses`,
+      code,
+    );
   }
   return undefined;
 }

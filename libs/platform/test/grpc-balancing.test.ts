@@ -212,7 +212,10 @@ describe('gRPC clients over replicas', () => {
   }, 120_000);
 
   it('connections closed for age (max_connection_age) fail no call', async () => {
-    const [a, b] = await Promise.all([startReplica('a', { MAX_CONNECTION_AGE_MS: '300' }), startReplica('b', { MAX_CONNECTION_AGE_MS: '300' })]);
+    const [a, b] = await Promise.all([
+      startReplica('a', { MAX_CONNECTION_AGE_MS: '300' }),
+      startReplica('b', { MAX_CONNECTION_AGE_MS: '300' }),
+    ]);
     const client = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     const p = internalPrincipal('t1');
     try {

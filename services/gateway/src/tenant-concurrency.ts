@@ -205,8 +205,14 @@ function refusal(kind: Kind, max: number): AppError {
   const s = CONCURRENCY_RETRY_AFTER_S;
   const body =
     kind === 'stream'
-      ? { error: 'Too many concurrent streams', details: [`at most ${max} event streams per tenant at once: close one, or retry in ${s} s`] }
-      : { error: 'Too many generations in progress', details: [`at most ${max} generations per tenant at once: retry when one has finished`] };
+      ? {
+          error: 'Too many concurrent streams',
+          details: [`at most ${max} event streams per tenant at once: close one, or retry in ${s} s`],
+        }
+      : {
+          error: 'Too many generations in progress',
+          details: [`at most ${max} generations per tenant at once: retry when one has finished`],
+        };
   return new AppError(429, { ...body, retryAfter: s }, { 'retry-after': String(s) });
 }
 

@@ -43,7 +43,8 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger) {
     user: 'postgres',
     password,
     persistent: true,
-    createPostgresUser: true,
+    // Only root needs (and may create) the dedicated user; as any other user (the image runs as 'node') the server runs as that user.
+    createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
     onLog: keep,
     onError: keep,

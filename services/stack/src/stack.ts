@@ -1,4 +1,5 @@
 import {
+  assertCanListen,
   type Config,
   configureGrpcClients,
   createEventTransport,
@@ -11,7 +12,6 @@ import {
   type RunningService,
   type ServiceContext,
   type ServiceName,
-  assertCanListen,
   setMetricsService,
   startTelemetry,
 } from '@imagegen/platform';

@@ -80,7 +80,13 @@ export async function checkDatabase(url: string, timeoutS = 5): Promise<void> {
       return '';
     }
   })();
-  const sql = postgres(url, { max: 1, connect_timeout: timeoutS, idle_timeout: 1, onnotice: () => {}, connection: { application_name: 'imagegen-startup-check' } });
+  const sql = postgres(url, {
+    max: 1,
+    connect_timeout: timeoutS,
+    idle_timeout: 1,
+    onnotice: () => {},
+    connection: { application_name: 'imagegen-startup-check' },
+  });
   try {
     await sql`SELECT 1`;
   } catch (err) {

@@ -175,7 +175,10 @@ describe('outbox relays on two replicas', () => {
   it('publish the rows of one schema in order, one relay at a time (issue 17)', async () => {
     const inner = createInProcessTransport({ logger, duplicateWindowMs: 0 });
     const received: string[] = [];
-    await inner.subscribe({ durable: 'ordered', subjects: ['imagegen.>'], handler: async (m) => {
+    await inner.subscribe({
+      durable: 'ordered',
+      subjects: ['imagegen.>'],
+      handler: async (m) => {
         if (m.subject === 'imagegen.library.ordered') received.push(text(m.data));
       },
     });
@@ -187,7 +190,9 @@ describe('outbox relays on two replicas', () => {
         return inner.publish(m);
       },
     };
-    const relays = await Promise.all([1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: slow, logger, pollMs: 20, batch: 5 })));
+    const relays = await Promise.all(
+      [1, 2].map(() => startOutboxRelay({ sql, schema: SCHEMA, transport: slow, logger, pollMs: 20, batch: 5 })),
+    );
     for (let i = 0; i < 60; i++) {
       await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.ordered', data: bytes(`${i}`) }));
     }

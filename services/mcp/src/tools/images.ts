@@ -11,59 +11,20 @@ import {
   notFound,
   uploadForEditingJson,
 } from '@imagegen/platform';
+import { EditImageBody, GenerateImagesBody } from '@imagegen/api-schemas';
 import { z } from 'zod';
 import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
 
-export const ASPECT_RATIOS = [
-  'square',
-  'portrait',
-  'landscape',
-  '1:1',
-  '2:3',
-  '3:2',
-  '3:4',
-  '4:3',
-  '4:5',
-  '5:4',
-  '9:16',
-  '16:9',
-  '21:9',
-] as const;
+export { ASPECT_RATIOS } from '@imagegen/api-schemas';
 
 const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
+/** The REST body of POST /api/images (one definition, @imagegen/api-schemas) plus the MCP-only arguments. */
 const generateInput = {
-  prompt: z.string().min(1).max(32000).describe('What to draw (max 16384 characters for provA models, 32000 for provB)'),
-  negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
-  aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default: the scene, style preset or character default, else 1:1'),
-  n: z.number().int().min(1).max(4).optional().describe('Number of images (1-4, default 1)'),
-  model_id: z.enum(MODEL_IDS).optional().describe("Model (default: the tenant's model); must be in the tenant allowlist"),
-  resolution_tier: z.string().optional().describe('provA only: 0.5k, 1k, 2k or 4k (flash/pro for higher tiers)'),
-  use_provA_search: z.boolean().optional().describe('Web search grounding (provA flash or pro)'),
-  enable_thinking: z.boolean().optional().describe('provA lite, flash or pro'),
-  size: z.string().optional().describe('provB only: auto or WIDTHxHEIGHT'),
-  output_format: z.enum(['png', 'jpeg', 'webp']).optional().describe('provB only (default png)'),
-  quality: z.enum(['low', 'medium', 'high', 'auto', 'xhigh', 'max']).optional().describe('provB only; xhigh and max need the 2.5 models'),
-  output_compression: z.number().int().min(0).max(100).optional().describe('provB only, jpeg/webp: 0-100'),
-  background: z.enum(['auto', 'opaque', 'transparent']).optional().describe('provB only; transparent needs a 2.5 model and png or webp'),
-  moderation: z.enum(['auto', 'low']).optional().describe('provB only'),
-  system_instruction: z.string().optional().describe('Style guidance for the model'),
-  style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Apply a saved style preset'),
-  style_preset_name: z.string().min(1).optional().describe('Apply a saved style preset by name'),
+  ...GenerateImagesBody.shape,
   scene_id: z.number().int().min(1).max(ID_MAX).optional().describe('Use a saved scene (its prompt, references and aspect ratio)'),
   scene_name: z.string().min(1).optional().describe('Use a saved scene by name'),
-  reference_images: z.array(z.string().min(1)).optional().describe('Extra reference image storage keys'),
-  reference_group_id: z.number().int().min(1).max(ID_MAX).optional().describe('A saved reference group (scene id)'),
-  reference_group_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(5).optional().describe('1-5 reference groups'),
-  reference_group_name: z.string().min(1).optional().describe('A reference group by name'),
-  reference_mode: z.enum(['style', 'add']).optional().describe('How references are used'),
-  character_id: z.number().int().min(1).max(ID_MAX).optional().describe('One saved character'),
-  character_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(5).optional().describe('1-5 saved characters'),
-  product_id: z.number().int().min(1).max(ID_MAX).optional().describe('One saved product'),
-  product_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(6).optional().describe('1-6 saved products'),
-  image_to_edit_id: z.number().int().min(1).max(ID_MAX).optional().describe('Edit this image instead of generating'),
-  session_id: s.sessionId(),
   async: z.boolean().optional().describe('Return an executionId at once; get the result with wait_for_execution'),
 };
 
@@ -176,14 +137,7 @@ const editImage = defineTool({
   name: 'edit_image',
   description: 'Edit a stored image with a prompt; the result is a new image whose parent is the source.',
   scopes: ['images:edit'],
-  input: {
-    image_id: s.id('Image to edit'),
-    prompt: z.string().min(1).max(32000).describe('The change to make'),
-    negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
-    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe("Default: the source image's shape"),
-    model_id: z.enum(MODEL_IDS).optional().describe("Model (default: the tenant's model)"),
-    session_id: s.sessionId(),
-  },
+  input: EditImageBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const sessionId = args.session_id ?? newSessionId();
