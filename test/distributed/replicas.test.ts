@@ -182,8 +182,18 @@ function loadAcross(tenant: TestTenant, body: () => Record<string, unknown>, cli
 /** Reads every message of the journey's stream (the private nats-server) in stream order. */
 async function streamMessages(): Promise<{ subject: string; data: Uint8Array }[]> {
   const req = createRequire(join(REPO_ROOT, 'libs/platform/package.json'));
-  const { connect } = req('@nats-io/transport-node') as typeof import('@nats-io/transport-node');
-  const { jetstreamManager } = req('@nats-io/jetstream') as typeof import('@nats-io/jetstream');
+  // The NATS client is a dependency of libs/platform (not of this package): loaded from there, typed here.
+  const { connect } = req('@nats-io/transport-node') as {
+    connect(o: { servers: string }): Promise<{ close(): Promise<void> }>;
+  };
+  const { jetstreamManager } = req('@nats-io/jetstream') as {
+    jetstreamManager(nc: unknown): Promise<{
+      streams: {
+        info(name: string): Promise<{ state: { first_seq: number; last_seq: number } }>;
+        getMessage(name: string, q: { seq: number }): Promise<{ subject: string; data: Uint8Array } | null>;
+      };
+    }>;
+  };
   const nc = await connect({ servers: nats.url });
   try {
     const jsm = await jetstreamManager(nc);

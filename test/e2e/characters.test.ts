@@ -1,6 +1,7 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testClient } from '../support/client.js';
 import type { TestStack, TestTenant } from '../support/stack.js';
 import { chars, seeder, startAssetsStack } from './products-support.js';
 
@@ -286,5 +287,33 @@ describe('character isolation and auth', () => {
       expect(r.status, `${method} ${p}`).toBe(401);
       expect(r.body.error).toBe('Invalid or missing API key');
     }
+  });
+});
+
+describe('the typed client (libs/client)', () => {
+  it('creates, reads by name, lists and updates a character with typed calls', async () => {
+    const api = testClient(s.baseUrl, t.liveKey);
+    const created = await api.POST('/api/characters', {
+      body: { character_name: 'Typed Tilda', base_prompt: 'a cheerful botanist with a green coat', tags: ['typed'] },
+    });
+    expect(created.response.status).toBe(200);
+    expect(created.data?.data).toMatchObject({ character_name: 'Typed Tilda', times_used: 0, last_used_at: null });
+
+    const byName = await api.GET('/api/characters/{identifier}', { params: { path: { identifier: 'Typed Tilda' } } });
+    expect(byName.data?.data.id).toBe(created.data?.data.id);
+
+    const list = await api.GET('/api/characters', { params: { query: { search: 'Typed', sort_by: 'created' } } });
+    expect(list.data?.data.map((c) => c.character_name)).toContain('Typed Tilda');
+    expect(list.data?.pagination.hasMore).toBe(false);
+
+    const updated = await api.PATCH('/api/characters/{identifier}', {
+      params: { path: { identifier: String(created.data?.data.id) } },
+      body: { description: 'now typed' },
+    });
+    expect(updated.data?.data.description).toBe('now typed');
+
+    const dup = await api.POST('/api/characters', { body: { character_name: 'Typed Tilda', base_prompt: 'another botanist entirely' } });
+    expect(dup.response.status).toBe(409);
+    expect(dup.error?.error).toMatch(/already exists/);
   });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testClient } from '../support/client.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { librarySeeder, solidPng } from './images-seed.js';
 
@@ -430,5 +431,30 @@ describe('POST /api/images/delete-bulk', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body, JSON.stringify(body)).toEqual({ error: 'Invalid request payload', details });
     }
+  });
+});
+
+describe('the typed client (libs/client)', () => {
+  it('creates images and pages the library with typed calls and typed errors', async () => {
+    const api = testClient(s.baseUrl, A.liveKey);
+    const created = await api.POST('/api/images', { body: { prompt: 'a typed fox in snow', n: 2, session_id: 'typed-client' } });
+    expect(created.response.status).toBe(200);
+    const ids = (created.data?.data.images ?? []).map((i) => i.record_id);
+    expect(ids).toHaveLength(2);
+
+    const seen: number[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 3; page++) {
+      const { data, error } = await api.GET('/api/images', { params: { query: { limit: 1, sessionId: 'typed-client', cursor } } });
+      expect(error).toBeUndefined();
+      seen.push(...(data?.data ?? []).map((i) => i.id));
+      cursor = data?.pagination.nextCursor ?? undefined;
+      if (!cursor) break;
+    }
+    expect(seen.sort()).toEqual([...ids].sort());
+
+    const missing = await api.GET('/api/images/{id}', { params: { path: { id: 999_999_999 } } });
+    expect(missing.response.status).toBe(404);
+    expect(missing.error?.error).toBe('Image not found');
   });
 });

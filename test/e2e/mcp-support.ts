@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { jsonSchema } from '@imagegen/api-schemas';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { TOOL_OUTPUTS } from '../../services/mcp/src/tools/outputs.js';
 import { closeObjects } from '../support/contract.js';
 
 /** Helpers shared by the oauth*.test.ts and mcp*.test.ts end-to-end files. */
@@ -152,23 +153,18 @@ export function jsonOf(result: unknown): any {
   return JSON.parse(textOf(result));
 }
 
-const outputValidators = new WeakMap<Client, Promise<Map<string, ValidateFunction>>>();
+let outputValidators: Map<string, ValidateFunction> | undefined;
 
-/**
- * The outputSchema each tool publishes in tools/list (its REST twin's answer), compiled with every object closed.
- * (A raw tools/list request: Client.listTools() would make the SDK validate error results' structuredContent too.)
- */
-function outputValidatorsOf(client: Client): Promise<Map<string, ValidateFunction>> {
-  let v = outputValidators.get(client);
-  if (!v) {
-    v = client.request({ method: 'tools/list', params: {} }, ListToolsResultSchema).then((r) => {
-      const ajv = new Ajv({ strict: false, allErrors: true });
-      addFormats(ajv);
-      return new Map(r.tools.filter((t) => t.outputSchema).map((t) => [t.name, ajv.compile(closeObjects(t.outputSchema) as object)]));
-    });
-    outputValidators.set(client, v);
+/** Each tool's result schema (its REST twin's answer, services/mcp/src/tools/outputs.ts), every object closed. */
+function outputValidator(name: string): ValidateFunction | undefined {
+  if (!outputValidators) {
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    addFormats(ajv);
+    outputValidators = new Map(
+      Object.entries(TOOL_OUTPUTS).map(([tool, schema]) => [tool, ajv.compile(closeObjects(jsonSchema(schema)) as object)]),
+    );
   }
-  return v;
+  return outputValidators.get(name);
 }
 
 /**
@@ -178,9 +174,9 @@ function outputValidatorsOf(client: Client): Promise<Map<string, ValidateFunctio
 export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}) {
   const result = await client.callTool({ name, arguments: args });
   if (!result.isError) {
-    const validate = (await outputValidatorsOf(client)).get(name);
+    const validate = outputValidator(name);
     if (validate && !validate(result.structuredContent)) {
-      throw new Error(`${name}: structuredContent does not match its outputSchema: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
+      throw new Error(`${name}: structuredContent is not its REST twin's answer: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
     }
   }
   const text = textOf(result);

@@ -291,6 +291,7 @@ describe('images', () => {
     const data = jsonOf(result);
     expect(data.images).toHaveLength(2);
     expect(data.images[0]).toMatchObject({ format: 'png', width: 1024, height: 1024 });
+    // The REST form of a generated image (one definition, generatedImageJson): SPEC 2's fields plus the same extras.
     expect(Object.keys(data.images[0]).sort()).toEqual(
       [
         'created_at',
@@ -304,6 +305,11 @@ describe('images', () => {
         'size_bytes',
         'thumbnail_url',
         'width',
+        'mime_type',
+        'aspect_ratio',
+        'model_id',
+        'resolution_tier',
+        'parent_image_id',
       ].sort(),
     );
     expect(data.metadata).toEqual({ requested: 2, generated: 2, session_id: 'mcp-s1' });

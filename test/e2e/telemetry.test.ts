@@ -209,7 +209,9 @@ describe('one trace per request across processes, gRPC and NATS', () => {
         s.service === 'imagegen-library' &&
         s.kind === KIND.CLIENT &&
         s.name === 'pg INSERT' &&
-        String(s.attributes['db.query.text']).includes('INSERT INTO images'),
+        // Generated images are stored pending until their execution completes (then committed in one move).
+        // (the table is a parameter of the text: images or pending_images).
+        /^\s*INSERT INTO \S+ \(tenant_id, session_id, object_key/.test(String(s.attributes['db.query.text'])),
     );
     expect(insert, 'library INSERT span').toBeDefined();
     expect(insert!.attributes['db.system']).toBe('postgresql');
@@ -218,7 +220,17 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     // The outbox relay publishes in a PRODUCER span whose parent is the request that wrote the row.
     const publish = trace.find((s) => s.kind === KIND.PRODUCER && s.name === `publish ${subject}`);
     expect(publish?.service).toBe('imagegen-library');
-    expect(ancestors(publish!)).toContain(storeServer);
+    // ImageStored is written when the execution's pending images are committed (after it completed).
+    const commitServer = trace.find(
+      (s) => s.service === 'imagegen-library' && s.kind === KIND.SERVER && s.name.includes('LibraryService/CommitExecutionImages'),
+    );
+    expect(commitServer, 'CommitExecutionImages server span').toBeDefined();
+    expect(ancestors(commitServer!)).toContain(genServer);
+    expect(
+      ancestors(publish!).some(
+        (a) => a.service === 'imagegen-library' && a.kind === KIND.SERVER && a.name.includes('LibraryService/CommitExecutionImages'),
+      ),
+    ).toBe(true);
     expect(publish!.attributes['messaging.system']).toBe('nats');
 
     // usage-metering consumes it as a child of the publish span (context carried in NATS headers).

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testClient } from '../support/client.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { MIB, noisePng, startImageServer, until } from './usage-support.js';
 
@@ -192,5 +193,20 @@ describe('OpenAPI', () => {
     ]) {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeTruthy();
     }
+  });
+});
+
+describe('the typed client (libs/client)', () => {
+  it('reads usage and the profile with typed calls', async () => {
+    const api = testClient(s.baseUrl, A.liveKey);
+    const usage = await api.GET('/api/usage', { params: { query: { limit: 3 } } });
+    expect(usage.response.status).toBe(200);
+    expect(usage.data?.data.quota.rateLimitPerMinute).toBe(100_000);
+    expect(Array.isArray(usage.data?.data.months)).toBe(true);
+    const profile = await api.GET('/api/profile');
+    expect(profile.data?.tenant).toMatchObject({ tenantId: A.tenantId, quotas: { rateLimitPerMinute: 100_000 } });
+    const bad = await api.GET('/api/usage', { params: { query: { limit: 99 } } });
+    expect(bad.response.status).toBe(400);
+    expect(bad.error?.error).toBe('Invalid limit');
   });
 });

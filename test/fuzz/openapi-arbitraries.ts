@@ -65,8 +65,12 @@ export function operationsOf(doc: { paths: Record<string, Record<string, any>> }
     for (const [m, op] of Object.entries(methods)) {
       const method = m.toUpperCase();
       if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) continue;
+      // Outlined in the document but served by the oauth and mcp services: fuzzed as EXTRA_OPERATIONS below.
+      if (op['x-proxied']) continue;
       const key = `${method} ${template}`;
-      const auth: Auth = AUTH_NONE.some((r) => r.test(key)) ? 'none' : template.startsWith('/admin') ? 'admin' : 'tenant';
+      // `security: []` in the document: no credential (GET /health, sign-in, invitations).
+      const open = Array.isArray(op.security) && op.security.length === 0;
+      const auth: Auth = open || AUTH_NONE.some((r) => r.test(key)) ? 'none' : template.startsWith('/admin') ? 'admin' : 'tenant';
       const params = ((op.parameters ?? []) as any[])
         .filter((p) => p.in === 'path' || p.in === 'query')
         .map((p) => ({ name: p.name, in: p.in, required: !!p.required || p.in === 'path', schema: (p.schema ?? {}) as Schema }));

@@ -58,12 +58,19 @@ async function load(baseUrl: string): Promise<Contract> {
   };
   const ajv = new Ajv({ strict: false, allErrors: true });
   addFormats(ajv);
+  // Responses shared through components.responses ($ref) are read in place.
+  const shared = ((doc as { components?: { responses?: Record<string, unknown> } }).components?.responses ?? {}) as Record<
+    string,
+    Operation['responses'][string]
+  >;
+  const deref = (r: Operation['responses'][string] & { $ref?: string }) => (r.$ref ? (shared[r.$ref.split('/').pop() as string] ?? r) : r);
   const ops: Operation[] = [];
   for (const [template, item] of Object.entries(doc.paths)) {
     const re = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
     for (const [method, op] of Object.entries(item)) {
       if (!op || typeof op !== 'object' || !('responses' in op)) continue;
-      ops.push({ method: method.toUpperCase(), template, match: new RegExp(`^${re}$`), responses: op.responses });
+      const responses = Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, deref(r)]));
+      ops.push({ method: method.toUpperCase(), template, match: new RegExp(`^${re}$`), responses });
     }
   }
   // Literal segments win over parameters (/api/executions/active before /api/executions/{executionId}).

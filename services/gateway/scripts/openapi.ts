@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js';
  * The gateway's OpenAPI document without a running stack: builds the app (no service is called) and prints
  * /docs/json, or writes it to the file given as the first argument. `pnpm client` uses it.
  */
-export async function openapiDocument(): Promise<Record<string, unknown>> {
+export async function offlineApp() {
   const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
   const ctx = {
     config,
@@ -17,6 +17,11 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   } as ServiceContext;
   const app = await buildApp(ctx);
   await app.ready();
+  return app;
+}
+
+export async function openapiDocument(): Promise<Record<string, unknown>> {
+  const app = await offlineApp();
   const doc = app.swagger() as Record<string, unknown>;
   await app.close();
   return JSON.parse(JSON.stringify(doc));

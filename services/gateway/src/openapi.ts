@@ -52,6 +52,45 @@ const ERROR_TEXT: Record<number, string> = {
   504: 'The image provider did not answer in time',
 };
 
+/** `Error404` (admin and public routes) or `TenantError404` (tenant routes, which also carry the rate-limit headers). */
+const errorResponseName = (status: number, tenant: boolean) => `${tenant ? 'Tenant' : ''}Error${status}`;
+
+const ERROR_EXAMPLES: Record<number, Json> = {
+  400: { error: 'Invalid request payload', details: ['prompt is required'] },
+  401: { error: 'Invalid or missing API key' },
+  402: { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' },
+  403: { error: 'Tenant account is inactive' },
+  404: { error: 'Image not found' },
+  429: { error: 'Rate limit exceeded. Try again in 42 seconds.', retryAfter: 42 },
+  500: { error: 'Internal server error', requestId: '6f1c2a4e-0d3b-4f7a-9a57-2c1de0b5e8a1' },
+  503: { error: 'Service temporarily unavailable' },
+};
+
+/** The shared error responses (components.responses), referenced by every operation that can answer them. */
+function errorResponses(): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const tenant of [false, true]) {
+    const headers = { ...REQUEST_ID, ...(tenant ? RATE_HEADERS : {}) };
+    for (const status of [400, 401, 402, 403, 404, 409, 410, 413, 414, 415, 422, 423, 429, 500, 502, 503, 504]) {
+      const schema = status === 402 ? jsonSchema(QuotaExceeded) : status === 429 ? jsonSchema(RateLimited) : errorSchema;
+      const retry = status === 429 || status === 503;
+      out[errorResponseName(status, tenant)] = {
+        description:
+          status === 402
+            ? 'Monthly storage quota exceeded'
+            : status === 429
+              ? 'Rate limit exceeded; retry after Retry-After seconds'
+              : status === 503
+                ? 'A dependency is unavailable; retry after Retry-After seconds'
+                : (ERROR_TEXT[status] ?? 'Error'),
+        headers: { ...headers, ...(retry ? RETRY_AFTER : {}) },
+        content: errorContent(schema, ERROR_EXAMPLES[status]),
+      };
+    }
+  }
+  return out;
+}
+
 const SECURITY: Record<OperationSpec['auth'], Json[]> = {
   none: [],
   tenant: [{ apiKey: [] }, { bearer: [] }],
@@ -93,36 +132,7 @@ export function responsesOf(method: string, url: string, spec: OperationSpec): R
   if (spec.bills) statuses.add(402);
   if (spec.upstream) statuses.add(502).add(504);
   if (idempotent) statuses.add(409).add(422);
-  for (const status of [...statuses].sort()) {
-    if (status === 402) {
-      out['402'] = {
-        description: 'Monthly storage quota exceeded',
-        headers,
-        content: errorContent(jsonSchema(QuotaExceeded), { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' }),
-      };
-    } else if (status === 429) {
-      out['429'] = {
-        description: 'Rate limit exceeded',
-        headers: { ...headers, ...RETRY_AFTER },
-        content: errorContent(jsonSchema(RateLimited), { error: 'Rate limit exceeded. Try again in 42 seconds.', retryAfter: 42 }),
-      };
-    } else if (status === 503) {
-      out['503'] = {
-        description: 'A dependency is unavailable; retry after Retry-After seconds',
-        headers: { ...headers, ...RETRY_AFTER },
-        content: errorContent(errorSchema, { error: 'Service temporarily unavailable' }),
-      };
-    } else {
-      out[String(status)] = { description: ERROR_TEXT[status] ?? 'Error', headers, content: errorContent() };
-    }
-  }
-  if (out['400'])
-    (out['400'].content as Json)['application/json'] = {
-      schema: errorSchema,
-      example: { error: 'Invalid request payload', details: ['prompt is required'] },
-    };
-  if (out['401'] && tenant)
-    (out['401'].content as Json)['application/json'] = { schema: errorSchema, example: { error: 'Invalid or missing API key' } };
+  for (const status of [...statuses].sort()) out[String(status)] = { $ref: `#/components/responses/${errorResponseName(status, tenant)}` };
   return out;
 }
 
@@ -276,7 +286,7 @@ function outlinePaths(): Record<string, Json> {
           ),
           400: json(oauthError, 'OAuth error'),
           401: json(oauthError, 'invalid_client'),
-          429: { description: 'Rate limit exceeded', headers: RETRY_AFTER, content: errorContent(jsonSchema(RateLimited)) },
+          429: { $ref: '#/components/responses/Error429' },
         },
       },
     },
@@ -342,7 +352,7 @@ function outlinePaths(): Record<string, Json> {
           401: { description: 'No valid credential (WWW-Authenticate names the protected resource metadata)', content: errorContent() },
           403: { description: 'OAuth token without the scope a tool needs (insufficient_scope)', content: errorContent() },
           406: { description: 'Accept must include application/json and text/event-stream', content: errorContent() },
-          429: { description: 'Rate limit exceeded', headers: RETRY_AFTER, content: errorContent(jsonSchema(RateLimited)) },
+          429: { $ref: '#/components/responses/Error429' },
         },
       },
     },
@@ -462,7 +472,12 @@ export function swaggerOptions(): SwaggerOptions {
           if (params.length) op.parameters = params;
         }
       }
-      Object.assign(doc.paths, outlinePaths());
+      // Marked x-proxied: described as far as OpenAPI can, served by the oauth and mcp services.
+      for (const [path, item] of Object.entries(outlinePaths())) {
+        for (const op of Object.values(item)) (op as Json)['x-proxied'] = path === '/mcp' ? 'mcp' : 'oauth';
+        doc.paths[path] = item as Record<string, Json>;
+      }
+      (doc.components as Json).responses = errorResponses();
       doc.webhooks = quotaWebhook();
       return doc;
     },

@@ -5,7 +5,7 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkAnswer, closeObjects } from '../../../test/support/contract.js';
-import { openapiDocument } from '../scripts/openapi.js';
+import { offlineApp, openapiDocument } from '../scripts/openapi.js';
 import { IDEMPOTENT_ROUTES } from '../src/idempotency.js';
 
 type Json = Record<string, any>;
@@ -24,6 +24,12 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+/** A response object, read through components.responses when it is a $ref. */
+const resp = (op: Json, status: string): Json => {
+  const r = op.responses[status];
+  return r?.$ref ? doc.components.responses[r.$ref.split('/').pop()] : r;
+};
 
 const operations = () =>
   Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
@@ -58,12 +64,15 @@ describe('the OpenAPI document (/docs/json)', () => {
       const statuses = Object.keys(op.responses);
       const success = statuses.filter((s) => /^[23]/.test(s));
       expect(success.length, `${method} ${path}`).toBeGreaterThan(0);
-      if (success.some((s) => op.responses[s].content)) withSchema++;
+      if (success.some((s) => resp(op, s).content)) withSchema++;
       if (!path.startsWith('/api/') && !path.startsWith('/admin/')) continue;
       for (const s of ['400', '429', '500', '503']) expect(statuses, `${method} ${path}`).toContain(s);
-      expect(op.responses['429'].content['application/json'].schema.required).toEqual(['error', 'retryAfter']);
-      expect(op.responses['429'].headers['Retry-After'].required).toBe(true);
-      expect(op.responses['503'].headers['Retry-After'].required).toBe(true);
+      expect(resp(op, '429').content['application/json'].schema.required).toEqual(['error', 'retryAfter']);
+      expect(resp(op, '429').headers['Retry-After'].required).toBe(true);
+      expect(resp(op, '503').headers['Retry-After'].required).toBe(true);
+      for (const s of statuses.filter((x) => /^[45]/.test(x))) {
+        expect(resp(op, s).content['application/json'].schema.required, `${method} ${path} ${s}`).toContain('error');
+      }
       if (path.startsWith('/api/')) {
         expect(statuses, `${method} ${path}`).toContain('401');
         expect(op.responses['200' in op.responses ? '200' : (success[0] as string)].headers['X-RateLimit-Remaining']).toBeDefined();
@@ -77,7 +86,7 @@ describe('the OpenAPI document (/docs/json)', () => {
     const del = doc.paths['/api/images/{id}'].delete;
     expect(Object.keys(del.responses)).toContain('204');
     expect(del.responses['200']).toBeUndefined();
-    const gen = doc.paths['/api/images'].post.responses['402'].content['application/json'];
+    const gen = resp(doc.paths['/api/images'].post, '402').content['application/json'];
     expect(gen.schema.properties.code).toEqual({ type: 'string', const: 'QUOTA_EXCEEDED' });
   });
 
@@ -135,8 +144,22 @@ describe('the OpenAPI document (/docs/json)', () => {
     };
     walk(doc.paths);
     walk(doc.webhooks);
-    expect(n).toBeGreaterThan(500);
+    walk(doc.components);
+    expect(n).toBeGreaterThan(150);
   });
+});
+
+test('GET /docs/asyncapi.yaml serves the event catalogue next to the OpenAPI document', async () => {
+  const app = await offlineApp();
+  try {
+    const res = await app.inject({ url: '/docs/asyncapi.yaml' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/yaml/);
+    expect(res.body).toMatch(/^asyncapi: 3\.0\.0$/m);
+    expect(res.body).toContain('address: imagegen.library.image_stored');
+  } finally {
+    await app.close();
+  }
 });
 
 describe('the contract check of the end-to-end suite (test/support/contract.ts)', () => {

@@ -1,12 +1,24 @@
+import { readFileSync } from 'node:fs';
 import { grpcReadinessCheck, lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
+
+/** The event catalogue (AsyncAPI 3.0, docs/asyncapi.yaml): served next to the OpenAPI document. */
+const ASYNCAPI_FILE = new URL('../../../../docs/asyncapi.yaml', import.meta.url);
+function readAsyncApi(): Buffer | undefined {
+  try {
+    return readFileSync(ASYNCAPI_FILE);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Operations endpoints of the gateway (the other services get the same paths from runStandalone's ops
  * server): GET /metrics (Prometheus), GET /livez (the process answers), GET /readyz (not shutting
  * down and the tenancy service, needed by every authenticated request, is ready: its gRPC Probe/Ready,
  * i.e. its database answers; a tenancy without that method counts as ready when it answers at all).
- * Unauthenticated, hidden from the OpenAPI document; not traced (telemetry.ts UNTRACED_PATHS).
+ * Unauthenticated, hidden from the OpenAPI document; not traced (telemetry.ts UNTRACED_PATHS). Also the event
+ * catalogue, GET /docs/asyncapi.yaml (AsyncAPI 3.0), next to the OpenAPI document at /docs/json.
  */
 const opsRoutes: RouteModule = (app, { ctx }) => {
   const route = { config: { auth: 'none' as const }, schema: { hide: true } };
@@ -36,6 +48,12 @@ const opsRoutes: RouteModule = (app, { ctx }) => {
     }
     const m = await metricsText();
     return reply.header('content-type', m.contentType).header('cache-control', 'no-store').send(m.body);
+  });
+
+  const asyncapi = readAsyncApi();
+  app.get('/docs/asyncapi.yaml', { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) => {
+    if (!asyncapi) return reply.status(404).send({ error: 'Route not found', details: ['the event catalogue is not installed'] });
+    return reply.type('application/yaml; charset=utf-8').header('cache-control', 'public, max-age=300').send(asyncapi);
   });
 
   app.get('/livez', route, async () => ({ status: 'ok', timestamp: new Date().toISOString() }));

@@ -19,7 +19,6 @@ import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
 import type { Clients } from '../clients.js';
 import type { ToolLimiter } from '../rate-limit.js';
-import { TOOL_OUTPUTS } from './outputs.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -201,9 +200,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
     // openWorldHint defaults to true in MCP: only tools that reach outside the platform (image providers,
     // public URLs, webhook receivers) say so; every other tool works on the tenant's own data.
     const annotations: ToolAnnotations = { openWorldHint: false, ...tool.annotations };
-    // outputSchema: the REST twin's answer (outputs.ts); the SDK checks structuredContent against it.
-    const outputSchema = TOOL_OUTPUTS[tool.name];
-    server.registerTool(tool.name, { description: tool.description, inputSchema: inputOf(tool), outputSchema, annotations }, (async (
+    server.registerTool(tool.name, { description: tool.description, inputSchema: inputOf(tool), annotations }, (async (
       args: Record<string, unknown>,
       extra: Extra,
     ): Promise<CallToolResult> => {

@@ -1,3 +1,4 @@
+import { EditImageBody, GenerateImagesBody } from '@imagegen/api-schemas';
 import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
 import {
@@ -11,7 +12,6 @@ import {
   notFound,
   uploadForEditingJson,
 } from '@imagegen/platform';
-import { EditImageBody, GenerateImagesBody } from '@imagegen/api-schemas';
 import { z } from 'zod';
 import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
