@@ -97,6 +97,7 @@ export async function benchScale(): Promise<void> {
             headers: { ...headers, 'content-type': 'application/json' },
             body: JSON.stringify({ presetName: `${q.name}`.slice(0, 50), filters: JSON.parse(qs.slice(7)) }),
           });
+          if (r.status !== 200) throw new Error(`POST /api/search-presets: ${r.status} ${(await r.text()).slice(0, 300)}`);
           const preset = (await r.json()) as { data: { id: number } };
           path = `/api/search-presets/${preset.data.id}/images?limit=20`;
         } else {
