@@ -195,8 +195,8 @@ export const RETRYABLE_METHODS: ReadonlySet<string> = new Set(
     'imagegen.health.v1.Probe': ['Ready'],
   }).flatMap(([service, methods]) => methods.map((m) => `/${service}/${m}`)),
 );
-/** grpc-js caps maxAttempts at 5; 3 reaches a second and a third replica within ~0.3 s of backoff. */
-export const RETRY_MAX_ATTEMPTS = 3;
+/** grpc-js caps maxAttempts at 5: all of them, ~0.5 s of backoff in all (a connection closing for age can take two). */
+export const RETRY_MAX_ATTEMPTS = 5;
 
 /**
  * Servers close each connection after this age (GOAWAY, +-10% jitter from grpc-js) so that clients resolve their

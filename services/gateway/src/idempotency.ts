@@ -49,7 +49,12 @@ declare module 'fastify' {
 
 export async function registerIdempotency(app: FastifyInstance<any, any, any, any, any>, deps: GatewayDeps): Promise<void> {
   const { ctx } = deps;
-  const store = createIdempotencyStore({ redisUrl: ctx.config.redisUrl, prefix: ctx.config.eventsPrefix, name: 'gateway', logger: ctx.logger });
+  const store = createIdempotencyStore({
+    redisUrl: ctx.config.redisUrl,
+    prefix: ctx.config.eventsPrefix,
+    name: 'gateway',
+    logger: ctx.logger,
+  });
   app.addHook('onClose', () => store.close());
 
   const unavailable = (err: unknown) => {

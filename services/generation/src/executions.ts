@@ -122,12 +122,10 @@ export class ExecutionTracker {
     // COMMIT), or a reaper failed the execution meanwhile. The row tells; the caller waits for it (this is
     // only the case of a database lost in the middle of this very write), so that the answer it gets and
     // the bill always agree.
-    const status = await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch(
-      (err) => {
-        this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
-        return undefined;
-      },
-    );
+    const status = await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch((err) => {
+      this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
+      return undefined;
+    });
     if (status === 'completed') return;
     const unavailable = new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
     if (status === 'failed') {
