@@ -198,11 +198,21 @@ describe('Grafana dashboard and Prometheus rules', () => {
         body: JSON.stringify({ prompt: 'a lighthouse at dusk', n: 1 }),
       });
       expect(res.status).toBe(200);
-      // Let the outbox relays publish and the consumers take the events.
+      // One webhook delivery attempt (to a receiver that is not there: counted as 'retrying').
+      const hook = await fetch(`${stack.baseUrl}/api/webhooks`, {
+        method: 'POST',
+        headers: { 'X-API-Key': t.testKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ url: 'https://127.0.0.1:9/hook' }),
+      });
+      expect(hook.status).toBe(201);
+      const { data } = (await hook.json()) as { data: { id: number } };
+      const sent = await fetch(`${stack.baseUrl}/api/webhooks/${data.id}/test`, { method: 'POST', headers: { 'X-API-Key': t.testKey } });
+      expect(sent.status).toBeLessThan(300);
+      // Let the outbox relays publish, the consumers take the events and the dispatcher try the delivery.
       let text = '';
       for (let i = 0; i < 40; i++) {
         text = await (await fetch(`${stack.baseUrl}/metrics`)).text();
-        if (/imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(text)) break;
+        if (/imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(text) && /imagegen_webhook_delivery_attempts_total\{/.test(text)) break;
         await new Promise((r) => setTimeout(r, 250));
       }
       metrics = exposition(text);

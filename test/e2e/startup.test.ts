@@ -5,7 +5,7 @@
  * The all-in-one listens on 127.0.0.1 unless HOST says otherwise, and says loudly that Redis is unreachable.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,10 @@ const repo = new URL('../../', import.meta.url).pathname;
 const STACK = 'services/stack/src/main.ts';
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
+const openDir = (d: string) => {
+  chmodSync(d, 0o755);
+  return d;
+};
 const tempDir = () => {
   const d = mkdtempSync(join(tmpdir(), 'imagegen-startup-'));
   dirs.push(d);
@@ -178,7 +182,9 @@ describe('the all-in-one refuses a wrong setting with one line, exit 2', () => {
 });
 
 describe('the quick start on embedded PostgreSQL', () => {
-  const dataDir = tempDir();
+  // Not created yet, as ./data on a fresh machine: the start creates it. (Its parent is opened to others as a
+  // project folder is: as root, the embedded PostgreSQL runs as its own user, which must reach DATA_DIR.)
+  const dataDir = join(openDir(tempDir()), 'data');
   let first: { child: ChildProcess; out: () => string } | undefined;
   let port = 0;
   // Whatever a failed test left: the stack (stopped gracefully, which stops its PostgreSQL), then an orphaned PostgreSQL.

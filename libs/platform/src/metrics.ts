@@ -123,6 +123,12 @@ function build() {
       labelNames: ['provider', 'state'] as const,
       registers: [registry],
     }),
+    webhookAttempts: new Counter({
+      name: 'imagegen_webhook_delivery_attempts_total',
+      help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, will retry), failed (failed, no retry left), disabled (the failure disabled its endpoint)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     ready: new Gauge({
       name: 'imagegen_ready',
       help: '1 when the readiness check passed at the last probe, else 0',
@@ -269,6 +275,12 @@ export function trackOutboxDeadLetters(schema: string, count: () => Promise<numb
 /** The outbox relay moved an event of `schema` to its dead-letter table. */
 export function recordOutboxDeadLettered(schema: string, reason: string): void {
   M.outboxDeadLettered.inc({ schema, reason });
+}
+
+export type WebhookAttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'disabled';
+
+export function recordWebhookAttempt(outcome: WebhookAttemptOutcome): void {
+  M.webhookAttempts.inc({ outcome });
 }
 
 export function setReadyGauge(ready: boolean): void {

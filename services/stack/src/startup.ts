@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { open, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, StartupError } from '@imagegen/platform';
 import postgres from 'postgres';
@@ -32,6 +32,8 @@ export function processAlive(pid: number, what: RegExp): boolean {
  */
 export async function lockDataDir(dataDir: string): Promise<{ release(): Promise<void> }> {
   const file = join(dataDir, 'imagegen.pid');
+  // A fresh machine has no DATA_DIR yet (`pnpm start` creates ./data).
+  await mkdir(dataDir, { recursive: true });
   for (let attempt = 0; ; attempt++) {
     try {
       const fh = await open(file, 'wx', 0o644);

@@ -1,4 +1,4 @@
-import { type Logger, SafeFetchError, type Sql, safeFetch } from '@imagegen/platform';
+import { type Logger, recordWebhookAttempt, SafeFetchError, type Sql, safeFetch, type WebhookAttemptOutcome } from '@imagegen/platform';
 import type { SecretBox } from './signing.js';
 import { signedHeaders } from './signing.js';
 import { type ClaimedDelivery, claimDue, loadEndpointForDelivery, nextDueAt, releaseLease } from './store.js';
@@ -114,12 +114,13 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
     }
   }
 
-  async function record(d: ClaimedDelivery, r: AttemptResult): Promise<void> {
+  /** Writes the attempt and its consequences; answers its outcome (undefined when the endpoint is gone). */
+  async function record(d: ClaimedDelivery, r: AttemptResult): Promise<WebhookAttemptOutcome | undefined> {
     const attemptNo = d.attemptCount + 1;
-    await o.sql.begin(async (tx) => {
+    return o.sql.begin(async (tx): Promise<WebhookAttemptOutcome | undefined> => {
       const [ep] =
         await tx`SELECT id, consecutive_failures, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE`;
-      if (!ep) return; // deleted meanwhile (its deliveries went with it)
+      if (!ep) return undefined; // deleted meanwhile (its deliveries went with it)
       await tx`
         INSERT INTO delivery_attempts (delivery_id, attempt, response_status, error, duration_ms)
         VALUES (${d.id}, ${attemptNo}, ${r.status ?? null}, ${r.error ?? null}, ${r.durationMs})`;
@@ -132,7 +133,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
           UPDATE endpoints SET consecutive_failures = 0, last_delivery_status = 'success',
             last_response_status = ${r.status ?? null}, last_delivery_at = now(), updated_at = now()
           WHERE id = ${d.endpointId}`;
-        return;
+        return 'succeeded';
       }
       const final = attemptNo >= o.policy.maxAttempts;
       const delay = retryDelayMs(attemptNo, o.policy);
@@ -154,7 +155,14 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         WHERE id = ${d.endpointId}`;
       if (disable)
         log.warn({ endpointId: d.endpointId, tenantId: d.tenantId, failures }, 'webhook endpoint disabled after consecutive failures');
+      return disable ? 'disabled' : final ? 'failed' : 'retrying';
     });
+  }
+
+  /** record(), then the attempt counted by outcome once it is stored. */
+  async function recordAndCount(d: ClaimedDelivery, r: AttemptResult): Promise<void> {
+    const outcome = await record(d, r);
+    if (outcome) recordWebhookAttempt(outcome);
   }
 
   async function deliverAll(list: ClaimedDelivery[]): Promise<void> {
@@ -175,12 +183,12 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         secret = o.secrets.open(ep.secret);
       } catch (err) {
         log.error({ err, endpointId: ep.id }, 'cannot open webhook secret');
-        await record(d, { ok: false, error: 'signing secret unavailable', durationMs: 0 });
+        await recordAndCount(d, { ok: false, error: 'signing secret unavailable', durationMs: 0 });
         continue;
       }
       const r = await attempt(d, ep.url, secret);
       log.debug({ deliveryId: d.id, endpointId: ep.id, ok: r.ok, status: r.status, error: r.error }, 'webhook attempt');
-      await record(d, r);
+      await recordAndCount(d, r);
     }
   }
 

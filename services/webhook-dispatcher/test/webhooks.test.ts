@@ -13,6 +13,7 @@ import {
   createTestDatabase,
   type EventTransport,
   loadConfig,
+  metricsText,
   type Principal,
   type RunningService,
   type ServiceContext,
@@ -269,6 +270,12 @@ describe('delivery', () => {
   });
 
   it('retries with backoff, disables the endpoint after 5 consecutive failures, and resumes on re-enable', async () => {
+    const attempts = async () => {
+      const text = (await metricsText()).body;
+      const n = (o: string) => Number(new RegExp(`^imagegen_webhook_delivery_attempts_total\\{outcome="${o}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { retrying: n('retrying'), disabled: n('disabled'), succeeded: n('succeeded') };
+    };
+    const before = await attempts();
     const p = principal('flaky');
     const w = await createWh({ url: rx.url('/down'), events: [] }, p);
     rx.respond('/down', 503);
@@ -316,6 +323,11 @@ describe('delivery', () => {
       return x.status === 'succeeded' && x;
     });
     expect(log).toMatchObject({ attemptCount: 6, lastResponseStatus: 204 });
+    // /metrics counts the attempts by outcome (at least these: other tests deliver in the same process).
+    const after = await attempts();
+    expect(after.retrying - before.retrying).toBeGreaterThanOrEqual(4);
+    expect(after.disabled - before.disabled).toBeGreaterThanOrEqual(1);
+    expect(after.succeeded - before.succeeded).toBeGreaterThanOrEqual(1);
     expect(await client.getWebhook({ id: w.webhook.id }, p)).toMatchObject({
       enabled: true,
       consecutiveFailures: 0,
