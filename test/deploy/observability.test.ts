@@ -212,7 +212,8 @@ describe('Grafana dashboard and Prometheus rules', () => {
       let text = '';
       for (let i = 0; i < 40; i++) {
         text = await (await fetch(`${stack.baseUrl}/metrics`)).text();
-        if (/imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(text) && /imagegen_webhook_delivery_attempts_total\{/.test(text)) break;
+        if (/imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(text) && /imagegen_webhook_delivery_attempts_total\{/.test(text))
+          break;
         await new Promise((r) => setTimeout(r, 250));
       }
       metrics = exposition(text);

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, type WriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,26 +41,8 @@ export const ALL_SERVICES: ServiceName[] = SERVICE_STEPS.flat();
 const HTTP_SERVICES: ServiceName[] = ['sandbox-provider', 'oauth', 'mcp'];
 const GRPC_SERVICES: ServiceName[] = ['tenancy', 'library', 'generation', 'usage-metering', 'webhook-dispatcher'];
 
-/**
- * A free port below Linux's ephemeral range (32768+), so that the port cannot be taken by an outgoing
- * connection or a port-0 listener of a parallel test between now and the moment a child binds it.
- */
-export async function reservePort(): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const ok = await new Promise<boolean>((res) => {
-      const srv = createServer();
-      srv.once('error', () => res(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
-    });
-    if (ok && !reserved.has(port)) {
-      reserved.add(port);
-      return port;
-    }
-  }
-  return freePort();
-}
-const reserved = new Set<number>();
+/** A free port below the ephemeral range (test/support/processes.ts), kept for the life of the harness. */
+export const reservePort = freePort;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
 import { callTool, mcpClient } from '../e2e/mcp-support.js';
 import { noisePng, startImageServer } from '../e2e/usage-support.js';
-import { type Answer, assertConsistent, errorsOf, successAfter, usageOf } from '../faults/support.js';
+import { assertConsistent, errorsOf, FAULT_TIMERS, load, successAfter, usageOf } from '../faults/support.js';
 import type { TestTenant } from '../support/api.js';
 import {
   ALL_SERVICES,
@@ -32,13 +32,6 @@ import {
  * (0 lost, 0 doubled, each webhook delivered once, each image counted once).
  */
 
-const TIMERS = {
-  EXECUTION_HEARTBEAT_MS: '1000',
-  EXECUTION_DEAD_AFTER_MS: '5000',
-  EXECUTION_REAPER_MS: '1000',
-  OBJECT_GC_GRACE_MS: '5000',
-  OBJECT_GC_SWEEP_MS: '1000',
-};
 const REPLICATED: ServiceName[] = ALL_SERVICES.filter((n) => n !== 'sandbox-provider');
 const GRPC: ServiceName[] = ['tenancy', 'library', 'generation', 'usage-metering', 'webhook-dispatcher'];
 
@@ -67,7 +60,7 @@ beforeAll(async () => {
     natsUrl: nats.url,
     replicas: 2,
     env: {
-      ...TIMERS,
+      ...FAULT_TIMERS,
       WEBHOOK_CA_FILE: rx.caFile,
       WEBHOOK_RETRY_BASE_MS: '50',
       WEBHOOK_POLL_MS: '100',
@@ -130,53 +123,16 @@ async function handled(name: ServiceName): Promise<number[]> {
  * and a connection the gateway refused (it is down: nothing reached it) is sent to the other one.
  */
 function loadAcross(tenant: TestTenant, body: () => Record<string, unknown>, clients = 4) {
-  const answers: Answer[] = [];
-  let running = true;
   let n = 0;
-  const once = async (g: number): Promise<Response> => {
+  const send = async (path: string, init: RequestInit, g = n++ % j.baseUrls.length): Promise<Response> => {
     try {
-      return await fetch(`${j.baseUrls[g]}/api/images`, {
-        method: 'POST',
-        headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
-        body: JSON.stringify(body()),
-        signal: AbortSignal.timeout(60_000),
-      });
+      return await fetch(`${j.baseUrls[g]}${path}`, init);
     } catch (err) {
-      if ((err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') return once((g + 1) % j.baseUrls.length);
+      if ((err as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') return send(path, init, (g + 1) % j.baseUrls.length);
       throw err;
     }
   };
-  const loop = async () => {
-    while (running) {
-      const start = Date.now();
-      try {
-        const res = await once(pick(n++));
-        const json = (await res.json().catch(() => undefined)) as any;
-        const imgs = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
-        answers.push({
-          start,
-          end: Date.now(),
-          status: res.status,
-          images: imgs,
-          retryAfter: res.headers.get('retry-after'),
-          ...(res.status === 200 ? {} : { error: JSON.stringify(json) }),
-        });
-        if (res.status !== 200) await sleep(100);
-      } catch (err) {
-        answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
-        await sleep(100);
-      }
-    }
-  };
-  const loops = Array.from({ length: clients }, loop);
-  return {
-    answers,
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      return answers;
-    },
-  };
+  return load(j, tenant, body, clients, send);
 }
 
 /** Reads every message of the journey's stream (the private nats-server) in stream order. */

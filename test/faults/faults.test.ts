@@ -2,7 +2,7 @@ import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Journey, type PrivateNats, type ServiceName, sleep, startJourney, startPrivateNats } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
-import { type Answer, assertConsistent, assertNoUnexpectedDeath, errorsOf, load, successAfter } from './support.js';
+import { type Answer, assertConsistent, assertNoUnexpectedDeath, errorsOf, FAULT_TIMERS, load, successAfter } from './support.js';
 
 /**
  * Fault injection (issue 13, item 8): the distributed shape, every service its own process, on a private
@@ -16,15 +16,6 @@ import { type Answer, assertConsistent, assertNoUnexpectedDeath, errorsOf, load,
  * The PostgreSQL outage has its own file (db-outage.test.ts); the ZIP race is in test/e2e.
  */
 
-const TIMERS = {
-  // Short reaper timers so the suite sees in seconds what production does within a minute.
-  EXECUTION_HEARTBEAT_MS: '1000',
-  EXECUTION_DEAD_AFTER_MS: '5000',
-  EXECUTION_REAPER_MS: '1000',
-  OBJECT_GC_GRACE_MS: '5000',
-  OBJECT_GC_SWEEP_MS: '1000',
-};
-
 let pg: PrivatePostgres;
 let nats: PrivateNats;
 let j: Journey;
@@ -37,7 +28,7 @@ beforeAll(async () => {
   j = await startJourney({
     databaseUrl: pg.url,
     natsUrl: nats.url,
-    env: { ...TIMERS, RATE_LIMIT_DISABLED: '1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
+    env: { ...FAULT_TIMERS, RATE_LIMIT_DISABLED: '1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
   });
   db = createDb(j.env.DATABASE_URL, { schema: 'public', max: 2 });
 }, 180_000);

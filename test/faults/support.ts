@@ -17,15 +17,32 @@ export interface Answer {
   error?: string;
 }
 
-/** CLIENTS loops of POST /api/images for `tenant` until stop() is called. */
-export function load(j: Journey, tenant: TestTenant, body: () => Record<string, unknown>, clients = 3) {
+/** Short reaper timers so a fault test sees in seconds what production does within a minute. */
+export const FAULT_TIMERS = {
+  EXECUTION_HEARTBEAT_MS: '1000',
+  EXECUTION_DEAD_AFTER_MS: '5000',
+  EXECUTION_REAPER_MS: '1000',
+  OBJECT_GC_GRACE_MS: '5000',
+  OBJECT_GC_SWEEP_MS: '1000',
+};
+
+/** Sends one generation request (the default: to the journey's gateway). */
+export type Send = (path: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * `clients` loops of POST /api/images for `tenant` until stop() is called; `send` lets a test spread them
+ * over several gateways. Each answer is kept with the images a 200 reported; a failed one is followed by a
+ * short back-off, as a client honouring Retry-After would (tests need less than its seconds).
+ */
+export function load(j: Journey, tenant: TestTenant, body: () => Record<string, unknown>, clients = 3, send?: Send) {
+  const post: Send = send ?? ((path, init) => fetch(`${j.baseUrl}${path}`, init));
   const answers: Answer[] = [];
   let running = true;
   const loop = async () => {
     while (running) {
       const start = Date.now();
       try {
-        const res = await fetch(`${j.baseUrl}/api/images`, {
+        const res = await post('/api/images', {
           method: 'POST',
           headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
           body: JSON.stringify(body()),
@@ -33,8 +50,14 @@ export function load(j: Journey, tenant: TestTenant, body: () => Record<string, 
         });
         const json = (await res.json().catch(() => undefined)) as any;
         const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
-        answers.push({ start, end: Date.now(), status: res.status, images, retryAfter: res.headers.get('retry-after') });
-        // A client that honours the failure backs off a little (Retry-After is seconds; tests need less).
+        answers.push({
+          start,
+          end: Date.now(),
+          status: res.status,
+          images,
+          retryAfter: res.headers.get('retry-after'),
+          ...(res.status === 200 ? {} : { error: JSON.stringify(json) }),
+        });
         if (res.status !== 200) await sleep(100);
       } catch (err) {
         answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });

@@ -1,19 +1,41 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import {
   createEventTransport,
   createLogger,
   createTestDatabase,
   type EventMessage,
   type EventTransport,
-  freePort,
+  freePort as osFreePort,
   type SubscribeOptions,
 } from '@imagegen/platform';
 
 /** The repository root (the working directory of the service processes). */
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-/** A free loopback port (the OS's choice of the moment). */
-export { freePort };
+/**
+ * A free port below Linux's ephemeral range (32768+), so that it cannot be taken by an outgoing connection
+ * or a port-0 listener of a parallel test between now and the moment a child process binds it (the OS's
+ * choice of the moment, platform's freePort, can be: test files run side by side). Never the same port twice
+ * in one test process.
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (reserved.has(port)) continue;
+    const ok = await new Promise<boolean>((res) => {
+      const srv = createServer();
+      srv.once('error', () => res(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+    });
+    if (ok) {
+      reserved.add(port);
+      return port;
+    }
+  }
+  return osFreePort();
+}
+const reserved = new Set<number>();
 
 /** Polls `url` until it answers 2xx (e.g. a process's /readyz or the gateway's /health). */
 export async function waitForUrl(url: string, timeoutMs = 90_000): Promise<void> {

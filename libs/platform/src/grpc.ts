@@ -111,6 +111,9 @@ export function toServiceError(err: unknown, requestId: string, logger?: Logger)
   const metadata = new grpc.Metadata();
   metadata.set(ERROR_BODY_KEY, Buffer.from(JSON.stringify({ status: app.status, body: app.body })));
   if (Object.keys(app.headers).length) metadata.set(ERROR_HEADERS_KEY, Buffer.from(JSON.stringify(app.headers)));
+  // The handler ran and answered: its 503 (e.g. the database is down) is not the replica dying, and trying
+  // the other replicas would only multiply the wait (gRPC retry pushback: a negative value means none).
+  metadata.set('grpc-retry-pushback-ms', '-1');
   return { code: httpStatusToGrpc(app.status), details: app.body.error, metadata };
 }
 

@@ -145,7 +145,6 @@ export class ExecutionTracker {
   async fail(err: unknown): Promise<void> {
     if (this.finished) return;
     this.finished = true;
-    await this.queue;
     const text = isAppError(err) ? err.body.error : 'Internal error';
     const write = () =>
       finishExecution(this.sql, {
@@ -158,23 +157,29 @@ export class ExecutionTracker {
         images: 0,
         eventsPrefix: this.eventsPrefix,
       });
-    try {
-      await write();
-    } catch (e) {
-      this.logger.warn({ err: e }, 'could not mark execution failed yet; retrying in the background');
-      const retry: Promise<void> = retrying(write, Number.POSITIVE_INFINITY)
-        .then(
+    const landed: Promise<void> = (async () => {
+      await this.queue;
+      try {
+        await write();
+      } catch (e) {
+        this.logger.warn({ err: e }, 'could not mark execution failed yet; retrying in the background');
+        await retrying(write, Number.POSITIVE_INFINITY).then(
           () => this.logger.info('execution marked failed after retries'),
           (e2) => this.logger.error({ err: e2 }, 'could not mark execution failed (the orphan reaper will)'),
-        )
-        .finally(() => pendingFailures.delete(retry));
-      pendingFailures.add(retry);
-    }
+        );
+      }
+    })().finally(() => pendingFailures.delete(landed));
+    pendingFailures.add(landed);
+    // The caller's error answer does not wait for a database that is away (each try can take the 2 s
+    // connect timeout): it waits at most FAIL_WAIT_MS, which a reachable database meets.
+    await Promise.race([landed, new Promise((r) => setTimeout(r, FAIL_WAIT_MS))]);
   }
 }
 
 /** How long complete() retries the final write while the caller waits. */
 export const COMPLETE_RETRY_MS = 3000;
+/** How long fail() holds the caller's error answer for the 'failed' write (the rest goes on in the background). */
+export const FAIL_WAIT_MS = 500;
 /** How long complete() waits to read the outcome of a final write whose answer was lost. */
 export const OUTCOME_WAIT_MS = 30_000;
 

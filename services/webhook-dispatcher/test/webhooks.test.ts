@@ -272,7 +272,8 @@ describe('delivery', () => {
   it('retries with backoff, disables the endpoint after 5 consecutive failures, and resumes on re-enable', async () => {
     const attempts = async () => {
       const text = (await metricsText()).body;
-      const n = (o: string) => Number(new RegExp(`^imagegen_webhook_delivery_attempts_total\\{outcome="${o}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      const n = (o: string) =>
+        Number(new RegExp(`^imagegen_webhook_delivery_attempts_total\\{outcome="${o}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
       return { retrying: n('retrying'), disabled: n('disabled'), succeeded: n('succeeded') };
     };
     const before = await attempts();
