@@ -24,13 +24,14 @@ describe('gRPC retry pushback', () => {
     const handlers = Object.fromEntries(
       Object.keys(libraryV1.LibraryServiceService).map((name) => [
         name,
-        async () => Promise.reject(new AppError(501, { error: 'not here' })),
+        name === 'getImage'
+          ? async () => {
+              calls++;
+              throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+            }
+          : async () => Promise.reject(new AppError(501, { error: 'not here' })),
       ]),
     ) as unknown as Handlers<typeof libraryV1.LibraryServiceService>;
-    handlers.getImage = async () => {
-      calls++;
-      throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
-    };
     const server = await startGrpcServer({
       services: [bind(libraryV1.LibraryServiceService, handlers)],
       logger: pino({ level: 'silent' }),
