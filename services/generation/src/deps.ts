@@ -22,7 +22,7 @@ export interface Collaborators {
   touchSession(p: Principal, tenantId: string, sessionId: string): Promise<Pick<SessionInfo, 'remaining'>>;
   storeImage(p: Principal, req: StoreImageRequest): Promise<ImageRecord>;
   /** Lists and bills the pending images of a completed execution (idempotent; the library's event consumer does it too). */
-  commitExecutionImages(p: Principal, tenantId: string, executionId: string): Promise<void>;
+  commitExecutionImages(p: Principal, tenantId: string, executionId: string, imageIds: number[]): Promise<void>;
   getImageData(p: Principal, imageId: number): Promise<GetImageDataResponse>;
   getObjectData(p: Principal, objectKey: string): Promise<GetObjectDataResponse>;
   /** Session known to the library (404 'Session not found' otherwise). */
@@ -42,8 +42,8 @@ export function grpcCollaborators(ctx: ServiceContext): Collaborators {
     checkQuota: (p, tenantId, incomingBytes) => usage.checkQuota({ tenantId, incomingBytes }, p),
     touchSession: (p, tenantId, sessionId) => library.touchSession({ tenantId, sessionId }, p),
     storeImage: (p, req) => library.storeImage(req, p, { timeoutMs: STORE_TIMEOUT_MS }),
-    commitExecutionImages: async (p, tenantId, executionId) => {
-      await library.commitExecutionImages({ tenantId, executionId }, p);
+    commitExecutionImages: async (p, tenantId, executionId, imageIds) => {
+      await library.commitExecutionImages({ tenantId, executionId, imageIds }, p);
     },
     getImageData: (p, imageId) => library.getImageData({ imageId }, p),
     getObjectData: (p, objectKey) => library.getObjectData({ objectKey }, p),

@@ -132,13 +132,14 @@ export class GenerationPipeline {
   async completeWithImages(
     exec: ExecutionTracker,
     principal: Principal,
-    done: { message: string; summary: string; images: number },
+    done: { message: string; summary: string; imageIds: number[] },
     signal?: AbortSignal,
   ): Promise<void> {
     if (signal?.aborted) throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '1' });
-    await exec.complete(done.message, done.summary, done.images);
+    await exec.complete(done.message, done.summary, done.imageIds.length);
     try {
-      await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId);
+      // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.
+      await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId, done.imageIds);
     } catch (err) {
       this.deps.logger.warn(
         { err, executionId: exec.executionId },
@@ -375,7 +376,12 @@ export class GenerationPipeline {
     if (stored.length === 0) throw storeError;
     const records = stored.sort((a, b) => a.id - b.id);
     const summary = `${operation === 'edit' ? 'Edited' : 'Generated'} ${records.length} of ${plan.n} image(s) with ${model.id}: ${records.map((r) => r.id).join(', ')}`;
-    await this.completeWithImages(exec, principal, { message: `Completed: ${summary}`, summary, images: records.length }, signal);
+    await this.completeWithImages(
+      exec,
+      principal,
+      { message: `Completed: ${summary}`, summary, imageIds: records.map((r) => r.id) },
+      signal,
+    );
     if (composition.afterSuccess) {
       await composition.afterSuccess().catch((err) => this.deps.logger.warn({ err }, 'afterSuccess hook failed'));
     }

@@ -148,7 +148,7 @@ export async function uploadForEditing(
       pending: true,
     });
     const summary = `Uploaded image ${rec.id} (${rec.width}x${rec.height}, ${rec.sizeBytes} bytes)`;
-    await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, images: 1 }, signal);
+    await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, imageIds: [rec.id] }, signal);
     return {
       imageId: rec.id,
       objectKey: rec.objectKey,

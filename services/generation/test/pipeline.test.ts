@@ -37,6 +37,7 @@ class FakeWorld implements Collaborators {
   stored: StoreImageRequest[] = [];
   /** Executions whose pending images were committed (CommitExecutionImages). */
   committed: string[] = [];
+  committedIds: number[] = [];
   images = new Map<number, { rec: ImageRecord; data: Buffer; tenantId: string }>();
   private seq = 0;
 
@@ -94,8 +95,9 @@ class FakeWorld implements Collaborators {
     this.images.set(id, { rec, data: req.data, tenantId: req.tenantId });
     return rec;
   }
-  async commitExecutionImages(_p: Principal, _tenantId: string, executionId: string) {
+  async commitExecutionImages(_p: Principal, _tenantId: string, executionId: string, imageIds: number[]) {
     this.committed.push(executionId);
+    this.committedIds.push(...imageIds);
   }
   async getImageData(p: Principal, imageId: number) {
     const img = this.images.get(imageId);
@@ -210,6 +212,7 @@ describe('generate', () => {
     const res = await gen.pipeline.generate({ prompt: 'pending then listed', n: 1 }, principal(t, { sessionId: 'sess-c' }));
     expect(world.stored.at(-1)?.pending).toBe(true);
     expect(world.committed).toContain(res.executionId);
+    expect(world.committedIds).toContain(res.images[0].recordId);
   });
 
   it('fails the execution and commits nothing when the caller went away before it completed', async () => {

@@ -100,7 +100,12 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
     async commitExecutionImages(req, { principal, logger }) {
       const tenantId = tenantOf(principal, req.tenantId);
       if (!req.executionId) throw invalidPayload(['execution_id is required']);
-      const committed = await commitExecutionImages({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantId, req.executionId);
+      const committed = await commitExecutionImages(
+        { sql, storage: ctx.storage, config: ctx.config, logger },
+        tenantId,
+        req.executionId,
+        req.imageIds,
+      );
       return { committed };
     },
 

@@ -79,20 +79,37 @@ describe('pending images', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(storedEventsOf('tP1')).toHaveLength(0);
 
-    const c = await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1' }, h.principal('tP1'));
+    const c = await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1', imageIds: [] }, h.principal('tP1'));
     expect(c.committed).toBe(1);
     expect(await listed('tP1')).toBe(1);
     expect((await h.client.getImage(GetImageRequest.fromPartial({ imageId: rec.id }), h.principal('tP1'))).image?.id).toBe(rec.id);
     await until(() => storedEventsOf('tP1').length === 1);
     // Idempotent: a second commit (the event consumer after the call) moves nothing and bills nothing.
-    expect((await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1' }, h.principal('tP1'))).committed).toBe(0);
+    expect(
+      (await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1', imageIds: [] }, h.principal('tP1'))).committed,
+    ).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(storedEventsOf('tP1')).toHaveLength(1);
   });
 
+  it('with the reported image ids, commits those and discards the rest (a store whose answer was lost)', async () => {
+    const told = await h.client.storeImage(req('tP6', 'exec-lost-answer'), h.principal('tP6'));
+    const untold = await h.client.storeImage(req('tP6', 'exec-lost-answer'), h.principal('tP6'));
+    const c = await h.client.commitExecutionImages(
+      { tenantId: 'tP6', executionId: 'exec-lost-answer', imageIds: [told.id] },
+      h.principal('tP6'),
+    );
+    expect(c.committed).toBe(1);
+    const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP6'));
+    expect(page.images.map((i) => i.id)).toEqual([told.id]);
+    expect(existsSync(file(untold.objectKey))).toBe(false);
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP6'`).toHaveLength(0);
+    await until(() => storedEventsOf('tP6').length === 1);
+  });
+
   it('another tenant cannot commit them', async () => {
     await h.client.storeImage(req('tP2', 'exec-2'), h.principal('tP2'));
-    const c = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-2' }, h.principal('tOther'));
+    const c = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-2', imageIds: [] }, h.principal('tOther'));
     expect(c.committed).toBe(0);
     expect(await listed('tOther')).toBe(0);
   });

@@ -22,13 +22,23 @@ export interface PendingDeps {
 /** PENDING_IMAGE_MAX_AGE_MS: pending images with no outcome after this long are discarded (a lost event). */
 export const PENDING_MAX_AGE_MS = durationFromEnv('PENDING_IMAGE_MAX_AGE_MS', 3_600_000);
 
-/** Moves the execution's pending images into the gallery with their ImageStored events; returns how many. */
-export async function commitExecutionImages(deps: PendingDeps, tenantId: string, executionId: string): Promise<number> {
+/**
+ * Moves the execution's pending images into the gallery with their ImageStored events; returns how many.
+ * With `imageIds` (the images the execution reported to its caller), only those move, and the execution's
+ * other pending images (a store whose answer was lost, so never reported) are discarded with their files.
+ */
+export async function commitExecutionImages(
+  deps: PendingDeps,
+  tenantId: string,
+  executionId: string,
+  imageIds?: number[],
+): Promise<number> {
   if (!executionId) return 0;
-  return deps.sql.begin(async (tx) => {
+  const only = imageIds?.length ? deps.sql`AND id = ANY(${imageIds}::bigint[])` : deps.sql``;
+  const committed = await deps.sql.begin(async (tx) => {
     const rows = await tx`
       WITH moved AS (
-        DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}
+        DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
         RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
       )
       INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
@@ -39,6 +49,11 @@ export async function commitExecutionImages(deps: PendingDeps, tenantId: string,
     }
     return rows.length;
   });
+  if (imageIds?.length) {
+    const unreported = await discardExecutionImages(deps, tenantId, executionId);
+    if (unreported > 0) deps.logger?.warn({ executionId, images: unreported }, 'discarded pending images the execution never reported');
+  }
+  return committed;
 }
 
 /** Deletes the pending images of a failed execution (rows, session counts, then files); returns how many. */

@@ -64,6 +64,11 @@ export interface CommitExecutionImagesRequest {
   /** default: the principal's tenant */
   tenantId: string;
   executionId: string;
+  /**
+   * The images the execution reported to its caller. When given, only these are committed and the
+   * execution's other pending images (a store whose answer was lost) are discarded with their files.
+   */
+  imageIds: number[];
 }
 
 export interface CommitExecutionImagesResponse {
@@ -783,7 +788,7 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
 };
 
 function createBaseCommitExecutionImagesRequest(): CommitExecutionImagesRequest {
-  return { tenantId: "", executionId: "" };
+  return { tenantId: "", executionId: "", imageIds: [] };
 }
 
 export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesRequest> = {
@@ -793,6 +798,13 @@ export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesReque
     }
     if (message.executionId !== "") {
       writer.uint32(18).string(message.executionId);
+    }
+    if (message.imageIds.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.imageIds) {
+        writer.int64(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -826,6 +838,24 @@ export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesReque
             message.executionId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag === 24) {
+              message.imageIds.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.imageIds.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -850,6 +880,11 @@ export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesReque
         : isSet(object.execution_id)
         ? globalThis.String(object.execution_id)
         : "",
+      imageIds: globalThis.Array.isArray(object?.imageIds)
+        ? object.imageIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.image_ids)
+        ? object.image_ids.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -861,6 +896,9 @@ export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesReque
     if (message.executionId !== "") {
       obj.executionId = message.executionId;
     }
+    if (message.imageIds?.length) {
+      obj.imageIds = message.imageIds.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -871,6 +909,7 @@ export const CommitExecutionImagesRequest: MessageFns<CommitExecutionImagesReque
     const message = createBaseCommitExecutionImagesRequest();
     message.tenantId = object.tenantId ?? "";
     message.executionId = object.executionId ?? "";
+    message.imageIds = object.imageIds?.map((e) => e) || [];
     return message;
   },
 };
