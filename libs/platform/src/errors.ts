@@ -32,7 +32,6 @@ export const forbidden = (error: string) => new AppError(403, { error });
 export const notFound = (error: string) => new AppError(404, { error });
 export const conflict = (error: string, details?: unknown) => new AppError(409, details === undefined ? { error } : { error, details });
 export const quotaExceeded = () => new AppError(402, { error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
-export const unavailable = (error = 'Service temporarily unavailable') => new AppError(503, { error }, { 'retry-after': '2' });
 
 export function isAppError(e: unknown): e is AppError {
   return e instanceof AppError;

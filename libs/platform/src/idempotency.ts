@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { AppError } from './errors.js';
 
 /**
  * Idempotency records (the IETF httpapi Idempotency-Key draft, with Stripe's semantics), shared by the
@@ -185,4 +186,19 @@ export function holdClaim(store: IdempotencyStore, id: string, owner: string, lo
   }, IDEMPOTENCY_LEASE_MS / 3);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/**
+ * The refusal of a claim that is not this request's to run, the same on REST and MCP: 422 when the key was
+ * used for another request (`mismatchDetail` says what differs on that surface), 409 while the first runs.
+ */
+export function idempotencyRefusal(claim: { state: 'mismatch' | 'in_flight' }, mismatchDetail: string): AppError {
+  if (claim.state === 'mismatch') {
+    return new AppError(422, { error: 'Idempotency-Key already used for a different request', details: [mismatchDetail] });
+  }
+  return new AppError(
+    409,
+    { error: 'A request with this Idempotency-Key is still in progress', details: ['retry when it has finished'] },
+    { 'retry-after': '1' },
+  );
 }

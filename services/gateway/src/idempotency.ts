@@ -1,10 +1,12 @@
 import {
   AppError,
   createIdempotencyStore,
+  dependencyUnavailable,
   holdClaim,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
+  idempotencyRefusal,
   keepsIdempotentAnswer,
   requestFingerprint,
   type StoredResponse,
@@ -57,11 +59,6 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
   });
   app.addHook('onClose', () => store.close());
 
-  const unavailable = (err: unknown) => {
-    ctx.logger.warn({ err }, 'idempotency store unavailable');
-    return new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
-  };
-
   app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'POST' || !IDEMPOTENT_ROUTES.has(req.routeOptions.url ?? '')) return;
     const raw = req.headers['idempotency-key'];
@@ -78,20 +75,11 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
     const id = `rest:${tenantId}:${key}`;
     const fingerprint = requestFingerprint(req.method, req.url, JSON.stringify(req.body ?? null));
     const claim = await store.claim(id, fingerprint, IDEMPOTENCY_LEASE_MS).catch((err) => {
-      throw unavailable(err);
+      ctx.logger.warn({ err }, 'idempotency store unavailable');
+      throw dependencyUnavailable();
     });
-    if (claim.state === 'mismatch') {
-      throw new AppError(422, {
-        error: 'Idempotency-Key already used for a different request',
-        details: ['send a new Idempotency-Key for a request with another method, path, query or body'],
-      });
-    }
-    if (claim.state === 'in_flight') {
-      throw new AppError(
-        409,
-        { error: 'A request with this Idempotency-Key is still in progress', details: ['retry when it has finished'] },
-        { 'retry-after': '1' },
-      );
+    if (claim.state === 'mismatch' || claim.state === 'in_flight') {
+      throw idempotencyRefusal(claim, 'send a new Idempotency-Key for a request with another method, path, query or body');
     }
     if (claim.state === 'done') {
       reply.header('idempotent-replayed', 'true');

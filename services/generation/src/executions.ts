@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { AppError, invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
+import { dependencyUnavailable, invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
 import {
   appendLogs,
   createExecution,
@@ -127,7 +127,7 @@ export class ExecutionTracker {
       return undefined;
     });
     if (status === 'completed') return;
-    const unavailable = new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+    const unavailable = dependencyUnavailable();
     if (status === 'failed') {
       this.logger.warn('execution was failed by the orphan reaper before it completed (its process was presumed dead)');
     } else {

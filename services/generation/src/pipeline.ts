@@ -11,6 +11,7 @@ import {
   AppError,
   badRequest,
   type Config,
+  dependencyUnavailable,
   forbidden,
   invalidPayload,
   isAppError,
@@ -135,7 +136,7 @@ export class GenerationPipeline {
     done: { message: string; summary: string; imageIds: number[] },
     signal?: AbortSignal,
   ): Promise<void> {
-    if (signal?.aborted) throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '1' });
+    if (signal?.aborted) throw dependencyUnavailable(1);
     await exec.complete(done.message, done.summary, done.imageIds.length);
     try {
       // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.

@@ -7,6 +7,7 @@ import {
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
+  idempotencyRefusal,
   keepsIdempotentAnswer,
   type Logger,
   type Principal,
@@ -281,14 +282,9 @@ async function idempotent(
     logger.warn({ err }, 'idempotency store unavailable');
     return toolError(503, { error: 'Service temporarily unavailable' });
   }
-  if (claim.state === 'mismatch') {
-    return toolError(422, {
-      error: 'Idempotency-Key already used for a different request',
-      details: ['send a new idempotency_key for a call with another tool or other arguments'],
-    });
-  }
-  if (claim.state === 'in_flight') {
-    return toolError(409, { error: 'A request with this Idempotency-Key is still in progress', details: ['retry when it has finished'] });
+  if (claim.state === 'mismatch' || claim.state === 'in_flight') {
+    const refusal = idempotencyRefusal(claim, 'send a new idempotency_key for a call with another tool or other arguments');
+    return toolError(refusal.status, refusal.body);
   }
   if (claim.state === 'done') {
     const replayed = JSON.parse(claim.response.body) as CallToolResult;
