@@ -1,7 +1,8 @@
 import { benchGateway } from './gateway.js';
 
 /**
- * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale).
+ * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale,
+ * generate-path).
  * Each prints its figures and the ratio against a baseline measured in the same run. `scale` (issue 16: 2M
  * seeded rows, several minutes) runs only when named: `pnpm bench scale`.
  */
@@ -11,6 +12,7 @@ const all: Record<string, () => Promise<void>> = {
   library: async () => (await import('./library.js')).benchLibrary(),
   usage: async () => (await import('./usage.js')).benchUsage(),
   scale: async () => (await import('./scale.js')).benchScale(),
+  'generate-path': async () => (await import('./generate-path.js')).benchGeneratePath(),
 };
 const explicitOnly = new Set(['scale']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -153,9 +153,9 @@ describe('MCP idempotency_key', () => {
     expect((await call('create_style_preset', { name: 'MCP idem', idempotency_key: 'mcp-2' })).isError).toBeFalsy();
     const other = await call('create_style_preset', { name: 'MCP idem 2', idempotency_key: 'mcp-2' });
     expect(other.isError).toBe(true);
-    expect(other.structuredContent).toMatchObject({ status: 422, error: 'Idempotency-Key already used for a different request' });
+    expect(other._meta?.['imagegen/error']).toMatchObject({ status: 422, error: 'Idempotency-Key already used for a different request' });
     const bad = await call('create_style_preset', { name: 'x', idempotency_key: 'has space' });
-    expect(bad.structuredContent).toMatchObject({ status: 400, error: 'Invalid request payload' });
+    expect(bad._meta?.['imagegen/error']).toMatchObject({ status: 400, error: 'Invalid request payload' });
   });
 
   it('is separate from the REST keys of the same tenant', async () => {

@@ -75,7 +75,7 @@ describe('abandoned requests', () => {
   /** The library's list statements running now. */
   const running = () =>
     db`SELECT pid FROM pg_stat_activity
-      WHERE datname = current_database() AND state = 'active' AND query LIKE 'WITH ids AS%' AND pid <> pg_backend_pid()`;
+      WHERE datname = current_database() AND state = 'active' AND (query LIKE 'WITH tot AS%' OR query LIKE 'SELECT total, walked%') AND pid <> pg_backend_pid()`;
   async function waitFor(check: () => Promise<boolean>, ms: number) {
     const end = Date.now() + ms;
     while (Date.now() < end) {

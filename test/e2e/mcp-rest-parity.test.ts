@@ -70,7 +70,7 @@ describe('tool metadata', () => {
     const r = await fails(mcp, 'generate_image', { prompt: 'a fox', negativ_prompt: 'blur' });
     expect(r.text).toBe('Invalid request payload\n- negativ_prompt is not allowed');
     const two = await fails(mcp, 'list_images', { limt: 5, ofset: 1 });
-    expect((two.result.structuredContent as any).details).toEqual(['limt is not allowed', 'ofset is not allowed']);
+    expect(two.error.details).toEqual(['limt is not allowed', 'ofset is not allowed']);
     // an empty required string reads as REST's 'cannot be empty'
     expect((await fails(mcp, 'edit_image', { image_id: 1, prompt: '' })).text).toContain('prompt cannot be empty');
   });
@@ -83,7 +83,7 @@ describe('results and errors match REST', () => {
     for (const limit of [25, 0, 1.5]) {
       const r = await fails(mcp, 'get_usage', { limit });
       expect(r.text).toBe(restRes.body.error);
-      expect((r.result.structuredContent as any).status).toBe(400);
+      expect(r.error.status).toBe(400);
     }
   });
 
@@ -145,7 +145,7 @@ describe('results and errors match REST', () => {
     for (const id of [424242, sceneB.data.id]) {
       const r = await fails(mcp, 'generate_image', { prompt: 'a fox', scene_id: id });
       expect(r.text).toBe(`Scene preset with ID ${id} not found for this tenant`);
-      expect((r.result.structuredContent as any).status).toBe(404);
+      expect(r.error.status).toBe(404);
     }
     const sceneA = await ok(mcp, 'create_scene', { scene_name: 'a-scene', scene_prompt: 'a misty forest' });
     const g = await ok(mcp, 'generate_image', { prompt: 'a fox', scene_id: sceneA.data.id });

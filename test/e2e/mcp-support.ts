@@ -6,6 +6,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { ERROR_META } from '../../services/mcp/src/tools/framework.js';
 import { TOOL_OUTPUTS } from '../../services/mcp/src/tools/outputs.js';
 import { closeObjects } from '../support/contract.js';
 
@@ -167,22 +168,38 @@ function outputValidator(name: string): ValidateFunction | undefined {
   return outputValidators.get(name);
 }
 
+/** The `{status, error, details?, ...}` an error result carries in `_meta` (it has no structuredContent). */
+export function errorOf(result: unknown): any {
+  return (result as { _meta?: Record<string, unknown> })._meta?.[ERROR_META];
+}
+
 /**
- * Calls a tool and returns {ok, text, json (when the text is JSON), result, images}. A successful result whose
- * structuredContent does not match the tool's outputSchema exactly (a missing or an undeclared field) throws.
+ * Calls a tool and returns {ok, text, json (when the text is JSON), error (status and body of a failure), result,
+ * images}. A successful result whose structuredContent does not match the tool's outputSchema exactly (a missing
+ * or an undeclared field) throws, as does a failure with structuredContent or without its status.
  */
 export async function callTool(client: Client, name: string, args: Record<string, unknown> = {}) {
   const result = await client.callTool({ name, arguments: args });
   if (!result.isError) {
     const validate = outputValidator(name);
-    if (validate && !validate(result.structuredContent)) {
+    if (!validate) throw new Error(`${name}: no output schema`);
+    if (!validate(result.structuredContent)) {
       throw new Error(`${name}: structuredContent is not its REST twin's answer: ${JSON.stringify(validate.errors?.slice(0, 5))}`);
     }
+  } else if (result.structuredContent !== undefined || typeof errorOf(result)?.status !== 'number') {
+    throw new Error(`${name}: an error result must carry its status in _meta, not structuredContent: ${JSON.stringify(result)}`);
   }
   const text = textOf(result);
   let json: any;
   try {
     json = JSON.parse(text);
   } catch {}
-  return { ok: !result.isError, text, json, result, images: (result.content as { type: string }[]).filter((c) => c.type === 'image') };
+  return {
+    ok: !result.isError,
+    text,
+    json,
+    error: errorOf(result),
+    result,
+    images: (result.content as { type: string }[]).filter((c) => c.type === 'image'),
+  };
 }

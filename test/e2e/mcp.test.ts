@@ -125,6 +125,8 @@ describe('protocol', () => {
           expect(t.description).not.toContain('\n');
           expect(t.inputSchema.type).toBe('object');
           expect(() => ajv.getValidator(t.inputSchema as never), t.name).not.toThrow();
+          expect(t.outputSchema?.type, `${t.name} outputSchema`).toBe('object');
+          expect(() => ajv.getValidator(t.outputSchema as never), t.name).not.toThrow();
         }
         const gen = tools.find((t) => t.name === 'generate_image')!;
         const validate = ajv.getValidator(gen.inputSchema as never);
@@ -145,6 +147,46 @@ describe('protocol', () => {
       }
     } finally {
       await sse.close();
+    }
+  });
+
+  it("the SDK client holds real results to each tool's outputSchema: successes pass, errors carry _meta only", async () => {
+    const own = await stack.createTenant({ rate_limit_per_minute: 1000 }); // its own presets: the other tests count tenant a's
+    const client = await mcpClient(stack.baseUrl, own.liveKey);
+    try {
+      await client.listTools(); // from here on the client validates every structuredContent it receives
+      const ok = async (name: string, args: Record<string, unknown> = {}) => {
+        const r = await client.callTool({ name, arguments: args });
+        expect(r.isError, `${name}: ${JSON.stringify(r.content)}`).toBeFalsy();
+        expect(r.structuredContent, name).toBeTypeOf('object');
+        return r.structuredContent as any;
+      };
+      expect((await ok('get_profile')).tenant.tenantId).toBe(own.tenantId);
+      expect((await ok('list_models')).models).toHaveLength(6);
+      expect((await ok('get_usage')).data.quota).toBeTypeOf('object');
+      const created = await ok('create_style_preset', { name: 'schema-check', prompt: 'ink,', idempotency_key: 'schema-check-1' });
+      const replay = await client.callTool({
+        name: 'create_style_preset',
+        arguments: { name: 'schema-check', prompt: 'ink,', idempotency_key: 'schema-check-1' },
+      });
+      expect(replay._meta?.['imagegen/idempotent-replayed']).toBe(true);
+      expect(replay.structuredContent).toEqual(created);
+      expect((await ok('get_style_preset', { identifier: created.data.id })).data.name).toBe('schema-check');
+      expect((await ok('list_style_presets')).data.map((p: { name: string }) => p.name)).toContain('schema-check');
+      expect((await ok('list_images')).pagination).toBeTypeOf('object');
+
+      for (const [name, args, status, text] of [
+        ['get_style_preset', { identifier: 'no-such-preset' }, 404, 'not found'],
+        ['delete_image', { image_id: 99999999 }, 404, 'Image not found'],
+        ['create_style_preset', { name: 'x', colour: 'red' }, 400, 'Invalid request payload'],
+      ] as const) {
+        const r = await client.callTool({ name, arguments: args });
+        expect(r.isError, name).toBe(true);
+        expect(r.structuredContent, name).toBeUndefined();
+        expect(r._meta?.['imagegen/error'], name).toMatchObject({ status, error: expect.stringContaining(text) });
+      }
+    } finally {
+      await client.close();
     }
   });
 
@@ -268,7 +310,7 @@ describe('protocol', () => {
     try {
       for (let i = 0; i < 3; i++) await expectOk(client, 'list_models');
       const r = await expectError(client, 'list_models', {}, /^Rate limit exceeded\. Try again in \d+ seconds\.$/);
-      expect(r.result.structuredContent as any).toMatchObject({ status: 429, retryAfter: expect.any(Number) });
+      expect(r.error).toMatchObject({ status: 429, retryAfter: expect.any(Number) });
     } finally {
       await client.close();
     }
@@ -384,7 +426,7 @@ describe('images', () => {
     expect(r.images).toHaveLength(1);
     const bad = await call(mcp, 'upload_image_for_editing', { image_url: 'ftp://example.com/a.png' });
     expect(bad.ok).toBe(false);
-    expect((bad.result.structuredContent as any).status).toBe(400);
+    expect(bad.error.status).toBe(400);
   });
 
   it('download_images returns image content; unknown ids are refused', async () => {

@@ -121,7 +121,7 @@ describe('search presets', () => {
     const largest = await create({ presetName: 'cats by size', filters: { search: 'cat', sortBy: 'largest' } }, tenant.liveKey);
     const r = await s.api(`/api/search-presets/${largest.body.data.id}/images`, { key: tenant.liveKey });
     expect(r.status).toBe(200);
-    expect(r.body.pagination).toEqual({ total: 2, limit: 20, offset: 0 });
+    expect(r.body.pagination).toEqual({ total: 2, limit: 20, offset: 0, totalIsExact: true, nextCursor: null });
     const bySize = [small, big].sort((a, b) => b.sizeBytes - a.sizeBytes).map((i) => i.id);
     expect(r.body.data.map((i: { id: number }) => i.id)).toEqual(bySize);
     expect(r.body.data[0]).toEqual(
@@ -136,8 +136,40 @@ describe('search presets', () => {
 
     const oldest = await create({ presetName: 'all oldest', filters: { sortBy: 'oldest' } }, tenant.liveKey);
     const o = await s.api(`/api/search-presets/${oldest.body.data.id}/images?limit=1&offset=1`, { key: tenant.liveKey });
-    expect(o.body.pagination).toEqual({ total: 3, limit: 1, offset: 1 });
+    expect(o.body.pagination).toMatchObject({ total: 3, limit: 1, offset: 1, totalIsExact: true });
     expect(o.body.data.map((i: { id: number }) => i.id)).toEqual([big.id]);
+
+    // Cursor paging (as GET /api/images): nextCursor continues in the preset's order, null on the last page.
+    const path = `/api/search-presets/${largest.body.data.id}/images`;
+    const p1 = await s.api(`${path}?limit=1`, { key: tenant.liveKey });
+    expect(p1.body.data.map((i: { id: number }) => i.id)).toEqual([bySize[0]]);
+    expect(p1.body.pagination.nextCursor).toEqual(expect.any(String));
+    const p2 = await s.api(`${path}?limit=1&cursor=${encodeURIComponent(p1.body.pagination.nextCursor)}`, { key: tenant.liveKey });
+    expect(p2.status).toBe(200);
+    expect(p2.body.data.map((i: { id: number }) => i.id)).toEqual([bySize[1]]);
+    expect(p2.body.pagination.nextCursor).toBeNull();
+    // A changed cursor, another tenant's, one of another sort, or a cursor with offset: 400 with details.
+    const cursor = p1.body.pagination.nextCursor as string;
+    const changed = `${cursor.slice(0, -2)}${cursor.endsWith('A') ? 'B' : 'A'}${cursor.slice(-1)}`;
+    for (const [query, key, details] of [
+      [`cursor=${encodeURIComponent(changed)}`, tenant.liveKey, ['cursor is invalid']],
+      [`cursor=${encodeURIComponent(cursor)}&offset=1`, tenant.liveKey, ['cursor and offset cannot be combined']],
+    ] as const) {
+      const bad = await s.api(`${path}?${query}`, { key });
+      expect(bad.status, query).toBe(400);
+      expect(bad.body).toEqual({ error: 'Invalid request payload', details });
+    }
+    const otherSort = await s.api(`/api/search-presets/${oldest.body.data.id}/images?cursor=${encodeURIComponent(cursor)}`, {
+      key: tenant.liveKey,
+    });
+    expect(otherSort.status).toBe(400);
+    expect(otherSort.body).toEqual({ error: 'Invalid request payload', details: ['cursor is invalid'] });
+    const otherPreset = await create({ presetName: 'theirs by size', filters: { sortBy: 'largest' } }, other.liveKey);
+    const foreignCursor = await s.api(`/api/search-presets/${otherPreset.body.data.id}/images?cursor=${encodeURIComponent(cursor)}`, {
+      key: other.liveKey,
+    });
+    expect(foreignCursor.status).toBe(400);
+    expect(foreignCursor.body).toEqual({ error: 'Invalid request payload', details: ['cursor is invalid'] });
 
     const none = await create({ presetName: 'nothing', filters: { search: 'zebra' } }, tenant.liveKey);
     const n = await s.api(`/api/search-presets/${none.body.data.id}/images`, { key: tenant.liveKey });

@@ -15,9 +15,16 @@ export const QuotaExceeded = z
   .object({ error: z.literal('Monthly storage quota exceeded'), code: z.literal('QUOTA_EXCEEDED') })
   .describe('Monthly storage quota exceeded');
 
-/** 429: a rate limit is exhausted; also sent as the Retry-After header. */
+/**
+ * 429: a rate limit is exhausted, or a per-tenant cap on concurrent streams or generations is reached (those
+ * say which in `details`); `retryAfter` is also sent as the Retry-After header.
+ */
 export const RateLimited = z
-  .object({ error: z.string().describe('Rate limit exceeded. Try again in <n> seconds.'), retryAfter: z.number().int().min(1) })
+  .object({
+    error: z.string().describe('Rate limit exceeded. Try again in <n> seconds.'),
+    details: ErrorBody.shape.details,
+    retryAfter: z.number().int().min(1),
+  })
   .describe('Rate limit exceeded');
 
 /** `{data: {deleted: true}}` of the simple deletes. */

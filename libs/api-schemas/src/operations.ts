@@ -5,8 +5,9 @@ import * as R from './resources.js';
 
 /**
  * Every REST and admin operation of the gateway: its operationId, tag, credential and answers. The route
- * modules own the request schemas (what fastify validates); this catalogue owns what each operation answers,
- * from the resource shapes of resources.ts. The gateway's OpenAPI document is built from both
+ * modules validate the request bodies of requests.ts (what fastify checks, shown by the document unless `body`
+ * below shows the full schema); this catalogue owns what each operation answers, from the resource shapes of
+ * resources.ts. The gateway's OpenAPI document is built from both
  * (services/gateway/src/openapi.ts), and the end-to-end suite checks every answer against that document.
  */
 
@@ -107,12 +108,20 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     ok: ok(list(R.CharacterListItem, AssetPagination)),
   },
   'GET /api/characters/:identifier': { operationId: 'getCharacter', tag: 'Characters', auth: 'tenant', ok: ok(data(R.Character)) },
-  'POST /api/characters': { operationId: 'createCharacter', tag: 'Characters', auth: 'tenant', ok: ok(data(R.Character)), errors: [409] },
+  'POST /api/characters': {
+    operationId: 'createCharacter',
+    tag: 'Characters',
+    auth: 'tenant',
+    ok: ok(data(R.Character)),
+    body: B.CharacterBody,
+    errors: [409],
+  },
   'PATCH /api/characters/:identifier': {
     operationId: 'updateCharacter',
     tag: 'Characters',
     auth: 'tenant',
     ok: ok(data(R.Character)),
+    body: B.CharacterUpdateBody,
     errors: [409],
   },
   'DELETE /api/characters/:identifier': { operationId: 'deleteCharacter', tag: 'Characters', auth: 'tenant', ok: ok(data(Deleted)) },
@@ -155,6 +164,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Style presets',
     auth: 'tenant',
     ok: ok(data(R.StylePreset)),
+    body: B.StylePresetUpdateBody,
     errors: [409],
   },
   'DELETE /api/style-presets/:id': { operationId: 'deleteStylePreset', tag: 'Style presets', auth: 'tenant', ok: ok(data(Deleted)) },
@@ -196,6 +206,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Scenes',
     auth: 'tenant',
     ok: ok(data(R.Scene)),
+    body: B.SceneBody,
     bills: true,
     upstream: true,
     errors: [409],
@@ -205,6 +216,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Scenes',
     auth: 'tenant',
     ok: ok(data(R.Scene)),
+    body: B.SceneUpdateBody,
     bills: true,
     upstream: true,
     errors: [409],
@@ -231,7 +243,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listSearchPresetImages',
     tag: 'Search presets',
     auth: 'tenant',
-    ok: ok(z.object({ data: z.array(R.Image), pagination: OffsetPagination, preset: R.SearchPreset }), 'The images the preset finds'),
+    ok: ok(z.object({ data: z.array(R.Image), pagination: R.ImagePagination, preset: R.SearchPreset }), 'The images the preset finds'),
   },
 
   // ---- usage and profile (SPEC 4.7) ----
@@ -250,7 +262,15 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listSessionLogs',
     tag: 'Sessions',
     auth: 'tenant',
-    ok: ok(flat({ success: z.literal(true), sessionId: z.string(), executions: z.array(R.ExecutionDetail), total: z.number().int() })),
+    ok: ok(
+      flat({
+        success: z.literal(true),
+        sessionId: z.string(),
+        executions: z.array(R.ExecutionDetail),
+        total: z.number().int(),
+        totalIsExact: z.boolean(),
+      }),
+    ),
   },
   'GET /api/sessions/:sessionId/logs/stream': {
     operationId: 'streamSessionLogs',
@@ -262,7 +282,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listActiveExecutions',
     tag: 'Executions',
     auth: 'tenant',
-    ok: ok(flat({ success: z.literal(true), executions: z.array(R.Execution), total: z.number().int() })),
+    ok: ok(flat({ success: z.literal(true), executions: z.array(R.Execution), total: z.number().int(), totalIsExact: z.boolean() })),
   },
   'GET /api/executions/:executionId': {
     operationId: 'getExecution',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SearchFilters } from './requests.js';
+import { ADMIN_ROLES, MODEL_IDS, QUOTA_EVENTS } from './vocab.js';
 
 /**
  * The JSON form of every resource the REST API and the MCP tools answer with (SPEC 2), defined once. The
@@ -348,8 +349,6 @@ export const Profile = z.object({ tenant: z.object({ tenantId: z.string(), tenan
 
 // ---- webhooks ----
 
-export const QUOTA_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
-
 export const Webhook = z.object({
   id: id(),
   url: z.string(),
@@ -438,7 +437,6 @@ export const TenantDetail = z.object({
 });
 export const TenantCreated = z.object({ tenant: Tenant, apiKeys: z.array(CreatedApiKey) });
 
-export const ADMIN_ROLES = ['admin', 'super_admin'] as const;
 export const AdminUser = z.object({
   userId: z.string(),
   email: z.string(),
@@ -505,6 +503,54 @@ export const AdminStats = z.object({
 });
 
 export const Health = z.object({ status: z.literal('ok'), timestamp: ts() });
+
+// ---- answers only the MCP tools give (no REST twin), built from the resources above ----
+
+/** delete_image (REST answers 204 without a body). */
+export const ImageDeleted = z.object({ deleted: z.literal(true), id: id() });
+
+/** download_images: what each returned image content is (the bytes travel as MCP image content). */
+export const DownloadedImages = z.object({
+  images: z.array(
+    Image.pick({ id: true, fullUrl: true, thumbnailUrl: true }).extend({
+      mimeType: z.string(),
+      sizeBytes: int().describe('of the returned bytes (the thumbnail with thumbnails: true)'),
+    }),
+  ),
+});
+
+/** generate_image with async: true, as soon as the execution exists. */
+export const GenerationStarted = z.object({
+  executionId: z.string(),
+  status: z.literal('running'),
+  session_id: z.string(),
+  message: z.string(),
+});
+
+/** wait_for_execution: the execution and, once done, its images (or the full result of an async generate_image). */
+export const ExecutionWait = z.object({
+  done: z.boolean(),
+  execution: Execution,
+  result: z
+    .union([GenerateResult, z.object({ images: z.array(SessionImage) })])
+    .optional()
+    .describe('when done: the generate_image result, or the images the execution produced'),
+  message: z.string().optional().describe('when not done yet'),
+});
+
+/** list_models. */
+export const ModelList = z.object({
+  defaultModel: z.string(),
+  models: z.array(
+    z.object({
+      model_id: z.enum(MODEL_IDS),
+      provider: z.enum(['provA', 'provB']),
+      notes: z.string(),
+      allowed: z.boolean(),
+      default: z.boolean(),
+    }),
+  ),
+});
 
 export type ImageJson = z.infer<typeof Image>;
 export type ImageDetailJson = z.infer<typeof ImageDetail>;

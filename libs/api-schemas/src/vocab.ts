@@ -28,3 +28,11 @@ export const ASPECT_RATIOS = [
 
 /** Ids travel as int64 over gRPC and are read back as safe integers. */
 export const ID_MAX = Number.MAX_SAFE_INTEGER;
+/** Paging (limit, offset, page) travels as int32 over gRPC. */
+export const INT32_MAX = 2_147_483_647;
+
+/** SPEC 4.11: the events a webhook can subscribe to. */
+export const QUOTA_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
+
+/** SPEC 2: the roles of an admin user. */
+export const ADMIN_ROLES = ['admin', 'super_admin'] as const;

@@ -1284,6 +1284,9 @@ export interface components {
                 "application/json": {
                     /** @description Rate limit exceeded. Try again in <n> seconds. */
                     error: string;
+                    details?: unknown[] | {
+                        [key: string]: unknown;
+                    };
                     retryAfter: number;
                 };
             };
@@ -1713,6 +1716,9 @@ export interface components {
                 "application/json": {
                     /** @description Rate limit exceeded. Try again in <n> seconds. */
                     error: string;
+                    details?: unknown[] | {
+                        [key: string]: unknown;
+                    };
                     retryAfter: number;
                 };
             };
@@ -1868,9 +1874,13 @@ export interface operations {
     listCharacters: {
         parameters: {
             query?: {
+                /** @description Page size (default 50, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
+                /** @description Name search (max 200 characters) */
                 search?: string;
+                /** @description name (default), created, used, recent */
                 sort_by?: "name" | "created" | "used" | "recent";
             };
             header?: never;
@@ -1951,15 +1961,24 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Unique name (1-100 characters) */
                     character_name: string;
-                    /** @description 10-2000 characters */
+                    /** @description How the character looks (10-2000 characters) */
                     base_prompt: string;
+                    /** @description Description (max 500) */
                     description?: string | null;
+                    /** @description Negative prompt (max 1000) */
                     negative_prompt?: string | null;
+                    /** @description System instruction (max 1000) */
                     system_instruction?: string | null;
-                    preferred_aspect_ratio?: string | null;
+                    /** @description Default aspect ratio when generating this character (null clears) */
+                    preferred_aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                    /** @description Up to 10 library image ids of this tenant (replace on update) */
                     reference_image_ids?: number[];
+                    /** @description Up to 20 tags of at most 50 characters (replace on update, null clears) */
                     tags?: string[] | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2137,15 +2156,24 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Unique name (1-100 characters) */
                     character_name?: string;
-                    /** @description 10-2000 characters */
+                    /** @description How the character looks (10-2000 characters) */
                     base_prompt?: string;
+                    /** @description Description (max 500) */
                     description?: string | null;
+                    /** @description Negative prompt (max 1000) */
                     negative_prompt?: string | null;
+                    /** @description System instruction (max 1000) */
                     system_instruction?: string | null;
-                    preferred_aspect_ratio?: string | null;
+                    /** @description Default aspect ratio when generating this character (null clears) */
+                    preferred_aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                    /** @description Up to 10 library image ids of this tenant (replace on update) */
                     reference_image_ids?: number[];
+                    /** @description Up to 20 tags of at most 50 characters (replace on update, null clears) */
                     tags?: string[] | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2217,12 +2245,21 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 2-5 distinct character ids */
                     character_ids: number[];
+                    /** @description The scene (10-1500 characters) */
                     scene_prompt: string;
+                    /** @description Extra details, appended as "Additional details: ..." (max 500) */
                     additional_details?: string | null;
-                    /** @default landscape */
+                    /**
+                     * @description Default landscape
+                     * @default landscape
+                     */
                     aspect_ratio?: string;
+                    /** @description Application session id (1-200 characters) grouping operations; else X-Session-Id; else a new one */
                     session_id?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2292,11 +2329,18 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The scene (5-1500 characters) */
                     scene_prompt: string;
+                    /** @description Extra details, appended as "Additional details: ..." (max 500) */
                     additional_details?: string | null;
+                    /** @description Overrides the character's preferred aspect ratio */
                     aspect_ratio?: string;
+                    /** @description Replaces the character's negative prompt (max 1024) */
                     override_negative_prompt?: string | null;
+                    /** @description Application session id (1-200 characters) grouping operations; else X-Session-Id; else a new one */
                     session_id?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2355,9 +2399,11 @@ export interface operations {
     listProducts: {
         parameters: {
             query?: {
+                /** @description 1-based page (default 1) */
                 page?: number;
+                /** @description Page size (default 20, max 100) */
                 page_size?: number;
-                /** @description matches name, description and tags */
+                /** @description Matches name, description and tags (max 200 characters) */
                 search?: string;
             };
             header?: never;
@@ -2436,12 +2482,16 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Unique name (1-100 characters) */
                     product_name: string;
-                    /** @description public HTTP or HTTPS image URL */
+                    /** @description Public HTTP or HTTPS image URL */
                     product_url: string;
+                    /** @description Description (max 500) */
                     product_description?: string | null;
-                    /** @description comma-separated, each tag at most 50 characters */
+                    /** @description Comma-separated tags, each at most 50 characters (null clears) */
                     tags?: string | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2616,9 +2666,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Unique name (1-100 characters) */
                     product_name?: string;
+                    /** @description Description (max 500) */
                     product_description?: string | null;
+                    /** @description Comma-separated tags, each at most 50 characters (null clears) */
                     tags?: string | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2680,14 +2735,26 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The scene (1-1500 characters) */
                     scene_prompt: string;
+                    /** @description Extra details, appended as "Additional details: ..." (max 500) */
                     additional_details?: string | null;
-                    /** @enum {string} */
+                    /**
+                     * @description Aspect ratio
+                     * @enum {string}
+                     */
                     aspect_ratio?: "1:1" | "16:9" | "9:16" | "4:3" | "3:4";
+                    /** @description What to avoid (max 1024) */
                     negative_prompt?: string | null;
-                    /** @default 1 */
+                    /**
+                     * @description 1-4 (default 1)
+                     * @default 1
+                     */
                     number_of_images?: number;
+                    /** @description Application session id (1-200 characters) grouping operations; else X-Session-Id; else a new one */
                     session_id?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -2752,9 +2819,13 @@ export interface operations {
     listScenes: {
         parameters: {
             query?: {
+                /** @description Page size (default 50, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
+                /** @description Name search (max 200 characters) */
                 search?: string;
+                /** @description name (default), created, used, recent */
                 sort_by?: "name" | "created" | "used" | "recent";
             };
             header?: never;
@@ -2834,14 +2905,24 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    scene_name?: string;
+                    /** @description Unique name (1-100 characters) */
+                    scene_name: string;
+                    /** @description Description (max 500) */
                     description?: string | null;
+                    /** @description Prompt prefix (max 4000) */
                     scene_prompt?: string | null;
+                    /** @description Existing library image ids (up to 20 with the URLs; replace on update) */
                     reference_image_ids?: number[] | null;
+                    /** @description Public image URLs to fetch and add (up to 20 with the ids) */
                     reference_image_urls?: string[] | null;
-                    default_reference_mode?: string | null;
-                    preferred_aspect_ratio?: string | null;
+                    /** @description style or add (null clears) */
+                    default_reference_mode?: ("style" | "add") | null;
+                    /** @description Default aspect ratio for generation (null clears) */
+                    preferred_aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                    /** @description Up to 20 tags (replace on update, null clears) */
                     tags?: string[] | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3028,14 +3109,24 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    new_scene_name?: string;
+                    /** @description Description (max 500) */
                     description?: string | null;
+                    /** @description Prompt prefix (max 4000) */
                     scene_prompt?: string | null;
+                    /** @description Existing library image ids (up to 20 with the URLs; replace on update) */
                     reference_image_ids?: number[] | null;
+                    /** @description Public image URLs to fetch and add (up to 20 with the ids) */
                     reference_image_urls?: string[] | null;
-                    default_reference_mode?: string | null;
-                    preferred_aspect_ratio?: string | null;
+                    /** @description style or add (null clears) */
+                    default_reference_mode?: ("style" | "add") | null;
+                    /** @description Default aspect ratio for generation (null clears) */
+                    preferred_aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                    /** @description Up to 20 tags (replace on update, null clears) */
                     tags?: string[] | null;
+                    /** @description New unique name (1-100 characters) */
+                    new_scene_name?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3098,7 +3189,9 @@ export interface operations {
     listStylePresets: {
         parameters: {
             query?: {
+                /** @description Page size (default 50, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
             };
             header?: never;
@@ -3172,11 +3265,16 @@ export interface operations {
                 "application/json": {
                     /** @description 1-128 characters, unique per tenant */
                     name: string;
-                    /** @description Prepended to the request prompt */
+                    /** @description Prepended to the request prompt (max 2048) */
                     prompt?: string | null;
+                    /** @description Used when a request has none (max 1024) */
                     negative_prompt?: string | null;
+                    /** @description Guides the model (max 512) */
                     system_instruction?: string | null;
+                    /** @description Used when a request has none (null clears) */
                     aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3333,11 +3431,18 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    new_name?: string | null;
+                    /** @description Prepended to the request prompt (max 2048) */
                     prompt?: string | null;
+                    /** @description Used when a request has none (max 1024) */
                     negative_prompt?: string | null;
+                    /** @description Guides the model (max 512) */
                     system_instruction?: string | null;
-                    aspect_ratio?: string | null;
+                    /** @description Used when a request has none (null clears) */
+                    aspect_ratio?: ("square" | "portrait" | "landscape" | "1:1" | "2:3" | "3:2" | "3:4" | "4:3" | "4:5" | "5:4" | "9:16" | "16:9" | "21:9") | null;
+                    /** @description Renames the preset: 1-128 characters, unique per tenant */
+                    new_name?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -3609,6 +3714,8 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description Continue after the last image of a previous answer (its pagination.nextCursor); not with offset */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -3653,6 +3760,10 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
+                            /** @description false when total is a capped estimate */
+                            totalIsExact: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                         preset: {
                             id: number;
@@ -3699,9 +3810,11 @@ export interface operations {
     listImages: {
         parameters: {
             query?: {
+                /** @description Page size (default 20, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
-                /** @description Prompt text search (1-200 characters) */
+                /** @description Prompt text search (max 200 characters) */
                 search?: string;
                 /** @description exact phrase (default), all words, any word */
                 searchMode?: "exact" | "all" | "any";
@@ -3709,21 +3822,27 @@ export interface operations {
                 dateFrom?: string;
                 /** @description ISO 8601 date (whole day included) or date-time (inclusive) */
                 dateTo?: string;
+                /** @description e.g. 1:1 */
                 aspectRatio?: string;
                 /** @description generate, edit, upload, ... */
                 operationType?: string;
-                /** @description bytes */
+                /** @description Minimum size in bytes */
                 minSize?: number;
-                /** @description bytes */
+                /** @description Maximum size in bytes */
                 maxSize?: number;
+                /** @description Only images of this session */
                 sessionId?: string;
+                /** @description Only images with a negative prompt */
                 hasNegativePrompt?: boolean;
+                /** @description Only images of this model */
                 modelId?: "provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst";
-                /** @description 1k, 2k, 4k (0.5k); comma-separated allowed */
+                /** @description 0.5k, 1k, 2k, 4k; comma-separated allowed */
                 resolutionTier?: string;
+                /** @description Only images made with this style preset */
                 stylePresetId?: number;
+                /** @description Only images made with this product */
                 productReferenceId?: number;
-                /** @description true = reference images only */
+                /** @description true: reference images only */
                 isReference?: boolean;
                 /** @description Continue after the last image of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
@@ -4087,6 +4206,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-20 image ids (a repeated id counts once) */
                     ids: number[];
                 };
             };
@@ -4142,6 +4262,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-100 image ids */
                     imageIds: number[];
                 };
             };
@@ -4178,7 +4299,9 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
+                /** @description Page size (default 20, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
             };
             header?: never;
@@ -4376,7 +4499,9 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description 1-64 characters */
                     tenant_id: string;
+                    /** @description 1-200 characters */
                     tenant_name: string;
                     /** Format: email */
                     contact_email: string;
@@ -4390,15 +4515,28 @@ export interface operations {
                     };
                     monthly_quota_mb?: number;
                     rate_limit_per_minute?: number;
-                    /** @enum {string} */
+                    /**
+                     * @description The default model
+                     * @enum {string}
+                     */
                     model_id?: "provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst";
+                    /** @description Distinct model ids */
                     allowed_models?: ("provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst")[];
                     notes?: string | null;
-                    api_keys?: {
+                    /** @description Keys to create with the tenant (default: one live key) */
+                    api_keys?: ({
+                        /** @description 1-100 characters, unique per tenant */
                         key_name: string;
-                        /** @enum {string} */
+                        /**
+                         * @description Default live
+                         * @enum {string}
+                         */
                         type?: "live" | "test";
-                    }[];
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4539,6 +4677,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-200 characters */
                     tenant_name?: string;
                     /** Format: email */
                     contact_email?: string;
@@ -4552,11 +4691,17 @@ export interface operations {
                     };
                     monthly_quota_mb?: number;
                     rate_limit_per_minute?: number;
-                    /** @enum {string} */
+                    /**
+                     * @description The default model
+                     * @enum {string}
+                     */
                     model_id?: "provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst";
+                    /** @description Distinct model ids */
                     allowed_models?: ("provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst")[];
                     notes?: string | null;
                     is_active?: boolean;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4638,9 +4783,15 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-100 characters, unique per tenant */
                     key_name: string;
-                    /** @enum {string} */
+                    /**
+                     * @description Default live
+                     * @enum {string}
+                     */
                     type?: "live" | "test";
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4746,6 +4897,8 @@ export interface operations {
                 "application/json": {
                     email: string;
                     password: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4987,10 +5140,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-100 characters */
                     display_name?: string;
                     /** @enum {string} */
                     role?: "admin" | "super_admin";
                     is_active?: boolean;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5131,10 +5287,17 @@ export interface operations {
                 "application/json": {
                     /** Format: email */
                     email: string;
-                    /** @enum {string} */
+                    /**
+                     * @description Default admin
+                     * @enum {string}
+                     */
                     role?: "admin" | "super_admin";
+                    /** @description Restricts the admin to one tenant */
                     tenant_id?: string | null;
+                    /** @description Default 7 */
                     expires_in_days?: number;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5268,8 +5431,12 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1-100 characters */
                     display_name: string;
+                    /** @description 12-256 characters */
                     password: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5577,6 +5744,7 @@ export interface operations {
     listSessionLogs: {
         parameters: {
             query?: {
+                /** @description Page size (default 50, max 200) */
                 limit?: number;
             };
             header?: never;
@@ -5630,6 +5798,7 @@ export interface operations {
                             }[];
                         }[];
                         total: number;
+                        totalIsExact: boolean;
                     };
                 };
             };
@@ -5689,6 +5858,7 @@ export interface operations {
     listActiveExecutions: {
         parameters: {
             query?: {
+                /** @description Page size (default 100, max 200) */
                 limit?: number;
             };
             header?: never;
@@ -5732,6 +5902,7 @@ export interface operations {
                             modelId: string | null;
                         }[];
                         total: number;
+                        totalIsExact: boolean;
                     };
                 };
             };
@@ -5854,6 +6025,7 @@ export interface operations {
     getUsage: {
         parameters: {
             query?: {
+                /** @description Months (default 12, max 24) */
                 limit?: number;
             };
             header?: never;
@@ -6029,9 +6201,14 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description HTTPS URL resolving to public IP addresses */
                     url: string;
+                    /** @description Default: both quota events */
                     events?: ("quota.warning" | "quota.exceeded")[];
+                    /** @description Free text (max 200) */
                     description?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -6251,8 +6428,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description true re-enables an endpoint disabled after failures; false pauses delivery */
                     enabled?: boolean;
                     description?: string | null;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };

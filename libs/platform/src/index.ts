@@ -13,6 +13,7 @@ export * from './net.js';
 export * from './present.js';
 export * from './runtime.js';
 export * from './safe-fetch.js';
+export * from './scene-prompt.js';
 export * from './scopes.js';
 export * from './service.js';
 export * from './standalone.js';

@@ -24,7 +24,7 @@ import { registerAuth } from './auth.js';
 import { FAVICON_ICO } from './favicon.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
 import { registerIdempotency } from './idempotency.js';
-import { swaggerOptions } from './openapi.js';
+import { cachedSerializers, declareResponses, swaggerOptions } from './openapi.js';
 import { registerRateLimits } from './rate-limit.js';
 import { routeModules } from './routes/index.js';
 import { registerTenantConcurrency } from './tenant-concurrency.js';
@@ -97,12 +97,15 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 2048 },
     trustProxy: false,
     ajv: { plugins: [] },
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializers } },
     // The router's and Node's own refusals (malformed %-escapes in the path, an over-long parameter, a
     // malformed request) in the {error, details} envelope, never echoing the URL.
     frameworkErrors,
     clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler() as never);
+  // Answers are serialized with the operation catalogue's schemas, declared here for every route at once.
+  app.addHook('onRoute', declareResponses);
   app.decorateRequest('principal', null as unknown as Principal);
 
   // Fastify's JSON parser (same prototype-poisoning protection), except that an empty body on a DELETE

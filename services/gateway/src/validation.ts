@@ -1,4 +1,44 @@
+import { ID_MAX, INT32_MAX, jsonSchema } from '@imagegen/api-schemas';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
+
+type Json = Record<string, unknown>;
+
+/**
+ * The JSON schema a route validates a body or query with, from its one zod definition (@imagegen/api-schemas).
+ * A nullable field is written as a type list (`{type: ['string', 'null'], maxLength: 500}`) rather than the
+ * `anyOf` zod-to-json-schema emits for constrained types, so ajv reports its problems in the SPEC's words
+ * ('description must be at most 500 characters') instead of 'must match a schema in anyOf'.
+ */
+export function wireSchema(schema: Parameters<typeof jsonSchema>[0]): Json {
+  return mergeTypeUnions(jsonSchema(schema)) as Json;
+}
+
+function mergeTypeUnions(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(mergeTypeUnions);
+  if (node === null || typeof node !== 'object') return node;
+  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, mergeTypeUnions(v)])) as Json;
+  const members = out.anyOf as Json[] | undefined;
+  if (!Array.isArray(members)) return out;
+  // Mergeable: every member names its own types and no keyword but `type` appears twice (type-specific
+  // keywords such as maxLength and maxItems then apply to their own type only); an enum admits null only.
+  const types: string[] = [];
+  const merged: Json = {};
+  for (const m of members) {
+    if (m.type === undefined) return out;
+    for (const t of [m.type].flat() as string[]) if (!types.includes(t)) types.push(t);
+    for (const [k, v] of Object.entries(m)) {
+      if (k === 'type') continue;
+      if (k in merged) return out;
+      merged[k] = v;
+    }
+  }
+  if (Array.isArray(merged.enum)) {
+    if (types.some((t) => t !== 'null' && t !== types[0])) return out;
+    if (types.includes('null')) merged.enum = [...merged.enum, null];
+  }
+  const { anyOf: _, ...rest } = out;
+  return { ...rest, ...merged, type: types.length === 1 ? types[0] : types };
+}
 
 /** Turns ajv errors into the spec's human details, e.g. 'prompt is required', 'n must be <= 4'. */
 export function formatValidationErrors(errors: FastifySchemaValidationError[], part?: string): string[] {
@@ -15,7 +55,8 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], p
         msg = `${path ? `${path}.` : ''}${params.additionalProperty} is not allowed`;
         break;
       case 'enum':
-        msg = `${path || part} must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+        // A nullable enum lists null among its values: null is allowed, not one of the words to suggest.
+        msg = `${path || part} must be one of: ${(params.allowedValues as unknown[]).filter((v) => v !== null).join(', ')}`;
         break;
       case 'type':
         msg = `${path || part} must be ${/^[aeiou]/.test(String(params.type)) ? 'an' : 'a'} ${params.type}`;
@@ -49,8 +90,7 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], p
 // Bounds of the gRPC wire types: paging travels as int32, ids and byte sizes as int64 read back as safe
 // integers. A larger value cannot be encoded (the call would answer 500), so schemas refuse it with 400.
 export const INT32_MIN = -2_147_483_648;
-export const INT32_MAX = 2_147_483_647;
-export const ID_MAX = Number.MAX_SAFE_INTEGER;
+export { ID_MAX, INT32_MAX };
 
 /** `offset` of a paged list (int32 on the wire). */
 export const offsetParam = { type: 'integer', minimum: 0, maximum: INT32_MAX, default: 0 } as const;

@@ -3,6 +3,7 @@ import { dependencyUnavailable, invalidPayload, isAppError, type Logger, type Sq
 import {
   appendLogs,
   createExecution,
+  type ExecutionFacts,
   executionExists,
   executionIdTaken,
   executionStatus,
@@ -38,17 +39,23 @@ export async function withRequestedExecutionId<T>(sql: Sql, executionId: string 
 export class ExecutionTracker {
   private finished = false;
   /**
-   * Log lines wait in `pending` and are written in order, in batches, one write at a time (`queue`): the
-   * pipeline never waits for them, lines said while a write is in flight go out together in the next one,
-   * and finishing drains the queue first so the final line is always the last and counted.
+   * Log lines wait in `pending` for LOG_BATCH_MS, then are written in order, in batches, one write at a time
+   * (`writing`): the pipeline never waits for them, and lines said close together go out in one statement.
+   * Finishing takes the lines still waiting into its own statement (after any write in flight), so the final
+   * line is always the last and counted, and a quick execution writes its log lines with its outcome.
    */
-  private queue: Promise<void> = Promise.resolve();
+  private writing: Promise<void> = Promise.resolve();
   private pending: LogLine[] = [];
+  /** Settled when the lines in `pending` are stored (or given up). */
+  private batch?: { done: Promise<void>; settle: () => void };
+  private timer?: NodeJS.Timeout;
 
   private constructor(
     private readonly sql: Sql,
     readonly executionId: string,
     readonly tenantId: string,
+    /** What its ExecutionFinished event repeats (so finishing reads nothing back). */
+    private readonly facts: ExecutionFacts,
     private readonly eventsPrefix: string,
     private readonly logger: Logger,
   ) {}
@@ -60,8 +67,10 @@ export class ExecutionTracker {
       requested.taken = true;
       e = { ...e, executionId: requested.executionId };
     }
-    await createExecution(sql, e);
-    return new ExecutionTracker(sql, e.executionId, e.tenantId, eventsPrefix, logger.child({ executionId: e.executionId }));
+    const startedAt = e.startedAt ?? new Date();
+    await createExecution(sql, { ...e, startedAt });
+    const facts = { sessionId: e.sessionId, toolName: e.toolName, keyType: e.keyType, startedAt };
+    return new ExecutionTracker(sql, e.executionId, e.tenantId, facts, eventsPrefix, logger.child({ executionId: e.executionId }));
   }
 
   /** Records a log line; resolves once it is stored (callers need not wait). Never rejects. */
@@ -71,18 +80,43 @@ export class ExecutionTracker {
   ): Promise<void> {
     if (this.finished) return Promise.resolve();
     this.pending.push({ message, at: new Date(), ...opts });
-    if (this.pending.length === 1) this.queue = this.queue.then(() => this.flush());
-    return this.queue;
+    if (!this.batch) {
+      let settle = () => {};
+      const done = new Promise<void>((r) => (settle = r));
+      this.batch = { done, settle };
+      this.timer = setTimeout(() => this.writeWaiting(), LOG_BATCH_MS);
+    }
+    return this.batch.done;
   }
 
-  private async flush(): Promise<void> {
+  /** Hands the waiting lines to the writer (after the write in flight). */
+  private writeWaiting(): void {
+    const { lines, settle } = this.takeWaiting();
+    if (lines.length === 0) return;
+    this.writing = this.writing.then(async () => {
+      try {
+        await appendLogs(this.sql, this.tenantId, this.executionId, lines);
+      } catch (err) {
+        this.logger.warn({ err, lines: lines.length }, 'could not record execution log lines');
+      }
+      settle();
+    });
+  }
+
+  private takeWaiting(): { lines: LogLine[]; settle: () => void } {
+    clearTimeout(this.timer);
+    this.timer = undefined;
     const lines = this.pending;
+    const settle = this.batch?.settle ?? (() => {});
     this.pending = [];
-    try {
-      await appendLogs(this.sql, this.tenantId, this.executionId, lines);
-    } catch (err) {
-      this.logger.warn({ err, lines: lines.length }, 'could not record execution log lines');
-    }
+    this.batch = undefined;
+    return { lines, settle };
+  }
+
+  /** For the final write: the lines not written yet, once the write in flight (earlier lines) is done. */
+  private async remainingLines(): Promise<{ lines: LogLine[]; settle: () => void }> {
+    await this.writing;
+    return this.takeWaiting();
   }
 
   step(step: string, progress: number, message: string): Promise<void> {
@@ -98,7 +132,7 @@ export class ExecutionTracker {
   async complete(message: string, summary: string, images: number): Promise<void> {
     if (this.finished) return;
     this.finished = true;
-    await this.queue;
+    const earlier = await this.remainingLines();
     let moved: boolean | undefined;
     try {
       moved = await retrying(
@@ -111,12 +145,15 @@ export class ExecutionTracker {
             resultSummary: summary,
             images,
             eventsPrefix: this.eventsPrefix,
+            execution: this.facts,
+            earlier: earlier.lines,
           }),
         COMPLETE_RETRY_MS,
       );
     } catch (err) {
       this.logger.warn({ err }, 'could not confirm the completed state yet');
     }
+    earlier.settle();
     if (moved) return;
     // Not confirmed: a write of ours may have committed with its answer lost (the connection died at
     // COMMIT), or a reaper failed the execution meanwhile. The row tells; the caller waits for it (this is
@@ -132,6 +169,7 @@ export class ExecutionTracker {
       this.logger.warn('execution was failed by the orphan reaper before it completed (its process was presumed dead)');
     } else {
       this.finished = false;
+      this.pending = earlier.lines; // they go out with the failed state instead
       await this.fail(unavailable);
     }
     throw unavailable;
@@ -146,6 +184,7 @@ export class ExecutionTracker {
     if (this.finished) return;
     this.finished = true;
     const text = isAppError(err) ? err.body.error : 'Internal error';
+    let earlier: LogLine[] = [];
     const write = () =>
       finishExecution(this.sql, {
         tenantId: this.tenantId,
@@ -156,12 +195,17 @@ export class ExecutionTracker {
         error: text,
         images: 0,
         eventsPrefix: this.eventsPrefix,
+        execution: this.facts,
+        earlier,
       });
     const landed: Promise<void> = (async () => {
-      await this.queue;
+      const remaining = await this.remainingLines();
+      earlier = remaining.lines;
       try {
         await write();
+        remaining.settle();
       } catch (e) {
+        remaining.settle();
         this.logger.warn({ err: e }, 'could not mark execution failed yet; retrying in the background');
         await retrying(write, Number.POSITIVE_INFINITY).then(
           () => this.logger.info('execution marked failed after retries'),
@@ -176,6 +220,8 @@ export class ExecutionTracker {
   }
 }
 
+/** How long a log line waits for others to go out with it (or with the final write). */
+export const LOG_BATCH_MS = 50;
 /** How long complete() retries the final write while the caller waits. */
 export const COMPLETE_RETRY_MS = 3000;
 /** How long fail() holds the caller's error answer for the 'failed' write (the rest goes on in the background). */

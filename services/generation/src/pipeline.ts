@@ -319,9 +319,12 @@ export class GenerationPipeline {
 
     const produced: Produced[] = [];
     for (const img of raw) {
-      const meta = await sharp(img.data)
-        .metadata()
-        .catch(() => undefined);
+      // The header the image guard read (ProviderClient.checkResult); read here only when none came along.
+      const meta =
+        img.header ??
+        (await sharp(img.data)
+          .metadata()
+          .catch(() => undefined));
       if (!meta?.width || !meta.height || !meta.format)
         throw new AppError(502, { error: 'Image generation failed: the provider returned data that is not an image' });
       const mimeType = meta.format === 'jpeg' ? 'image/jpeg' : `image/${meta.format}`;

@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type AppError, conflict, type Sql, subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
+import { type AppError, conflict, pipelinedTransaction, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -18,6 +18,8 @@ export interface NewExecution {
   firstLog: string;
   /** The generation process running it (its heartbeat tells whether it is still alive). */
   instanceId?: string;
+  /** When it started (default: now). The duration is measured on this process's clock from here (see finishExecution). */
+  startedAt?: Date;
 }
 
 interface Row {
@@ -76,21 +78,23 @@ export async function executionIdTaken(sql: Sql, executionId: string): Promise<b
  * (a caller-chosen execution_id used twice) is 409 'Execution <id> already exists'.
  */
 export async function createExecution(sql: Sql, e: NewExecution): Promise<void> {
+  const startedAt = e.startedAt ?? new Date();
   try {
     await sql`
       WITH x AS (
-        INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type, log_count, instance_id)
-        VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId}, ${e.keyType}, 1, ${e.instanceId ?? null})
+        INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type,
+          log_count, instance_id, started_at, updated_at)
+        VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId},
+          ${e.keyType}, 1, ${e.instanceId ?? null}, ${startedAt}, ${startedAt})
         RETURNING execution_id, tenant_id
       )
-      INSERT INTO execution_logs (execution_id, tenant_id, message) SELECT execution_id, tenant_id, ${e.firstLog} FROM x`;
+      INSERT INTO execution_logs (execution_id, tenant_id, logged_at, message) SELECT execution_id, tenant_id, ${startedAt}, ${e.firstLog} FROM x`;
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw executionExists(e.executionId);
     throw err;
   }
 }
 
-/** Appends a log line and, when given, moves progress and the current step (one round trip). */
 /** One execution log line as the tracker collects it; `at` is when it was said, not when it was written. */
 export interface LogLine {
   message: string;
@@ -136,6 +140,14 @@ export async function appendLogs(sql: Sql, tenantId: string, executionId: string
     WHERE execution_id = (SELECT execution_id FROM running)`;
 }
 
+/** What the ExecutionFinished event says of the execution besides its outcome (known to whoever started or reaps it). */
+export interface ExecutionFacts {
+  sessionId: string;
+  toolName: string;
+  keyType: string;
+  startedAt: Date;
+}
+
 export interface Finish {
   tenantId: string;
   executionId: string;
@@ -145,48 +157,88 @@ export interface Finish {
   error?: string;
   images: number;
   eventsPrefix: string;
+  execution: ExecutionFacts;
+  /** Log lines said before the end and not written yet: stored before the final line, in order. */
+  earlier?: LogLine[];
 }
+
+/** The outcome is not written: the execution is no longer running (rolls the event back). */
+class NotRunning extends Error {}
 
 /**
  * Marks the execution finished, appends the last log line and writes ExecutionFinished to the
  * outbox, all in one transaction. A no-op when the execution is already finished: the answer then is
  * false (e.g. a reaper marked it failed while its process could not reach the database).
+ * Two round trips: BEGIN, the update (with the log lines) and the event in one write, then COMMIT (or ROLLBACK
+ * when the update found no running execution). The event is built beforehand, so the end time and duration
+ * are taken on this process's clock (started_at is written from it too).
+ * A completed execution's event goes out at the relay's next poll, not at once: its consumers' work is the
+ * commit of the execution's images, which the pipeline does right after this (completeWithImages), so they
+ * find it done (the library's consumer is the backstop for a lost commit call) and the usage count waits
+ * at most the poll interval. A failed execution's event wakes the relay: its images are discarded by the consumer.
  */
 export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
-  return sql.begin(async (tx: TransactionSql) => {
-    const [row] = await tx`
-      UPDATE executions SET
-        status = ${f.status},
-        progress_percent = CASE WHEN ${f.status} = 'completed' THEN 100 ELSE progress_percent END,
-        current_step = ${f.status === 'completed' ? 'completed' : 'failed'},
-        completed_at = clock_timestamp(),
-        updated_at = clock_timestamp(),
-        duration_ms = GREATEST(0, round(EXTRACT(EPOCH FROM (clock_timestamp() - started_at)) * 1000))::bigint,
-        result_summary = ${f.resultSummary ?? null},
-        error = ${f.error ?? null},
-        images = ${f.images},
-        log_count = log_count + 1
-      WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
-      RETURNING session_id, tool_name, duration_ms, key_type, completed_at`;
-    if (!row) return false;
-    await tx`INSERT INTO execution_logs (execution_id, tenant_id, level, message)
-      VALUES (${f.executionId}, ${f.tenantId}, ${f.status === 'failed' ? 'error' : 'info'}, ${f.message})`;
-    await writeOutbox(tx, {
-      subject: subjectFor(f.eventsPrefix, 'generation.execution_finished'),
-      data: ExecutionFinished.encode({
-        tenantId: f.tenantId,
-        executionId: f.executionId,
-        sessionId: row.session_id as string,
-        toolName: row.tool_name as string,
-        status: f.status,
-        durationMs: Number(row.duration_ms),
-        occurredAt: (row.completed_at as Date).toISOString(),
-        keyType: row.key_type as string,
-        images: f.images,
-      }).finish(),
+  const completedAt = new Date(Math.max(Date.now(), f.execution.startedAt.getTime()));
+  const durationMs = completedAt.getTime() - f.execution.startedAt.getTime();
+  const earlier = f.earlier ?? [];
+  const lines: LogLine[] = [...earlier, { message: f.message, at: completedAt, level: f.status === 'failed' ? 'error' : 'info' }];
+  const progress = earlier.reduce<number | null>((m, l) => (l.progress === undefined ? m : Math.max(m ?? 0, l.progress)), null);
+  const modelId =
+    earlier
+      .map((l) => l.modelId)
+      .filter((v) => v !== undefined)
+      .at(-1) ?? null;
+  const event = {
+    subject: subjectFor(f.eventsPrefix, 'generation.execution_finished'),
+    data: ExecutionFinished.encode({
+      tenantId: f.tenantId,
+      executionId: f.executionId,
+      sessionId: f.execution.sessionId,
+      toolName: f.execution.toolName,
+      status: f.status,
+      durationMs,
+      occurredAt: completedAt.toISOString(),
+      keyType: f.execution.keyType,
+      images: f.images,
+    }).finish(),
+  };
+  try {
+    return await pipelinedTransaction(sql, async (tx) => {
+      const [[row]] = await Promise.all([
+        tx`
+          WITH done AS (
+            UPDATE executions SET
+              status = ${f.status},
+              progress_percent = CASE WHEN ${f.status} = 'completed' THEN 100
+                ELSE GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)) END,
+              current_step = ${f.status === 'completed' ? 'completed' : 'failed'},
+              completed_at = ${completedAt},
+              updated_at = clock_timestamp(),
+              duration_ms = ${durationMs},
+              result_summary = ${f.resultSummary ?? null},
+              error = ${f.error ?? null},
+              images = ${f.images},
+              model_id = COALESCE(${modelId}, model_id),
+              log_count = log_count + ${lines.length}
+            WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
+            RETURNING execution_id, tenant_id
+          ), line AS (
+            INSERT INTO execution_logs (execution_id, tenant_id, logged_at, level, message)
+            SELECT done.execution_id, done.tenant_id, x.at, x.level, x.message
+            FROM done, unnest(${lines.map((l) => l.at.toISOString())}::timestamptz[], ${lines.map((l) => l.level ?? 'info')}::text[],
+              ${lines.map((l) => l.message)}::text[]) WITH ORDINALITY AS x(at, level, message, n)
+            ORDER BY x.n
+          )
+          SELECT execution_id FROM done`,
+        writeOutbox(tx, { ...event, notify: f.status !== 'completed' }),
+      ]);
+      if (!row) throw new NotRunning();
+      return true;
     });
-    return true;
-  });
+  } catch (err) {
+    if (err instanceof NotRunning) return false;
+    throw err;
+  }
 }
 
 async function logsFor(sql: Sql, tenantId: string, ids: string[]): Promise<Map<string, LogEntry[]>> {
@@ -211,19 +263,35 @@ export async function getExecution(sql: Sql, tenantId: string, executionId: stri
   return toExecution(row, logs);
 }
 
+/** Totals of execution lists are counted up to this many rows (as the image lists): above it, `totalIsExact` is false. */
+export const TOTAL_CAP = 1000;
+
+/** A bounded count: at most TOTAL_CAP + 1 rows of `from` are read (through its index). */
+async function cappedTotal(sql: Sql, from: ReturnType<Sql>): Promise<{ total: number; totalIsExact: boolean }> {
+  const [{ n }] = await sql`SELECT count(*)::int AS n FROM (SELECT 1 ${from} LIMIT ${TOTAL_CAP + 1}) capped`;
+  return { total: Math.min(n as number, TOTAL_CAP), totalIsExact: (n as number) <= TOTAL_CAP };
+}
+
+export interface ExecutionList {
+  executions: Execution[];
+  total: number;
+  totalIsExact: boolean;
+}
+
 export async function listSessionExecutions(
   sql: Sql,
   tenantId: string,
   sessionId: string,
   opts: { limit: number; includeLogs: boolean; activeOrFinishedSince?: string },
-): Promise<{ executions: Execution[]; total: number }> {
+): Promise<ExecutionList> {
   const since = opts.activeOrFinishedSince ? new Date(opts.activeOrFinishedSince) : undefined;
   const filter = since ? sql`AND (status = 'running' OR completed_at >= ${since})` : sql``;
-  const rows = (await sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
-    WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}
-    ORDER BY started_at DESC LIMIT ${opts.limit}`) as unknown as Row[];
-  const [{ n }] =
-    await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}`;
+  const [rows, total] = await Promise.all([
+    sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
+      WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}
+      ORDER BY started_at DESC LIMIT ${opts.limit}` as unknown as Promise<Row[]>,
+    cappedTotal(sql, sql`FROM executions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ${filter}`),
+  ]);
   const logs = opts.includeLogs
     ? await logsFor(
         sql,
@@ -231,14 +299,16 @@ export async function listSessionExecutions(
         rows.map((r) => r.execution_id),
       )
     : new Map();
-  return { executions: rows.map((r) => toExecution(r, logs.get(r.execution_id) ?? [])), total: n as number };
+  return { executions: rows.map((r) => toExecution(r, logs.get(r.execution_id) ?? [])), ...total };
 }
 
-export async function listActiveExecutions(sql: Sql, tenantId: string, limit: number): Promise<{ executions: Execution[]; total: number }> {
-  const rows = (await sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
-    WHERE tenant_id = ${tenantId} AND status = 'running' ORDER BY started_at DESC LIMIT ${limit}`) as unknown as Row[];
-  const [{ n }] = await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = ${tenantId} AND status = 'running'`;
-  return { executions: rows.map((r) => toExecution(r)), total: n as number };
+export async function listActiveExecutions(sql: Sql, tenantId: string, limit: number): Promise<ExecutionList> {
+  const [rows, total] = await Promise.all([
+    sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
+      WHERE tenant_id = ${tenantId} AND status = 'running' ORDER BY started_at DESC LIMIT ${limit}` as unknown as Promise<Row[]>,
+    cappedTotal(sql, sql`FROM executions WHERE tenant_id = ${tenantId} AND status = 'running'`),
+  ]);
+  return { executions: rows.map((r) => toExecution(r)), ...total };
 }
 
 /** The execution's status, or undefined when there is none. */
@@ -269,7 +339,7 @@ export async function failOrphanedExecutions(
   opts: { deadAfterMs: number; staleMs: number; eventsPrefix: string },
 ): Promise<number> {
   const orphans = await sql`
-    SELECT e.execution_id, e.tenant_id FROM executions e
+    SELECT e.execution_id, e.tenant_id, e.session_id, e.tool_name, e.key_type, e.started_at FROM executions e
     LEFT JOIN instances i ON i.instance_id = e.instance_id
     WHERE e.status = 'running' AND (
       (e.instance_id IS NOT NULL AND (i.instance_id IS NULL OR i.heartbeat_at < now() - ${`${opts.deadAfterMs} milliseconds`}::interval)
@@ -287,6 +357,12 @@ export async function failOrphanedExecutions(
       error: 'Execution abandoned: the worker stopped',
       images: 0,
       eventsPrefix: opts.eventsPrefix,
+      execution: {
+        sessionId: o.session_id as string,
+        toolName: o.tool_name as string,
+        keyType: o.key_type as string,
+        startedAt: o.started_at as Date,
+      },
     });
     if (moved) n++;
   }

@@ -107,6 +107,32 @@ describe('pending images', () => {
     await until(() => storedEventsOf('tP6').length === 1);
   });
 
+  it('a second commit (the event consumer after generation, or the other way round) moves and bills nothing again', async () => {
+    const rec = await h.client.storeImage(req('tP7', 'exec-twice'), h.principal('tP7'));
+    const first = await h.client.commitExecutionImages({ tenantId: 'tP7', executionId: 'exec-twice', imageIds: [] }, h.principal('tP7'));
+    const second = await h.client.commitExecutionImages(
+      { tenantId: 'tP7', executionId: 'exec-twice', imageIds: [rec.id] },
+      h.principal('tP7'),
+    );
+    expect([first.committed, second.committed]).toEqual([1, 0]);
+    const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP7'));
+    expect(page.images.map((i) => i.id)).toEqual([rec.id]);
+    expect(existsSync(file(rec.objectKey))).toBe(true);
+    await until(() => storedEventsOf('tP7').length === 1);
+  });
+
+  it('a store into a full session schedules nothing and writes no file', async () => {
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count, is_active) VALUES ('tP8', 's-exec-full', 1000, false)`;
+    const gcBefore = await h.sql`SELECT count(*)::int AS n FROM object_gc`;
+    await expect(h.client.storeImage(req('tP8', 'exec-full'), h.principal('tP8'))).rejects.toMatchObject({
+      status: 400,
+      body: { error: 'Session image limit reached', details: { imageCount: 1000 } },
+    });
+    expect(await h.sql`SELECT count(*)::int AS n FROM object_gc`).toEqual(gcBefore);
+    expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP8'))).toBe(false);
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP8'`).toHaveLength(0);
+  });
+
   it('another tenant cannot commit them', async () => {
     await h.client.storeImage(req('tP2', 'exec-2'), h.principal('tP2'));
     const c = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-2', imageIds: [] }, h.principal('tOther'));

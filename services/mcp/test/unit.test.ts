@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AuthFailure, createAuthenticator } from '../src/auth.js';
 import { createToolLimiter } from '../src/rate-limit.js';
-import { formatIssue, formatIssues, toolError } from '../src/tools/framework.js';
+import { errorOf, formatIssue, formatIssues, toolError } from '../src/tools/framework.js';
 import { ALL_TOOLS } from '../src/tools/index.js';
 
 const logger = createLogger('mcp-test', 'silent');
@@ -51,7 +51,9 @@ describe('argument errors use the REST wording', () => {
     const r = toolError(400, { error: 'Invalid request payload', details: ['prompt is required'] });
     expect(r.isError).toBe(true);
     expect(r.content[0]).toEqual({ type: 'text', text: 'Invalid request payload\n- prompt is required' });
-    expect(r.structuredContent).toEqual({ status: 400, error: 'Invalid request payload', details: ['prompt is required'] });
+    // No structuredContent: the SDK client would validate it against the tool's outputSchema.
+    expect(r.structuredContent).toBeUndefined();
+    expect(errorOf(r)).toEqual({ status: 400, error: 'Invalid request payload', details: ['prompt is required'] });
   });
 });
 

@@ -5,10 +5,10 @@ import {
   type EventMessage,
   type EventTransport,
   type Logger,
+  pipelinedTransaction,
   type Sql,
   type Subscription,
   subjectFor,
-  type TransactionSql,
   writeOutbox,
 } from '@imagegen/platform';
 import { applyEvents, type EventDelta, insertQuotaAlert, MIB, type MonthDelta, monthOf, timeOf } from './store.js';
@@ -158,7 +158,7 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
   let flushing = 0;
   const maxFlushes = Math.max(1, d.parallelBatches ?? 2);
 
-  async function thresholds(tx: TransactionSql, tenantId: string, period: string, totalBytes: number, limits: TenantLimits | null) {
+  async function thresholds(tx: Sql, tenantId: string, period: string, totalBytes: number, limits: TenantLimits | null) {
     const reached: string[] = [];
     if (!limits || totalBytes <= 0) return reached;
     const quotaBytes = limits.monthlyQuotaMb * MIB;
@@ -199,8 +199,11 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     const storing = [...new Set(events.filter((e) => e.stored).map((e) => e.tenantId))];
     const limits = new Map<string, TenantLimits | null>();
     await Promise.all(storing.map(async (t) => limits.set(t, await d.tenants.get(t))));
+    // The batch statement alone is atomic: a transaction only when stored bytes may cross a quota threshold,
+    // whose alert and QuotaCrossed must commit with the usage update (then BEGIN travels with the statement).
+    if (!events.some((e) => e.stored && limits.get(e.tenantId))) return (await applyEvents(d.sql, USAGE_DURABLE, events)).fresh;
     const reachedAll: string[] = [];
-    const fresh = await d.sql.begin(async (tx) => {
+    const fresh = await pipelinedTransaction(d.sql, async (tx) => {
       const { fresh, totals } = await applyEvents(tx, USAGE_DURABLE, events);
       const checked = new Set<string>();
       // Key order, like every other write here, so concurrent batches never deadlock.

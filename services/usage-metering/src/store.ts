@@ -48,7 +48,7 @@ export interface EventDelta extends Omit<MonthDelta, 'tenantId' | 'month'> {
  * ids. Returns the new ids and the month totals (tenant|month -> total_bytes) after the update.
  */
 export async function applyEvents(
-  tx: TransactionSql,
+  tx: Sql | TransactionSql,
   consumer: string,
   events: EventDelta[],
 ): Promise<{ fresh: Set<string>; totals: Map<string, number> }> {
@@ -106,7 +106,7 @@ export async function applyEvents(
 
 /** Inserts the alert row; true when this call created it (the threshold was not alerted yet). */
 export async function insertQuotaAlert(
-  tx: TransactionSql,
+  tx: Sql | TransactionSql,
   a: { tenantId: string; period: string; threshold: number; usageBytes: number; quotaMb: number; eventId: string },
 ): Promise<boolean> {
   const rows = await tx`

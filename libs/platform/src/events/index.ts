@@ -10,6 +10,7 @@ export {
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';
+export { type CommitWith, type PipelinedSql, pipelinedTransaction } from './pipelined-tx.js';
 export { invalidPublishSubject, matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
 export { extractContext, injectContext } from './trace.js';
 export type {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
+import { pipelinedTransaction } from './pipelined-tx.js';
 import { injectContext, publishTraced } from './trace.js';
 import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
 
@@ -14,6 +15,12 @@ export interface OutboxEvent {
   id?: string;
   /** Owner schema; default: the connection's search_path (current_schema()). */
   schema?: string;
+  /**
+   * false: no NOTIFY, the relay sends the event at its next poll (OutboxRelayOptions.pollMs) together with
+   * whatever else is there. For events whose consumers' work the writer normally does itself right after
+   * (so they come after it and find nothing left to do). Default true: the relay wakes at the commit.
+   */
+  notify?: boolean;
 }
 
 /** NOTIFY channel the relay of `schema` listens on. */
@@ -36,7 +43,10 @@ export async function writeOutbox(tx: Sql | TransactionSql, event: OutboxEvent):
   // same for every row of a transaction), so events written in one transaction (QuotaCrossed 80 then
   // 100) keep their order instead of tying and going out in whatever order the plan returns them.
   // One statement: the row and the NOTIFY (a data-modifying CTE runs even though nothing reads it).
-  if (event.schema) {
+  if (event.notify === false) {
+    await tx`INSERT INTO ${event.schema ? tx`${tx(event.schema)}.outbox` : tx`outbox`} (id, subject, payload, headers, created_at)
+      VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())`;
+  } else if (event.schema) {
     await tx`WITH o AS (
         INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers, created_at)
         VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
@@ -142,15 +152,16 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
   async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
-    const result = await sql.begin(async (tx) => {
+    // Two round trips when rows go out: BEGIN with the claim, then the marks with COMMIT (pipelinedTransaction).
+    const result = await pipelinedTransaction(sql, async (tx, commit) => {
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
-      // event before its earlier one. The other replicas skip the round and poll again.
-      const [{ relaying }] = await tx`SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS relaying`;
-      if (!relaying) return { more: false };
+      // event before its earlier one. A replica that does not get the lock claims no rows and polls again.
+      // The lock is taken once (a MATERIALIZED CTE, read as a one-time filter), before any row is read.
       const rows = (await tx`
+        WITH relaying AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
         SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
-        WHERE published_at IS NULL ORDER BY created_at
+        WHERE (SELECT ok FROM relaying) AND published_at IS NULL ORDER BY created_at
         LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
       let retryInMs: number | undefined;
@@ -184,12 +195,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           break; // keep order: nothing after this row goes out before it
         }
       }
+      const last: PromiseLike<unknown>[] = [];
       if (done.length > 0) {
-        await tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`;
+        last.push(tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`);
       }
       for (const d of dead) {
         // Moved aside in the same transaction as the marks: payload and headers kept for inspection and replay.
-        await tx`WITH moved AS (
+        last.push(tx`WITH moved AS (
             DELETE FROM ${tx(schema)}.outbox WHERE id = ${d.row.id}
             RETURNING id, subject, payload, headers, created_at
           )
@@ -197,8 +209,9 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           SELECT id, subject, payload, headers, created_at, ${d.attempts}, ${d.reason}, ${d.error} FROM moved
           ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, payload = excluded.payload, headers = excluded.headers,
             created_at = excluded.created_at, attempts = excluded.attempts, reason = excluded.reason, error = excluded.error,
-            dead_lettered_at = now()`;
+            dead_lettered_at = now()`);
       }
+      if (last.length > 0) await commit(...last);
       if (retryInMs === undefined && failing && done.length > 0) {
         log.info('outbox publishing again');
         failing = false;

@@ -1,6 +1,8 @@
+import { AdminLoginBody, type Infer } from '@imagegen/api-schemas';
 import { badRequest } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
+import { wireSchema } from '../validation.js';
 import { adminUserJson } from './admin-users.js';
 
 /**
@@ -10,21 +12,14 @@ import { adminUserJson } from './admin-users.js';
 const adminAuth: RouteModule = (app, { ctx }) => {
   const tenancy = tenancyClient(ctx);
 
-  app.post<{ Body: { email: string; password: string } }>(
+  app.post<{ Body: Infer<typeof AdminLoginBody> }>(
     '/admin/auth/login',
     {
       config: { auth: 'none' },
       schema: {
         tags: ['admin'],
         summary: 'Sign in with email and password; returns a session token for Authorization: Bearer',
-        body: {
-          type: 'object',
-          required: ['email', 'password'],
-          properties: {
-            email: { type: 'string', minLength: 1, maxLength: 320 },
-            password: { type: 'string', minLength: 1, maxLength: 1024 },
-          },
-        },
+        body: wireSchema(AdminLoginBody),
       },
     },
     async (req) => {

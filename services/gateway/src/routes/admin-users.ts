@@ -1,6 +1,8 @@
+import { AdminUserUpdateBody, type Infer } from '@imagegen/api-schemas';
 import type { AdminUser } from '@imagegen/contracts/tenancy/v1/tenancy';
 import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
+import { wireSchema } from '../validation.js';
 
 /** Admin user record (SPEC 2) plus lock state and timestamps. */
 export function adminUserJson(u: AdminUser | undefined) {
@@ -48,7 +50,7 @@ const adminUsers: RouteModule = (app, { ctx }) => {
     async (req) => ({ data: adminUserJson(await tenancy.getAdminUser({ userId: req.params.userId }, req.principal)) }),
   );
 
-  app.patch<{ Params: { userId: string }; Body: { display_name?: string; role?: string; is_active?: boolean } }>(
+  app.patch<{ Params: { userId: string }; Body: Infer<typeof AdminUserUpdateBody> }>(
     '/admin/users/:userId',
     {
       config: { auth: 'super_admin' },
@@ -57,14 +59,7 @@ const adminUsers: RouteModule = (app, { ctx }) => {
         summary: 'Change display name, role or active state (deactivation ends the user sessions at once)',
         security: adminSecurity,
         params: userParams,
-        body: {
-          type: 'object',
-          properties: {
-            display_name: { type: 'string', minLength: 1, maxLength: 100 },
-            role: { type: 'string', enum: ['admin', 'super_admin'] },
-            is_active: { type: 'boolean' },
-          },
-        },
+        body: wireSchema(AdminUserUpdateBody),
       },
     },
     async (req) => {

@@ -1,4 +1,5 @@
-import { offsetParam } from '../validation.js';
+import { AssetListQuery, type Infer } from '@imagegen/api-schemas';
+import { wireSchema } from '../validation.js';
 
 /** Schema pieces and helpers shared by the saved-asset routes (characters, products, scenes). */
 
@@ -9,25 +10,14 @@ export const identifierParams = {
   properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
 };
 
-/** A JSON schema type that also accepts null (null clears the field on update). */
-export const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
-
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** Query of the searchable, sortable asset lists (characters, scenes). */
-export const assetListQuery = {
-  type: 'object',
-  properties: {
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-    offset: offsetParam,
-    search: { type: 'string', maxLength: 200 },
-    sort_by: { type: 'string', enum: ['name', 'created', 'used', 'recent'], default: 'name' },
-  },
-};
+export const assetListQuery = wireSchema(AssetListQuery);
 
 /** The assets service's list request for an assetListQuery. */
 export function assetListRequest(query: unknown) {
-  const q = query as { limit: number; offset: number; search?: string; sort_by: string };
+  const q = query as Infer<typeof AssetListQuery>;
   return { limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by };
 }
 

@@ -1,7 +1,9 @@
+import { ActiveExecutionsQuery, type Infer, SessionLogsQuery } from '@imagegen/api-schemas';
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
 import { AppError, executionJson, type Principal } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
+import { wireSchema } from '../validation.js';
 import { generationClient } from './generation.js';
 
 /**
@@ -188,17 +190,20 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         tags: ['Sessions'],
         summary: "A session's executions (tool execution logs), newest first, with their log entries",
         params: sessionParams,
-        querystring: {
-          type: 'object',
-          properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-        },
+        querystring: wireSchema(SessionLogsQuery),
       },
     },
     async (req) => {
       const { sessionId } = req.params as { sessionId: string };
-      const { limit } = req.query as { limit: number };
+      const { limit } = req.query as Infer<typeof SessionLogsQuery>;
       const r = await generation.listSessionExecutions({ sessionId, limit, includeLogs: true }, req.principal);
-      return { success: true, sessionId, executions: r.executions.map((e) => executionJson(e, true)), total: r.total };
+      return {
+        success: true,
+        sessionId,
+        executions: r.executions.map((e) => executionJson(e, true)),
+        total: r.total,
+        totalIsExact: r.totalIsExact,
+      };
     },
   );
 
@@ -245,13 +250,13 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       schema: {
         tags: ['Sessions'],
         summary: "The tenant's running executions, newest first",
-        querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } } },
+        querystring: wireSchema(ActiveExecutionsQuery),
       },
     },
     async (req) => {
-      const { limit } = req.query as { limit: number };
+      const { limit } = req.query as Infer<typeof ActiveExecutionsQuery>;
       const r = await generation.listActiveExecutions({ limit }, req.principal);
-      return { success: true, executions: r.executions.map((e) => executionJson(e, false)), total: r.total };
+      return { success: true, executions: r.executions.map((e) => executionJson(e, false)), total: r.total, totalIsExact: r.totalIsExact };
     },
   );
 

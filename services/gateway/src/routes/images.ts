@@ -1,17 +1,15 @@
+import { DeleteImagesBody, DownloadImagesBody, ImageListQuery, type Infer, MAX_BULK_DELETE, MAX_DOWNLOAD_IDS } from '@imagegen/api-schemas';
 import { LibraryServiceService, type ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { createClient, imageDetailJson, MODEL_IDS, notFound, type ServiceContext } from '@imagegen/platform';
+import { createClient, imageDetailJson, notFound, type ServiceContext } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
-import { ID_MAX, offsetParam } from '../validation.js';
+import { ID_MAX, wireSchema } from '../validation.js';
 import { zipStream } from './images-zip.js';
 
 /**
  * The image library (SPEC 4.1): GET /api/images, GET/DELETE /api/images/:id, POST /api/images/delete-bulk,
  * POST /api/images/download. POST /api/images (generate) lives in routes/generation.ts.
  */
-
-export const MAX_BULK_DELETE = 20;
-export const MAX_DOWNLOAD_IDS = 100;
 
 const clients = new WeakMap<ServiceContext, ReturnType<typeof createClient<typeof LibraryServiceService>>>();
 /** One library client per gateway context, shared by the images and sessions route modules. */
@@ -32,62 +30,7 @@ const idParams = {
   properties: { id: { type: 'integer', minimum: 1, maximum: ID_MAX } },
 } as const;
 
-const listQuery = {
-  type: 'object',
-  properties: {
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-    offset: offsetParam,
-    search: { type: 'string', maxLength: 200, description: 'Prompt text search (1-200 characters)' },
-    searchMode: { type: 'string', enum: ['exact', 'all', 'any'], description: 'exact phrase (default), all words, any word' },
-    dateFrom: { type: 'string', description: 'ISO 8601 date or date-time (inclusive)' },
-    dateTo: { type: 'string', description: 'ISO 8601 date (whole day included) or date-time (inclusive)' },
-    aspectRatio: { type: 'string', maxLength: 20 },
-    operationType: { type: 'string', maxLength: 50, description: 'generate, edit, upload, ...' },
-    minSize: { type: 'integer', minimum: 0, maximum: ID_MAX, description: 'bytes' },
-    maxSize: { type: 'integer', minimum: 0, maximum: ID_MAX, description: 'bytes' },
-    sessionId: { type: 'string', maxLength: 200 },
-    hasNegativePrompt: { type: 'boolean' },
-    modelId: { type: 'string', enum: MODEL_IDS },
-    resolutionTier: { type: 'string', maxLength: 50, description: '1k, 2k, 4k (0.5k); comma-separated allowed' },
-    stylePresetId: { type: 'integer', minimum: 1, maximum: ID_MAX },
-    productReferenceId: { type: 'integer', minimum: 1, maximum: ID_MAX },
-    isReference: { type: 'boolean', description: 'true = reference images only' },
-    cursor: {
-      type: 'string',
-      maxLength: 200,
-      description: 'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
-    },
-  },
-} as const;
-
-const idList = (max: number) =>
-  ({
-    type: 'array',
-    minItems: 1,
-    maxItems: max,
-    items: { type: 'integer', minimum: 1, maximum: ID_MAX },
-  }) as const;
-
-interface ListQuery {
-  limit: number;
-  offset: number;
-  search?: string;
-  searchMode?: string;
-  dateFrom?: string;
-  dateTo?: string;
-  aspectRatio?: string;
-  operationType?: string;
-  minSize?: number;
-  maxSize?: number;
-  sessionId?: string;
-  hasNegativePrompt?: boolean;
-  modelId?: string;
-  resolutionTier?: string;
-  stylePresetId?: number;
-  productReferenceId?: number;
-  isReference?: boolean;
-  cursor?: string;
-}
+type ListQuery = Infer<typeof ImageListQuery>;
 
 const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
 
@@ -136,7 +79,7 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       schema: {
         tags: ['Images'],
         summary: 'List images, newest first, with filters',
-        querystring: listQuery,
+        querystring: wireSchema(ImageListQuery),
       },
     },
     async (req, reply) => {
@@ -178,16 +121,11 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       schema: {
         tags: ['Images'],
         summary: `Delete up to ${MAX_BULK_DELETE} images; per-id failures are reported`,
-        body: {
-          type: 'object',
-          required: ['ids'],
-          additionalProperties: false,
-          properties: { ids: idList(MAX_BULK_DELETE) },
-        },
+        body: wireSchema(DeleteImagesBody),
       },
     },
     async (req) => {
-      const { ids } = req.body as { ids: number[] };
+      const { ids } = req.body as Infer<typeof DeleteImagesBody>;
       const unique = [...new Set(ids)];
       const r = await library.deleteImages({ imageIds: unique }, req.principal);
       return {
@@ -206,16 +144,11 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       schema: {
         tags: ['Images'],
         summary: `ZIP of the originals of up to ${MAX_DOWNLOAD_IDS} images`,
-        body: {
-          type: 'object',
-          required: ['imageIds'],
-          additionalProperties: false,
-          properties: { imageIds: idList(MAX_DOWNLOAD_IDS) },
-        },
+        body: wireSchema(DownloadImagesBody),
       },
     },
     async (req, reply) => {
-      const { imageIds } = req.body as { imageIds: number[] };
+      const { imageIds } = req.body as Infer<typeof DownloadImagesBody>;
       const r = await library.resolveImages({ imageIds }, req.principal);
       if (r.missingIds.length > 0) throw missing(r.missingIds);
       // Every original must still be in storage: once the ZIP has started the status can no longer change.

@@ -1,6 +1,8 @@
+import { type Infer, InvitationAcceptBody, InvitationBody } from '@imagegen/api-schemas';
 import type { Invitation } from '@imagegen/contracts/tenancy/v1/tenancy';
 import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
+import { wireSchema } from '../validation.js';
 import { adminUserJson } from './admin-users.js';
 
 /**
@@ -63,7 +65,7 @@ const invitations: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.post<{ Body: { email: string; role?: string; tenant_id?: string | null; expires_in_days?: number } }>(
+  app.post<{ Body: Infer<typeof InvitationBody> }>(
     '/admin/invitations',
     {
       config: { auth: 'super_admin' },
@@ -71,16 +73,7 @@ const invitations: RouteModule = (app, { ctx }) => {
         tags: ['admin'],
         summary: 'Invite an admin by email; returns an inv_ token',
         security: adminSecurity,
-        body: {
-          type: 'object',
-          required: ['email'],
-          properties: {
-            email: { type: 'string', format: 'email', maxLength: 320 },
-            role: { type: 'string', enum: ['admin', 'super_admin'] },
-            tenant_id: { type: ['string', 'null'], minLength: 1, maxLength: 64 },
-            expires_in_days: { type: 'integer', minimum: 1, maximum: 30 },
-          },
-        },
+        body: wireSchema(InvitationBody),
       },
     },
     async (req) => {
@@ -131,7 +124,7 @@ const invitations: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.post<{ Params: { token: string }; Body: { display_name: string; password: string } }>(
+  app.post<{ Params: { token: string }; Body: Infer<typeof InvitationAcceptBody> }>(
     '/admin/invitations/:token/accept',
     {
       config: { auth: 'none' },
@@ -139,14 +132,7 @@ const invitations: RouteModule = (app, { ctx }) => {
         tags: ['admin'],
         summary: 'Accept an invitation: creates the admin user and signs in',
         params: tokenParams,
-        body: {
-          type: 'object',
-          required: ['display_name', 'password'],
-          properties: {
-            display_name: { type: 'string', minLength: 1, maxLength: 100 },
-            password: { type: 'string', minLength: 12, maxLength: 256 },
-          },
-        },
+        body: wireSchema(InvitationAcceptBody),
       },
     },
     async (req) => {

@@ -1,3 +1,4 @@
+import { type Infer, ProductBody, ProductGenerateBody, ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import {
@@ -8,16 +9,18 @@ import {
   productImagesJson,
   productListForm,
   productUpdateJson,
+  scenePromptWithDetails,
 } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
-import { INT32_MAX } from '../validation.js';
-import { identifierParams, nullable, str } from './asset-schemas.js';
+import { wireSchema } from '../validation.js';
+import { identifierParams, str } from './asset-schemas.js';
 
 /**
  * Products (SPEC 4.4), camelCase output, snake_case bodies. Create fetches product_url server-side
  * (SSRF-guarded) and stores the image and its thumbnail. `:identifier` is the id or the URL-encoded name.
  */
 const TAGS = ['Products'];
+const UPDATE_FIELDS = Object.keys(ProductUpdateBody.shape);
 
 const productsRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
@@ -33,18 +36,11 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'List products (page/page_size)',
-        querystring: {
-          type: 'object',
-          properties: {
-            page: { type: 'integer', minimum: 1, maximum: INT32_MAX, default: 1 },
-            page_size: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            search: { type: 'string', maxLength: 200, description: 'matches name, description and tags' },
-          },
-        },
+        querystring: wireSchema(ProductListQuery),
       },
     },
     async (request) => {
-      const q = request.query as { page: number; page_size: number; search?: string };
+      const q = request.query as Infer<typeof ProductListQuery>;
       const res = await assets.listProducts({ page: q.page, pageSize: q.page_size, search: q.search }, request.principal);
       return {
         data: res.products.map(productListForm),
@@ -68,24 +64,15 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'Create a product from a public image URL',
-        body: {
-          type: 'object',
-          required: ['product_name', 'product_url'],
-          properties: {
-            product_name: { type: 'string', minLength: 1, maxLength: 100 },
-            product_url: { type: 'string', description: 'public HTTP or HTTPS image URL' },
-            product_description: nullable('string', { maxLength: 500 }),
-            tags: nullable('string', { description: 'comma-separated, each tag at most 50 characters' }),
-          },
-        },
+        body: wireSchema(ProductBody),
       },
     },
     async (request) => {
-      const b = request.body as Record<string, unknown>;
+      const b = request.body as Infer<typeof ProductBody>;
       const p = await assets.createProduct(
         {
-          productName: b.product_name as string,
-          productUrl: b.product_url as string,
+          productName: b.product_name,
+          productUrl: b.product_url,
           productDescription: str(b.product_description),
           tags: str(b.tags),
         },
@@ -102,25 +89,17 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         tags: TAGS,
         summary: 'Update a product',
         params: identifierParams,
-        body: {
-          type: 'object',
-          properties: {
-            product_name: { type: 'string', minLength: 1, maxLength: 100 },
-            product_description: nullable('string', { maxLength: 500 }),
-            tags: nullable('string'),
-          },
-        },
+        body: wireSchema(ProductUpdateBody),
       },
     },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
-      const b = (request.body ?? {}) as Record<string, unknown>;
-      const present = ['product_name', 'product_description', 'tags'].filter((k) => k in b);
+      const b = (request.body ?? {}) as Infer<typeof ProductUpdateBody>;
       const p = await assets.updateProduct(
         {
           identifier,
-          presentFields: present,
-          productName: str(b.product_name),
+          presentFields: UPDATE_FIELDS.filter((k) => k in b),
+          productName: b.product_name,
           productDescription: str(b.product_description),
           tags: str(b.tags),
         },
@@ -147,39 +126,20 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
         tags: TAGS,
         summary: 'Generate 1-4 images featuring a product',
         params: identifierParams,
-        body: {
-          type: 'object',
-          required: ['scene_prompt'],
-          properties: {
-            scene_prompt: { type: 'string', minLength: 1, maxLength: 1500 },
-            additional_details: nullable('string', { maxLength: 500 }),
-            aspect_ratio: { type: 'string', enum: ['1:1', '16:9', '9:16', '4:3', '3:4'] },
-            negative_prompt: nullable('string', { maxLength: 1024 }),
-            number_of_images: { type: 'integer', minimum: 1, maximum: 4, default: 1 },
-            session_id: { type: 'string', minLength: 1, maxLength: 200 },
-          },
-        },
+        body: wireSchema(ProductGenerateBody),
       },
     },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
-      const b = request.body as {
-        scene_prompt: string;
-        additional_details?: string | null;
-        aspect_ratio?: string;
-        negative_prompt?: string | null;
-        number_of_images: number;
-        session_id?: string;
-      };
+      const b = request.body as Infer<typeof ProductGenerateBody>;
       if (b.scene_prompt.trim() === '') throw invalidPayload(['scene_prompt cannot be empty']);
       const product = await assets.getProduct({ identifier }, request.principal);
-      const details = typeof b.additional_details === 'string' ? b.additional_details.trim() : '';
       const res = await generation.generateImages(
         {
-          prompt: details ? `${b.scene_prompt.trim()}\n\nAdditional details: ${details}` : b.scene_prompt.trim(),
+          prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
           productId: product.id,
           aspectRatio: b.aspect_ratio,
-          negativePrompt: typeof b.negative_prompt === 'string' ? b.negative_prompt : undefined,
+          negativePrompt: str(b.negative_prompt),
           n: b.number_of_images,
           sessionId: b.session_id,
           toolName: 'generate_product_image',

@@ -1,25 +1,19 @@
+import { SceneUpdateBody } from '@imagegen/api-schemas';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { badRequest, createClient, sceneDetail, sceneListForm } from '@imagegen/platform';
 import type { FastifyRequest } from 'fastify';
 import type { RouteModule } from '../app.js';
-import { assetListQuery, assetListRequest, assetPagination, identifierParams, nullable, str } from './asset-schemas.js';
+import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
 
 /**
  * Scene presets (SPEC 4.5), camelCase output, snake_case bodies. A scene is also a "reference group" for
  * generation (reference_group_id(s) = scene ids, reference_group_name = scene name; docs/design/assets.md).
- * Body problems answer 400 'Invalid scene preset payload' with details, as SPEC 7 says for scenes.
+ * Body problems answer 400 'Invalid scene preset payload' with details, as SPEC 7 says for scenes: the bodies
+ * (SceneBody, SceneUpdateBody of @imagegen/api-schemas, shown by the OpenAPI document) are checked here for their
+ * JSON types and by the library service for their rules.
  */
 const TAGS = ['Scenes'];
-
-const common = {
-  description: nullable('string'),
-  scene_prompt: nullable('string'),
-  reference_image_ids: nullable('array', { items: { type: 'integer' } }),
-  reference_image_urls: nullable('array', { items: { type: 'string' } }),
-  default_reference_mode: nullable('string'),
-  preferred_aspect_ratio: nullable('string'),
-  tags: nullable('array', { items: { type: 'string' } }),
-};
+const UPDATE_FIELDS = Object.keys(SceneUpdateBody.shape);
 
 type Body = Record<string, unknown>;
 const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
@@ -91,10 +85,7 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'Create a scene preset (prompt and/or reference images; URLs are fetched and imported)',
-        body: { type: 'object', properties: { scene_name: { type: 'string' }, ...common } },
       },
-      // Scene body problems use the scene error text, not the generic one.
-      attachValidation: true,
     },
     async (request) => {
       const b = checkBody(request, 'scene_name', true);
@@ -122,15 +113,12 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
         tags: TAGS,
         summary: 'Update a scene preset (nullable fields clear; reference_image_ids and tags replace; URLs are added)',
         params: identifierParams,
-        body: { type: 'object', properties: { new_scene_name: { type: 'string' }, ...common } },
       },
-      attachValidation: true,
     },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       const b = checkBody(request, 'new_scene_name', false);
-      const fields = ['new_scene_name', ...Object.keys(common)];
-      const present = fields.filter((k) => k in b && !(k === 'new_scene_name' && b[k] === null));
+      const present = UPDATE_FIELDS.filter((k) => k in b && !(k === 'new_scene_name' && b[k] === null));
       const s = await assets.updateScene(
         {
           identifier,

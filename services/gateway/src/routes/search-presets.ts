@@ -69,17 +69,29 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
           properties: {
             limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
             offset: offsetParam,
+            cursor: {
+              type: 'string',
+              maxLength: 200,
+              description: 'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
+            },
           },
         },
       },
     },
     async (request) => {
       const { id } = request.params as { id: string };
-      const q = request.query as { limit: number; offset: number };
-      const res = await assets.runSearchPreset({ identifier: id, limit: q.limit, offset: q.offset }, request.principal);
+      const q = request.query as { limit: number; offset: number; cursor?: string };
+      const cursor = q.cursor === '' ? undefined : q.cursor;
+      const res = await assets.runSearchPreset({ identifier: id, limit: q.limit, offset: q.offset, cursor }, request.principal);
       return {
         data: res.images.map(imageJson),
-        pagination: { total: res.total, limit: res.limit, offset: res.offset },
+        pagination: {
+          total: res.total,
+          limit: res.limit,
+          offset: res.offset,
+          totalIsExact: res.totalIsExact,
+          nextCursor: res.nextCursor === '' ? null : res.nextCursor,
+        },
         preset: res.preset ? searchPresetForm(res.preset) : null,
       };
     },

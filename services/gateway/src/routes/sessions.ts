@@ -1,8 +1,9 @@
+import { type Infer, SessionListQuery } from '@imagegen/api-schemas';
 import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
 import { sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
-import { offsetParam } from '../validation.js';
+import { wireSchema } from '../validation.js';
 import { libraryClient } from './images.js';
 
 /**
@@ -19,17 +20,11 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       schema: {
         tags: ['Sessions'],
         summary: 'List sessions, most recently active first',
-        querystring: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            offset: offsetParam,
-          },
-        },
+        querystring: wireSchema(SessionListQuery),
       },
     },
     async (req) => {
-      const { limit, offset } = req.query as { limit: number; offset: number };
+      const { limit, offset } = req.query as Infer<typeof SessionListQuery>;
       const r = await library.listSessions({ limit, offset }, req.principal);
       return { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } };
     },

@@ -1,24 +1,20 @@
+import { type Infer, StylePresetInput, StylePresetListQuery, StylePresetUpdateInput } from '@imagegen/api-schemas';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { createClient, stylePresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
-import { offsetParam } from '../validation.js';
+import { wireSchema } from '../validation.js';
+import { str } from './asset-schemas.js';
 
 /**
  * Style presets (SPEC 4.3), snake_case. The name's length rule answers with the SPEC 7 text
  * 'Preset name must be between 1 and 128 characters' (checked by the service, not the schema).
  */
 const TAGS = ['Style presets'];
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
-
-const presetFields = {
-  prompt: nullable('string', { maxLength: 2048 }),
-  negative_prompt: nullable('string', { maxLength: 1024 }),
-  system_instruction: nullable('string', { maxLength: 512 }),
-  aspect_ratio: nullable('string'),
-};
-
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+// A missing (create) or null name reaches the service, which answers it with SPEC 7's text.
+const createBody = StylePresetInput.extend({ name: StylePresetInput.shape.name.nullable().optional() });
+const updateBody = StylePresetUpdateInput.extend({ new_name: StylePresetUpdateInput.shape.new_name.nullable() });
+const UPDATE_FIELDS = Object.keys(updateBody.shape);
 
 const stylePresetRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
@@ -30,17 +26,11 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'List style presets',
-        querystring: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
-            offset: offsetParam,
-          },
-        },
+        querystring: wireSchema(StylePresetListQuery),
       },
     },
     async (request) => {
-      const q = request.query as { limit: number; offset: number };
+      const q = request.query as Infer<typeof StylePresetListQuery>;
       const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset }, request.principal);
       return { data: res.presets.map(stylePresetForm), pagination: { limit: res.limit, offset: res.offset, total: res.total } };
     },
@@ -57,14 +47,11 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
       schema: {
         tags: TAGS,
         summary: 'Create a style preset',
-        body: {
-          type: 'object',
-          properties: { name: { type: ['string', 'null'], description: '1-128 characters, required' }, ...presetFields },
-        },
+        body: wireSchema(createBody),
       },
     },
     async (request) => {
-      const b = request.body as Record<string, unknown>;
+      const b = request.body as Infer<typeof createBody>;
       const p = await assets.createStylePreset(
         {
           name: str(b.name) ?? '',
@@ -86,17 +73,16 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
         tags: TAGS,
         summary: 'Update a style preset (new_name renames; null clears prompt, negative_prompt, system_instruction, aspect_ratio)',
         params: idParams,
-        body: { type: 'object', properties: { new_name: { type: ['string', 'null'] }, ...presetFields } },
+        body: wireSchema(updateBody),
       },
     },
     async (request) => {
       const { id } = request.params as { id: string };
-      const b = (request.body ?? {}) as Record<string, unknown>;
-      const present = ['new_name', ...Object.keys(presetFields)].filter((k) => k in b);
+      const b = (request.body ?? {}) as Infer<typeof updateBody>;
       const p = await assets.updateStylePreset(
         {
           identifier: id,
-          presentFields: present,
+          presentFields: UPDATE_FIELDS.filter((k) => k in b),
           newName: str(b.new_name),
           prompt: str(b.prompt),
           negativePrompt: str(b.negative_prompt),

@@ -1,9 +1,10 @@
+import { ApiKeyBody, type Infer, TenantBody, TenantUpdateBody } from '@imagegen/api-schemas';
 import type { ApiKeyRecord, ProviderPoolUpdate, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { badRequest, MODEL_IDS } from '@imagegen/platform';
+import { badRequest } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { adminSecurity, tenancyClient } from '../auth.js';
+import { wireSchema } from '../validation.js';
 
-/** The six model ids of SPEC 1 "Models". */
 const PROVIDERS = ['provA', 'provB'] as const;
 
 export function tenantJson(t: Tenant | undefined) {
@@ -50,30 +51,12 @@ export function tenantDetailJson(d: TenantDetail) {
   };
 }
 
-const providerPool = {
-  description: 'One key, a list of up to 5 keys, or null (PATCH: null or [] removes the pool).',
-  type: ['string', 'array', 'null'],
-  minLength: 1,
-  maxLength: 1000,
-  maxItems: 5,
-  items: { type: 'string', minLength: 1, maxLength: 1000 },
-};
-const providerCredentials = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { provA: providerPool, provB: providerPool },
-};
-const tenantFields = {
-  tenant_name: { type: 'string', minLength: 1, maxLength: 200 },
-  contact_email: { type: 'string', format: 'email', maxLength: 320 },
-  provA_api_key: { type: 'string', minLength: 1, maxLength: 1000, description: 'Legacy: a single provA key.' },
-  provider_credentials: providerCredentials,
-  monthly_quota_mb: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
-  rate_limit_per_minute: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
-  model_id: { type: 'string', enum: MODEL_IDS },
-  allowed_models: { type: 'array', minItems: 1, maxItems: MODEL_IDS.length, uniqueItems: true, items: { type: 'string', enum: MODEL_IDS } },
-  notes: { type: ['string', 'null'], maxLength: 2000 },
-};
+/** A tenant body's schema, with allowed_models' distinct-items rule (zod arrays cannot say it). */
+function tenantSchema(body: typeof TenantBody | typeof TenantUpdateBody) {
+  const schema = wireSchema(body) as { properties: Record<string, Record<string, unknown>> };
+  schema.properties.allowed_models.uniqueItems = true;
+  return schema;
+}
 const tenantParams = {
   type: 'object',
   required: ['tenantId'],
@@ -81,23 +64,9 @@ const tenantParams = {
 };
 
 type PoolInput = string | string[] | null | undefined;
-interface TenantBody {
-  tenant_id?: string;
-  tenant_name?: string;
-  contact_email?: string;
-  provA_api_key?: string;
-  provider_credentials?: { provA?: PoolInput; provB?: PoolInput };
-  monthly_quota_mb?: number;
-  rate_limit_per_minute?: number;
-  model_id?: string;
-  allowed_models?: string[];
-  api_keys?: { key_name: string; type?: 'live' | 'test' }[];
-  notes?: string | null;
-  is_active?: boolean;
-}
 
 /** provider_credentials + legacy provA_api_key -> per-provider pool updates (only the providers mentioned). */
-function poolUpdates(body: TenantBody): ProviderPoolUpdate[] {
+function poolUpdates(body: Infer<typeof TenantUpdateBody>): ProviderPoolUpdate[] {
   const pc = body.provider_credentials ?? {};
   if (body.provA_api_key !== undefined && pc.provA !== undefined && pc.provA !== null) {
     throw badRequest('Invalid request payload', ['use either provA_api_key (legacy) or provider_credentials.provA, not both']);
@@ -138,7 +107,7 @@ const tenants: RouteModule = (app, { ctx }) => {
     async (req) => ({ data: tenantDetailJson(await tenancy.getTenantDetail({ tenantId: req.params.tenantId }, req.principal)) }),
   );
 
-  app.post<{ Body: TenantBody }>(
+  app.post<{ Body: Infer<typeof TenantBody> }>(
     '/admin/tenants',
     {
       config: { auth: 'super_admin' },
@@ -146,35 +115,16 @@ const tenants: RouteModule = (app, { ctx }) => {
         tags: ['admin'],
         summary: 'Create a tenant (returns the full API keys once)',
         security: adminSecurity,
-        body: {
-          type: 'object',
-          required: ['tenant_id', 'tenant_name', 'contact_email'],
-          properties: {
-            tenant_id: { type: 'string', minLength: 1, maxLength: 64 },
-            ...tenantFields,
-            api_keys: {
-              type: 'array',
-              maxItems: 10,
-              items: {
-                type: 'object',
-                required: ['key_name'],
-                properties: {
-                  key_name: { type: 'string', minLength: 1, maxLength: 100 },
-                  type: { type: 'string', enum: ['live', 'test'] },
-                },
-              },
-            },
-          },
-        },
+        body: tenantSchema(TenantBody),
       },
     },
     async (req) => {
       const b = req.body;
       const r = await tenancy.createTenant(
         {
-          tenantId: b.tenant_id as string,
-          tenantName: b.tenant_name as string,
-          contactEmail: b.contact_email as string,
+          tenantId: b.tenant_id,
+          tenantName: b.tenant_name,
+          contactEmail: b.contact_email,
           providerPools: poolUpdates(b),
           monthlyQuotaMb: b.monthly_quota_mb,
           rateLimitPerMinute: b.rate_limit_per_minute,
@@ -196,7 +146,7 @@ const tenants: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.patch<{ Params: { tenantId: string }; Body: TenantBody }>(
+  app.patch<{ Params: { tenantId: string }; Body: Infer<typeof TenantUpdateBody> }>(
     '/admin/tenants/:tenantId',
     {
       config: { auth: 'super_admin' },
@@ -205,7 +155,7 @@ const tenants: RouteModule = (app, { ctx }) => {
         summary: 'Update a tenant (activation, limits, models, provider credential pools)',
         security: adminSecurity,
         params: tenantParams,
-        body: { type: 'object', properties: { ...tenantFields, is_active: { type: 'boolean' } } },
+        body: tenantSchema(TenantUpdateBody),
       },
     },
     async (req) => {
@@ -231,7 +181,7 @@ const tenants: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.post<{ Params: { tenantId: string }; Body: { key_name: string; type?: 'live' | 'test' } }>(
+  app.post<{ Params: { tenantId: string }; Body: Infer<typeof ApiKeyBody> }>(
     '/admin/tenants/:tenantId/api-keys',
     {
       config: { auth: 'super_admin' },
@@ -240,11 +190,7 @@ const tenants: RouteModule = (app, { ctx }) => {
         summary: 'Create an API key (the full key is returned once)',
         security: adminSecurity,
         params: tenantParams,
-        body: {
-          type: 'object',
-          required: ['key_name'],
-          properties: { key_name: { type: 'string', minLength: 1, maxLength: 100 }, type: { type: 'string', enum: ['live', 'test'] } },
-        },
+        body: wireSchema(ApiKeyBody),
       },
     },
     async (req) => {

@@ -1,7 +1,9 @@
+import { type Infer, UsageQuery } from '@imagegen/api-schemas';
 import { type Quota, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { badRequest, createClient, type Principal, profileJson, usageJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenancyClient, tenantSecurity } from '../auth.js';
+import { wireSchema } from '../validation.js';
 
 /**
  * Usage and profile (SPEC 4.7), served by usage-metering over gRPC (and tenancy for the tenant name).
@@ -57,16 +59,13 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
           'Months are UTC calendar months with any activity; total_bytes counts original images stored that month ' +
           '(deletes do not reduce it). recent covers the last 30 days. An invalid limit answers 400 Invalid limit.',
         security: tenantSecurity,
-        querystring: {
-          type: 'object',
-          properties: { limit: { type: 'integer', minimum: 1, maximum: 24, default: 12 } },
-        },
+        querystring: wireSchema(UsageQuery),
       },
     },
     async (request) => {
       if (request.validationError) throw badRequest('Invalid limit');
-      const { limit } = request.query as { limit?: number };
-      const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit: limit ?? 12 }, request.principal);
+      const { limit } = request.query as Infer<typeof UsageQuery>;
+      const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit }, request.principal);
       return { data: usageJson(res) };
     },
   );

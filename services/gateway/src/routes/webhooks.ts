@@ -1,7 +1,9 @@
+import { type Infer, WebhookBody, WebhookUpdateBody } from '@imagegen/api-schemas';
 import { type Delivery, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
 import { badRequest, createClient, notFound, type Principal, webhookCreatedJson, webhookJson } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { tenantSecurity } from '../auth.js';
+import { wireSchema } from '../validation.js';
 
 /**
  * Webhooks (SPEC 4.11, shapes designed here; see docs/design/usage.md):
@@ -15,7 +17,6 @@ import { tenantSecurity } from '../auth.js';
  *   POST   /api/webhooks/:id/test              -> 202 {data: Delivery} (queues a webhook.test delivery)
  */
 const TAGS = ['Webhooks'];
-const EVENTS = ['quota.warning', 'quota.exceeded'];
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
 
 export function deliveryForm(d: Delivery) {
@@ -66,7 +67,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     return { data: res.webhooks.map(webhookJson) };
   });
 
-  app.post<{ Body: { url: string; events?: string[]; description?: string } }>(
+  app.post<{ Body: Infer<typeof WebhookBody> }>(
     '/api/webhooks',
     {
       schema: {
@@ -76,15 +77,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
           'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
           'At most 10 endpoints per tenant.',
         security: tenantSecurity,
-        body: {
-          type: 'object',
-          required: ['url'],
-          properties: {
-            url: { type: 'string', minLength: 1, maxLength: 2048 },
-            events: { type: 'array', items: { type: 'string', enum: EVENTS }, maxItems: 10 },
-            description: { type: 'string', maxLength: 200 },
-          },
-        },
+        body: wireSchema(WebhookBody),
       },
     },
     async (request, reply) => {
@@ -103,7 +96,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.patch<{ Body: { enabled?: boolean; description?: string | null } }>(
+  app.patch<{ Body: Infer<typeof WebhookUpdateBody> }>(
     '/api/webhooks/:id',
     {
       schema: {
@@ -114,14 +107,8 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
           'deliveries are sent at once); enabled:false pauses delivery.',
         security: tenantSecurity,
         params: idParams,
-        body: {
-          type: 'object',
-          minProperties: 1,
-          properties: {
-            enabled: { type: 'boolean' },
-            description: { type: ['string', 'null'], maxLength: 200 },
-          },
-        },
+        // An empty body is refused by the schema (zod has no minProperties), one with neither field below.
+        body: { ...wireSchema(WebhookUpdateBody), minProperties: 1 },
       },
     },
     async (request) => {

@@ -140,7 +140,8 @@ export async function checkRequest(req: ProviderRequest): Promise<void> {
 export async function checkResult(result: ProviderResult, provider: Provider): Promise<void> {
   for (const img of result.images) {
     try {
-      await guardImage(img.data, { limits: PROVIDER_IMAGE_LIMITS });
+      const g = await guardImage(img.data, { limits: PROVIDER_IMAGE_LIMITS });
+      img.header = { format: g.format, width: g.width, height: g.height };
     } catch (err) {
       if (!(err instanceof ImageGuardError)) throw err;
       if (err.reason === 'unsupported_format' || err.reason === 'no_pixels') {

@@ -34,6 +34,8 @@ export interface ProviderRequest {
 export interface ProviderImage {
   data: Buffer;
   mimeType: string;
+  /** What the image guard read from the header (set by ProviderClient.checkResult): nothing reads it again. */
+  header?: { format: string; width: number; height: number };
 }
 
 export interface ProviderResult {
@@ -135,7 +137,7 @@ export async function readBody(res: Response, provider: Provider, maxBytes = MAX
         chunks.push(Buffer.from(value.subarray(0, value.byteLength - (total - limit))));
         break;
       }
-      chunks.push(Buffer.from(value));
+      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength)); // a view, not a copy
     }
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -164,7 +166,7 @@ export function summarize(text: string): string {
  * drops invalid characters, which would turn a malformed answer into a corrupt picture.
  */
 export function decodeBase64(data: string, provider: Provider): Buffer {
-  const s = data.replace(/\s+/g, '');
+  const s = /\s/.test(data) ? data.replace(/\s+/g, '') : data;
   if (!s || s.length % 4 === 1 || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(s)) {
     throw new ProviderError('server', `${provider} answered with image data that is not valid base64`, 200);
   }

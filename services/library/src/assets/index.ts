@@ -1,5 +1,6 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { bind, type GrpcServiceBinding, type ServiceContext, type Sql } from '@imagegen/platform';
+import { cursorKey } from '../images/cursor.js';
 import { characterHandlers } from './characters.js';
 import { productHandlers } from './products.js';
 import { createQuotaGuard } from './quota.js';
@@ -25,7 +26,7 @@ export function createAssets(deps: { sql: Sql; ctx: ServiceContext }): { binding
     ...sceneHandlers({ sql, storage, config: ctx.config, quota, logger }),
     ...stylePresetHandlers({ sql }),
     ...searchPresetHandlers({ sql }),
-    runSearchPreset: runSearchPresetHandler({ sql, storage }),
+    runSearchPreset: runSearchPresetHandler({ sql, storage, cursorKey: cursorKey(ctx.config).key }),
     ...resolveHandlers({ sql }),
   });
   return {

@@ -164,8 +164,8 @@ export function searchPresetHandlers(deps: { sql: Sql }) {
 }
 
 /** Runs a saved preset's filters (including sortBy) against the tenant's images with the gallery query. */
-export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage }) {
-  const { sql, storage } = deps;
+export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage; cursorKey: Buffer }) {
+  const { sql, storage, cursorKey } = deps;
   return async (req: RunSearchPresetRequest, call: CallContext): Promise<RunSearchPresetResponse> => {
     const tenantId = tenantOf(call);
     const problems: string[] = [];
@@ -192,8 +192,8 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage 
       sql,
       tenantId,
       filters,
-      { limit: req.limit || DEFAULT_LIMIT, offset: req.offset },
-      { signal: call.signal, deadline: call.deadline },
+      { limit: req.limit || DEFAULT_LIMIT, offset: req.offset, cursor: req.cursor },
+      { cursorKey, signal: call.signal, deadline: call.deadline },
     );
     const { filters: _f, ...presetMsg } = preset;
     return {
@@ -202,6 +202,8 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage 
       total: page.total,
       limit: page.limit,
       offset: page.offset,
+      totalIsExact: page.totalIsExact,
+      nextCursor: page.nextCursor ?? '',
     };
   };
 }

@@ -20,6 +20,9 @@ export interface CursorPosition {
 const MAC_BYTES = 16;
 const VALUE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|\d{1,18})$/;
 
+// One random key per process (not per caller): the image list and the search presets check each other's cursors.
+let processKey: Buffer | undefined;
+
 /** The signing key: CURSOR_KEY, else derived from CREDENTIALS_KEY, else random per process (with a warning by the caller). */
 export function cursorKey(config: { cursorKey?: string; credentialsKey?: string }): { key: Buffer; ephemeral: boolean } {
   if (config.cursorKey) return { key: createHash('sha256').update(`imagegen-cursor:${config.cursorKey}`).digest(), ephemeral: false };
@@ -29,7 +32,8 @@ export function cursorKey(config: { cursorKey?: string; credentialsKey?: string 
       ephemeral: false,
     };
   }
-  return { key: randomBytes(32), ephemeral: true };
+  processKey ??= randomBytes(32);
+  return { key: processKey, ephemeral: true };
 }
 
 const mac = (key: Buffer, tenantId: string, body: string) =>

@@ -1,5 +1,5 @@
 import { ImageDeleted, ImageStored } from '@imagegen/contracts/events/v1/events';
-import { subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
+import { type Sql, subjectFor, type TransactionSql, writeOutbox } from '@imagegen/platform';
 
 /** The stored bytes of one image (or product image) as both events describe them. */
 interface StoredBytes {
@@ -12,7 +12,7 @@ interface StoredBytes {
 
 /** ImageStored in the outbox of the transaction that inserted the row (usage metering bills it). */
 export function writeImageStored(
-  tx: TransactionSql,
+  tx: Sql | TransactionSql,
   eventsPrefix: string,
   image: StoredBytes & { modelId: string; operation: string; sessionId: string; keyType: string },
 ): Promise<string> {

@@ -192,24 +192,39 @@ class QueryParams {
   }
 }
 
+/**
+ * A filter whose own index holds few rows (a session, a preset, a product, reference images): a search is then
+ * evaluated on those rows only.
+ */
+const narrowed = (f: NormalizedFilters) =>
+  f.sessionId !== undefined || f.stylePresetId !== undefined || f.productReferenceId !== undefined || f.isReference === true;
+
+/**
+ * How the prompt search is written, which decides how the planner may answer it:
+ * - `trigram`: `prompt ILIKE ...`, the trigram index may serve it;
+ * - `narrow`: `(prompt || '') ILIKE ...` (the same value: prompt is NOT NULL) keeps the trigram index out, whose
+ *   cost the planner underestimates for frequent words (57 ms for a 10% word): a narrow filter's index serves;
+ * - `walk`: the search as one CASE expression, which the planner neither indexes nor estimates (it takes it as
+ *   matching half the rows), so it walks a list-order index and stops after the page: with the ILIKE estimate
+ *   (0.5% a word) it chose a parallel scan of the whole table for a two-word `all` search (1.2 s).
+ */
+type SearchForm = 'trigram' | 'narrow' | 'walk';
+
 /** `WHERE ...`: the tenant (always $1) plus every given filter. */
-function imageWhere(p: QueryParams, tenantId: string, f: NormalizedFilters): string {
+function imageWhere(p: QueryParams, tenantId: string, f: NormalizedFilters, form: SearchForm): string {
   const c: string[] = [`tenant_id = ${p.add(tenantId)}`];
   if (f.search) {
-    // With a filter whose own index holds few rows (a session, a preset, a product, reference images), the search
-    // is evaluated on those rows only: `(prompt || '')` (the same value: prompt is NOT NULL) keeps the planner from
-    // also reading the trigram index, whose cost it underestimates for frequent words (57 ms for a 10% word).
-    const narrow =
-      f.sessionId !== undefined || f.stylePresetId !== undefined || f.productReferenceId !== undefined || f.isReference === true;
-    const col = narrow ? `(prompt || '')` : 'prompt';
-    if (f.searchMode === 'exact') c.push(`${col} ILIKE ${p.add(likePattern(f.search))}`);
+    const col = form === 'narrow' ? `(prompt || '')` : 'prompt';
+    let cond: string | undefined;
+    if (f.searchMode === 'exact') cond = `${col} ILIKE ${p.add(likePattern(f.search))}`;
     else {
       const words = [...new Set(f.search.split(/\s+/).filter(Boolean))].slice(0, 20);
       if (words.length > 0) {
         const w = words.map((word) => `${col} ILIKE ${p.add(likePattern(word))}`);
-        c.push(`(${w.join(f.searchMode === 'all' ? ' AND ' : ' OR ')})`);
+        cond = `(${w.join(f.searchMode === 'all' ? ' AND ' : ' OR ')})`;
       }
     }
+    if (cond) c.push(form === 'walk' ? `CASE WHEN ${cond} THEN true ELSE false END` : cond);
   }
   if (f.from) c.push(`created_at >= ${p.add(f.from)}`);
   if (f.to) c.push(f.toExclusive ? `created_at < ${p.add(f.to)}` : `created_at <= ${p.add(f.to)}`);
@@ -264,6 +279,21 @@ export function clampPage(limit?: number, offset?: number): { limit: number; off
 export const TOTAL_CAP = 1000;
 export const TOTAL_WINDOW = 2000;
 
+/**
+ * A search (without a narrow filter) is answered one of two ways, chosen per call:
+ * - walk the list-order index, test each row, stop after the page: cost ~ rows walked = needed / match rate;
+ * - read the trigram index (every match of the tenant), then sort them: cost ~ the number of matches.
+ * The match rate is measured first the way the window total counts (matches among the first TOTAL_WINDOW rows of
+ * the list, ~2 ms): the walk is taken when it is expected to read at most SEARCH_WALK_ROWS rows (or the window
+ * held the whole list). The planner alone could not tell: 'copper lantern' (1% of rows, each word 10%) read
+ * 20,000 rows through the trigram bitmap (1.2 s) where the walk reads ~2,100; a 0.1% phrase walked ~21,000 rows
+ * (300 ms p99) where the trigram index has ~1,000. (One statement holding both ways, gated by the measure, ran
+ * only one of them but was costed as both: past jit_above_cost, JIT compilation added ~45 ms to every search.)
+ */
+export const SEARCH_WALK_ROWS = 10_000;
+
+export type SearchPlan = 'walk' | 'trigram';
+
 /** Paging of a list call: offset (SPEC 4.1) or a cursor from a previous answer's nextCursor (not both). */
 export interface ListPageRequest {
   limit?: number;
@@ -279,6 +309,11 @@ export interface ListOptions {
   signal?: AbortSignal;
   /** The call's deadline: the SQL is cancelled when it passes. */
   deadline?: Date;
+  /**
+   * How a search finds its rows (see SEARCH_WALK_ROWS): decided per call when not given; `walk` and `trigram`
+   * force one way (tests compare them; both return the same rows).
+   */
+  searchPlan?: SearchPlan;
 }
 
 export interface ListPageInfo {
@@ -347,8 +382,96 @@ function dateRange(p: QueryParams, f: NormalizedFilters): string {
   return s;
 }
 
+/**
+ * A deep offset of the unfiltered list by date (newest, oldest) skips whole days by their counts (image_day_counts,
+ * migration 160) and walks the index within one day only; a shallower one just walks. CTE `skip`: the day that
+ * holds the row at `offset` and the number of the list's rows before that day (none when the list is empty).
+ */
+export const DAY_SKIP_MIN_OFFSET = 2000;
+
+function daySkip(desc: boolean, offsetParam: string): string {
+  const dir = desc ? 'DESC' : 'ASC';
+  return `SELECT day, before FROM (
+      SELECT day, sum(image_count) OVER (ORDER BY day ${dir}) - image_count AS before FROM image_day_counts WHERE tenant_id = $1
+    ) d WHERE before <= ${offsetParam} ORDER BY day ${desc ? 'ASC' : 'DESC'} LIMIT 1`;
+}
+
+function daySkipIds(desc: boolean, fetchParam: string, offsetParam: string): string {
+  const bound = desc
+    ? `created_at < COALESCE((SELECT (day + 1)::timestamp AT TIME ZONE 'UTC' FROM skip), 'infinity')`
+    : `created_at >= COALESCE((SELECT day::timestamp AT TIME ZONE 'UTC' FROM skip), '-infinity')`;
+  return `SELECT id, created_at AS k FROM images WHERE tenant_id = $1 AND ${bound} ${ORDER_BY[desc ? 'newest' : 'oldest']}
+    LIMIT ${fetchParam} OFFSET ${offsetParam} - COALESCE((SELECT before FROM skip), 0)`;
+}
+
+/**
+ * The window total (see TOTAL_CAP): the sort index walked for at most TOTAL_WINDOW rows (the date range narrows a
+ * walk by created_at), the filters (`where`, tenant $1) evaluated on those rows only. Columns total, walked.
+ */
+function windowTotal(p: QueryParams, f: NormalizedFilters, where: string): string {
+  const range = SORT_KEY[f.sortBy].col === 'created_at' ? dateRange(p, f) : '';
+  const matched = where.slice('WHERE tenant_id = $1 AND '.length);
+  return `SELECT count(*) FILTER (WHERE ${matched})::int AS total, count(*)::int AS walked
+      FROM (SELECT * FROM images WHERE tenant_id = $1${range} ${ORDER_BY[f.sortBy]} LIMIT ${TOTAL_WINDOW}) images`;
+}
+
+/**
+ * The statement that chooses a search's plan (SEARCH_WALK_ROWS): `walk`, and the window's total and walked. None
+ * when there is no choice (no search, a narrow filter, a forced plan) or the filters are invalid (the page query
+ * reports them).
+ */
+function searchPlanQuery(tenantId: string, filters: ImageListFilters, page: ListPageRequest, opts: ListOptions) {
+  const { filters: f, errors } = normalizeFilters(filters);
+  if (errors.length > 0 || !f.search || narrowed(f) || opts.searchPlan) return undefined;
+  const { limit, offset } = clampPage(page.limit, page.offset);
+  const p = new QueryParams();
+  const where = imageWhere(p, tenantId, f, 'walk');
+  const need = p.add(offset + limit + 1);
+  return {
+    text: `SELECT total, walked, walked < ${TOTAL_WINDOW} OR total::bigint * ${SEARCH_WALK_ROWS} >= ${need}::bigint * walked AS walk
+      FROM (${windowTotal(p, f, where)}) w`,
+    values: p.values,
+  };
+}
+
+/** The window total's counts, measured by the statement that chose the search plan. */
+interface Measured {
+  total: number;
+  walked: number;
+}
+
+/**
+ * The list options with the search plan chosen (one short statement first when there is a choice), and the window
+ * counts it measured: the page query reuses them as its total instead of walking the window again (~3 ms).
+ */
+async function withSearchPlan(
+  sql: Sql,
+  tenantId: string,
+  filters: ImageListFilters,
+  page: ListPageRequest,
+  opts: ListOptions,
+): Promise<{ opts: ListOptions; measured?: Measured }> {
+  const q = searchPlanQuery(tenantId, filters, page, opts);
+  if (!q) return { opts };
+  const [r] = await cancellable(sql, (db) => db.unsafe(q.text, q.values as never[]), opts);
+  return {
+    opts: { ...opts, searchPlan: r?.walk === false ? 'trigram' : 'walk' },
+    measured: { total: Number(r?.total ?? 0), walked: Number(r?.walked ?? 0) },
+  };
+}
+
+/** The plan a search would take (tests). */
+export async function chooseSearchPlan(
+  sql: Sql,
+  tenantId: string,
+  filters: ImageListFilters,
+  page: ListPageRequest = {},
+): Promise<SearchPlan | undefined> {
+  return (await withSearchPlan(sql, tenantId, filters, page, {})).opts.searchPlan;
+}
+
 /** Validated filters and paging as SQL text; throws 400 'Invalid request payload' with details. */
-function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRequest, opts: ListOptions): PageQuery {
+function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRequest, opts: ListOptions, measured?: Measured): PageQuery {
   const { filters: f, errors } = normalizeFilters(filters);
   const cursor = isBlank(page.cursor) ? undefined : page.cursor;
   if (cursor !== undefined && typeof cursor !== 'string') errors.push('cursor must be a string');
@@ -358,12 +481,16 @@ function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRe
   const { limit, offset } = clampPage(page.limit, page.offset);
   const position = cursor !== undefined ? decodeCursor(opts.cursorKey as Buffer, tenantId, f.sortBy, cursor) : undefined;
   const params = new QueryParams();
-  const where = imageWhere(params, tenantId, f);
+  // Searches without a narrow filter walk or read the trigram index (SEARCH_WALK_ROWS; withSearchPlan chose).
+  const plan = !f.search || narrowed(f) ? 'walk' : (opts.searchPlan ?? 'walk');
+  const where = imageWhere(params, tenantId, f, narrowed(f) ? 'narrow' : plan === 'trigram' ? 'trigram' : 'walk');
   const key = SORT_KEY[f.sortBy];
   const order = ORDER_BY[f.sortBy];
   const keyset = position
     ? ` AND (${key.col}, id) ${key.desc ? '<' : '>'} (${params.add(position.value)}::${key.cast}, ${params.add(position.id)}::bigint)`
     : '';
+  const fetchParam = params.add(limit + 1);
+  const offsetParam = params.add(offset);
   const totalKind = isUnfiltered(f) ? 'stats' : f.search || filterCount(f) > 1 ? 'window' : 'capped';
   let total: string;
   if (totalKind === 'stats') {
@@ -372,19 +499,29 @@ function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRe
   } else if (totalKind === 'capped') {
     total = `SELECT count(*)::int AS total, 0 AS walked FROM (SELECT 1 FROM images ${where} LIMIT ${TOTAL_CAP + 1}) capped`;
   } else {
-    // The sort index walked for at most TOTAL_WINDOW rows (the date range narrows a walk by created_at), the
-    // filters evaluated on those rows only.
-    const range = key.col === 'created_at' ? dateRange(params, f) : '';
-    const matched = where.slice('WHERE tenant_id = $1 AND '.length);
-    total = `SELECT count(*) FILTER (WHERE ${matched})::int AS total, count(*)::int AS walked
-      FROM (SELECT * FROM images WHERE tenant_id = $1${range} ${order} LIMIT ${TOTAL_WINDOW}) images`;
+    // Counted already (withSearchPlan), an instant earlier: else the window is walked here.
+    total = measured
+      ? `SELECT ${params.add(measured.total)}::int AS total, ${params.add(measured.walked)}::int AS walked`
+      : windowTotal(params, f, where);
   }
   const dir = key.desc ? 'DESC' : 'ASC';
-  const ids = `SELECT id, ${key.col} AS k FROM images ${where}${keyset} ${order} LIMIT ${params.add(limit + 1)} OFFSET ${params.add(offset)}`;
+  const pageRows = `LIMIT ${fetchParam} OFFSET ${offsetParam}`;
+  // Walk: the list-order index, stopping after the page.
+  const walkIds = `SELECT id, ${key.col} AS k FROM images ${where}${keyset} ${order} ${pageRows}`;
+  // Trigram: every match (OFFSET 0 keeps the planner from walking a list-order index for the ORDER BY), then sorted.
+  const trigramIds = () =>
+    `SELECT id, k FROM (SELECT id, ${key.col} AS k FROM images ${where}${keyset} OFFSET 0) m ORDER BY k ${dir}, id ${dir} ${pageRows}`;
+  const skipDays = totalKind === 'stats' && offset > DAY_SKIP_MIN_OFFSET && key.col === 'created_at' && !position;
+  const ids = skipDays ? daySkipIds(key.desc, fetchParam, offsetParam) : plan === 'trigram' ? trigramIds() : walkIds;
   const limitParam = params.add(limit);
   const ctes = (columns: string) =>
-    `WITH ids AS MATERIALIZED (${ids}),
-    tot AS MATERIALIZED (${total}),
+    `WITH tot AS MATERIALIZED (${total}),${
+      skipDays
+        ? `
+    skip AS MATERIALIZED (${daySkip(key.desc, offsetParam)}),`
+        : ''
+    }
+    ids AS MATERIALIZED (${ids}),
     page AS (SELECT ${columns}, ids.k FROM ids JOIN images USING (id) ORDER BY ids.k ${dir}, id ${dir} LIMIT ${limitParam})`;
   const rev = key.desc ? 'ASC' : 'DESC';
   const last = `(SELECT ${key.text} || ' ' || id FROM page ORDER BY k ${rev}, id ${rev} LIMIT 1)`;
@@ -483,7 +620,9 @@ export async function listImages(
   page: ListPageRequest = {},
   opts: ListOptions = {},
 ): Promise<{ rows: ImageRow[] } & ListPageInfo> {
-  const q = pageQuery(tenantId, filters, page, opts);
+  const chosen = await withSearchPlan(sql, tenantId, filters, page, opts);
+  opts = chosen.opts;
+  const q = pageQuery(tenantId, filters, page, opts, chosen.measured);
   const [r] = await cancellable(
     sql,
     (db) =>
@@ -521,7 +660,9 @@ export async function listImagesJson(
   urlPrefix: string,
   opts: ListOptions = {},
 ): Promise<{ json?: string } & ListPageInfo> {
-  const q = pageQuery(tenantId, filters, page, opts);
+  const chosen = await withSearchPlan(sql, tenantId, filters, page, opts);
+  opts = chosen.opts;
+  const q = pageQuery(tenantId, filters, page, opts, chosen.measured);
   const prefix = q.params.add(urlPrefix);
   const plainKey = q.params.add(PLAIN_KEY_SQL);
   const [r] = await cancellable(
@@ -549,7 +690,7 @@ export async function listImagesJson(
   return { json: plain ? (r?.page as string) : undefined, ...pageInfo(q, opts, r, Number(r?.n ?? 0)) };
 }
 
-/** The SQL text and values of a page query (EXPLAIN in tests and the scale benchmark). */
+/** The SQL text and values of a page query (EXPLAIN in tests); a search walks unless opts.searchPlan says otherwise. */
 export function listImagesSql(tenantId: string, filters: ImageListFilters, page: ListPageRequest = {}, opts: ListOptions = {}) {
   const q = pageQuery(tenantId, filters, page, opts);
   return {

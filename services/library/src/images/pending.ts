@@ -1,4 +1,4 @@
-import { type Config, durationFromEnv, type Logger, type ObjectStorage, type Sql } from '@imagegen/platform';
+import { type Config, durationFromEnv, type Logger, type ObjectStorage, pipelinedTransaction, type Sql } from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
 import { removeObjects, scheduleRemoval } from './object-gc.js';
@@ -34,8 +34,15 @@ export async function commitExecutionImages(
   imageIds?: number[],
 ): Promise<number> {
   if (!executionId) return 0;
+  // One read first: usually the ExecutionFinished consumer and generation's own call both come, and whichever
+  // comes second finds nothing left (no transaction then). It also tells whether unreported images are there.
+  const pending = await deps.sql`SELECT id FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`;
+  if (pending.length === 0) return 0;
+  const reported = imageIds?.length ? new Set(imageIds) : undefined;
+  const unreported = reported ? pending.some((r) => !reported.has(Number(r.id))) : false;
   const only = imageIds?.length ? deps.sql`AND id = ANY(${imageIds}::bigint[])` : deps.sql``;
-  const committed = await deps.sql.begin(async (tx) => {
+  // Two round trips: BEGIN with the move, then the events with COMMIT.
+  const committed = await pipelinedTransaction(deps.sql, async (tx, commit) => {
     const rows = await tx`
       WITH moved AS (
         DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
@@ -43,15 +50,18 @@ export async function commitExecutionImages(
       )
       INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
       RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
-    for (const r of rows) {
-      const row = rowFromDb(r as Record<string, unknown>);
-      await writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id });
-    }
+    // The events go out together (one pipelined write on the transaction's connection), in id order.
+    await commit(
+      ...rows.map((r) => {
+        const row = rowFromDb(r as Record<string, unknown>);
+        return writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id });
+      }),
+    );
     return rows.length;
   });
-  if (imageIds?.length) {
-    const unreported = await discardExecutionImages(deps, tenantId, executionId);
-    if (unreported > 0) deps.logger?.warn({ executionId, images: unreported }, 'discarded pending images the execution never reported');
+  if (unreported) {
+    const n = await discardExecutionImages(deps, tenantId, executionId);
+    if (n > 0) deps.logger?.warn({ executionId, images: n }, 'discarded pending images the execution never reported');
   }
   return committed;
 }

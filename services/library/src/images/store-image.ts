@@ -6,21 +6,15 @@ import {
   type Logger,
   type ObjectStorage,
   type Sql,
+  sniffFormat,
+  type TransactionSql,
   tenantKey,
   withSpanInTrace,
 } from '@imagegen/platform';
 import sharp, { type Metadata } from 'sharp';
-import {
-  adjustSessionCount,
-  lockSession,
-  MAX_IMAGES_PER_SESSION,
-  newSessionId,
-  sessionFullError,
-  sessionImageCount,
-  validateSessionId,
-} from '../sessions/store.js';
+import { MAX_IMAGES_PER_SESSION, newSessionId, sessionFullError, sessionImageCount, validateSessionId } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
-import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
+import { OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
@@ -88,9 +82,11 @@ export function processImage(data: Buffer): Promise<ProcessedImage> {
 }
 
 async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
+  // One sharp instance for the header and the thumbnail: the input is handed to libvips once.
+  const image = sharp(data);
   let meta: Metadata;
   try {
-    meta = await sharp(data).metadata();
+    meta = await image.metadata();
   } catch {
     throw badRequest('Invalid image data', ['the data is not a decodable image']);
   }
@@ -101,7 +97,7 @@ async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
   if (!width || !height) throw badRequest('Invalid image data', ['the image has no dimensions']);
   let thumbnail: Buffer;
   try {
-    thumbnail = await sharp(data)
+    thumbnail = await image
       .rotate()
       .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
       .webp({ quality: 80, effort: 2 })
@@ -120,9 +116,9 @@ function optionalId(v: number | null | undefined, field: string): number | null 
 
 /**
  * Stores an image: original + thumbnail in object storage under the tenant's prefix, then the row, the
- * session update and the ImageStored outbox event in one transaction. When the transaction fails the files
- * are removed again; when the process dies before it commits, the object sweeper removes them (the keys are
- * scheduled in object_gc before the files are written and claimed by the row's transaction).
+ * session update and the ImageStored outbox event in one transaction (a pending image: one statement). When
+ * it fails the files are removed again; when the process dies before it commits, the object sweeper removes
+ * them (the keys are scheduled in object_gc before the files are written and claimed by the row's statement).
  * With `pending`, the row goes to pending_images and no event is written: CommitExecutionImages (or the
  * execution's ExecutionFinished event) lists and bills it later, a failed execution discards it.
  * Throws 400 'Session image limit reached' when the session already holds 1,000 images.
@@ -141,58 +137,138 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const productReferenceId = optionalId(input.productReferenceId, 'product_reference_id');
   const characterId = optionalId(input.characterId, 'character_id');
   if (input.pending && !input.executionId) throw invalidPayload(['execution_id is required for a pending image']);
-  const table = input.pending ? 'pending_images' : 'images';
 
-  // Cheap pre-check so a full session costs no image work; the authoritative check is under the row lock.
-  const count = await sessionImageCount(sql, tenantId, sessionId);
-  if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
+  const name = randomUUID();
+  const keysFor = (ext: string) => [tenantKey(tenantId, 'images', `${name}.${ext}`), tenantKey(tenantId, 'thumbnails', `${name}.webp`)];
+  // The format the first bytes announce names the keys before any image work, so the cheap session pre-check
+  // and the scheduling of the keys are one statement (bytes no accepted format announces: sharp's answer first).
+  const announced = FORMATS[sniffFormat(input.data) ?? ''];
+  let keys: string[] | undefined;
+  if (announced) {
+    keys = keysFor(announced.ext);
+    const count = await scheduleUnlessFull(sql, tenantId, sessionId, keys);
+    if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
+  } else {
+    const count = await sessionImageCount(sql, tenantId, sessionId);
+    if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
+  }
 
   const img = await processImage(input.data);
-  const name = randomUUID();
-  const objectKey = tenantKey(tenantId, 'images', `${name}.${img.ext}`);
-  const thumbnailKey = tenantKey(tenantId, 'thumbnails', `${name}.webp`);
-  const keys = [objectKey, thumbnailKey];
-  await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
+  if (!keys || img.ext !== announced?.ext) {
+    // (Keys scheduled under another extension are never written: the sweeper drops their entries.)
+    keys = keysFor(img.ext);
+    await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
+  }
+  const [objectKey, thumbnailKey] = keys;
+  const written = keys;
   await Promise.all([
     storage.put(objectKey, input.data, img.mimeType),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE),
   ]).catch(async (err) => {
-    await removeObjects({ sql, storage, logger: deps.logger }, keys);
+    await removeObjects({ sql, storage, logger: deps.logger }, written);
     throw err;
   });
 
+  const row: StoreRow = {
+    tenantId,
+    sessionId,
+    objectKey,
+    thumbnailKey,
+    img,
+    size: input.data.length,
+    input,
+    referenceGroupIds,
+    parentImageId,
+    stylePresetId,
+    productReferenceId,
+    characterId,
+  };
   try {
-    return await sql.begin(async (tx) => {
-      const session = await lockSession(tx, tenantId, sessionId);
-      if (session.imageCount >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, session.imageCount);
-      const negative = input.negativePrompt == null ? null : input.negativePrompt;
-      // The row and the session count do not depend on each other: both go out in one write (pipelined
-      // on the transaction's connection), executed in this order, so the lock order stays session row,
-      // then tenant_stats (taken by the insert trigger) as in deleteImage.
-      const [[r]] = await Promise.all([
-        tx`
-        INSERT INTO ${tx(table)} (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
-          width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
-          resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
-          is_reference, execution_id, has_synthid, key_type, tokens)
-        VALUES (${tenantId}, ${sessionId}, ${objectKey}, ${thumbnailKey}, ${img.mimeType}, ${img.format}, ${THUMBNAIL_MIME_TYPE},
-          ${img.width}, ${img.height}, ${input.data.length}, ${img.thumbnail.length}, ${input.prompt ?? ''}, ${negative},
-          ${input.operation}, ${input.aspectRatio ?? ''}, ${input.modelId ?? ''}, ${(input.resolutionTier ?? '').toLowerCase()},
-          ${parentImageId}, ${stylePresetId}, ${productReferenceId}, ${characterId},
-          ${referenceGroupIds === null ? null : `{${referenceGroupIds.join(',')}}`}::bigint[],
-          ${input.isReference ?? false}, ${input.executionId || null}, ${input.hasSynthid ?? false},
-          ${input.keyType || 'live'}, ${Math.max(0, Math.trunc(input.tokens ?? 0))})
-        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`,
-        adjustSessionCount(tx, tenantId, sessionId, 1),
-        claimKeys(tx, keys),
-      ]);
-      const row = rowFromDb(r as Record<string, unknown>);
-      if (!input.pending) await writeImageStored(tx, config.eventsPrefix, { ...row, imageId: row.id, tenantId, sessionId });
-      return row;
-    });
+    // A pending image is one statement (no event yet); a listed one adds its ImageStored event in the same transaction.
+    const stored = input.pending
+      ? await insertImage(sql, 'pending_images', row)
+      : await sql.begin(async (tx) => {
+          const r = await insertImage(tx, 'images', row);
+          if (r) await writeImageStored(tx, config.eventsPrefix, { ...r, imageId: r.id, tenantId, sessionId });
+          return r;
+        });
+    if (!stored) {
+      const count = await sessionImageCount(sql, tenantId, sessionId);
+      throw sessionFullError(sessionId, Math.max(count, MAX_IMAGES_PER_SESSION));
+    }
+    return stored;
   } catch (err) {
     // The keys are still scheduled: remove the files now (or the sweeper will).
     await removeObjects({ sql, storage, logger: deps.logger }, keys);
     throw err;
   }
+}
+
+/**
+ * The cheap pre-check (a full session costs no image work) and the scheduling of the keys, in one statement:
+ * the keys are scheduled only when the session has room. Answers the session's image count.
+ */
+async function scheduleUnlessFull(sql: Sql, tenantId: string, sessionId: string, keys: string[]): Promise<number> {
+  const [r] = await sql`
+    WITH s AS (SELECT image_count FROM sessions WHERE tenant_id = ${tenantId} AND session_id = ${sessionId}),
+    gc AS (
+      INSERT INTO object_gc (object_key, due_at)
+      SELECT k, now() + ${`${OBJECT_GC_GRACE_MS} milliseconds`}::interval FROM unnest(${keys}::text[]) AS k
+      WHERE COALESCE((SELECT image_count FROM s), 0) < ${MAX_IMAGES_PER_SESSION}
+      ON CONFLICT (object_key) DO UPDATE SET due_at = LEAST(object_gc.due_at, excluded.due_at)
+    )
+    SELECT COALESCE((SELECT image_count FROM s), 0)::int AS n`;
+  return Number(r.n);
+}
+
+interface StoreRow {
+  tenantId: string;
+  sessionId: string;
+  objectKey: string;
+  thumbnailKey: string;
+  img: ProcessedImage;
+  size: number;
+  input: StoreImageInput;
+  referenceGroupIds: number[] | null;
+  parentImageId: number | null;
+  stylePresetId: number | null;
+  productReferenceId: number | null;
+  characterId: number | null;
+}
+
+/**
+ * One statement: counts the image into its session (creating the session, taking its row lock) only while
+ * the session has room, inserts the row, and claims the keys. Nothing is written when the session is full
+ * (undefined). Lock order as in deleteImage: the session row first, then tenant_stats (the images insert
+ * trigger runs at the end of the statement).
+ */
+async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_images', x: StoreRow): Promise<ImageRow | undefined> {
+  const { input, img } = x;
+  const [r] = await db`
+    WITH s AS (
+      INSERT INTO sessions AS s (tenant_id, session_id, image_count, is_active) VALUES (${x.tenantId}, ${x.sessionId}, 1, true)
+      ON CONFLICT (tenant_id, session_id) DO UPDATE SET image_count = s.image_count + 1,
+        is_active = s.image_count + 1 < ${MAX_IMAGES_PER_SESSION}, last_activity_at = now()
+        WHERE s.image_count < ${MAX_IMAGES_PER_SESSION}
+      RETURNING 1
+    ), ins AS (
+      INSERT INTO ${db(table)} (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
+        width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
+        resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
+        is_reference, execution_id, has_synthid, key_type, tokens)
+      SELECT ${x.tenantId}::text, ${x.sessionId}::text, ${x.objectKey}::text, ${x.thumbnailKey}::text, ${img.mimeType}::text,
+        ${img.format}::text, ${THUMBNAIL_MIME_TYPE}::text, ${img.width}::int, ${img.height}::int, ${x.size}::bigint,
+        ${img.thumbnail.length}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
+        ${input.aspectRatio ?? ''}::text, ${input.modelId ?? ''}::text, ${(input.resolutionTier ?? '').toLowerCase()}::text,
+        ${x.parentImageId}::bigint, ${x.stylePresetId}::bigint, ${x.productReferenceId}::bigint, ${x.characterId}::bigint,
+        ${x.referenceGroupIds === null ? null : `{${x.referenceGroupIds.join(',')}}`}::bigint[],
+        ${input.isReference ?? false}::boolean, ${input.executionId || null}::text, ${input.hasSynthid ?? false}::boolean,
+        ${input.keyType || 'live'}::text, ${Math.max(0, Math.trunc(input.tokens ?? 0))}::bigint
+      FROM s
+      RETURNING ${db.unsafe(IMAGE_COLUMNS)}
+    ), claimed AS (
+      DELETE FROM object_gc WHERE object_key = ANY(${[x.objectKey, x.thumbnailKey]}::text[]) AND EXISTS (SELECT 1 FROM ins)
+    )
+    SELECT * FROM ins`;
+  return r ? rowFromDb(r as Record<string, unknown>) : undefined;
 }

@@ -76,7 +76,8 @@ export async function adjustSessionCount(tx: TransactionSql, tenantId: string, s
 
 export async function touchSession(sql: Sql, tenantId: string, sessionId: string) {
   validateSessionId(sessionId);
-  const s = await sql.begin((tx) => lockSession(tx, tenantId, sessionId));
+  // One statement needs no transaction around it (BEGIN/COMMIT were two round trips of every generate).
+  const s = await lockSession(sql as unknown as TransactionSql, tenantId, sessionId);
   return { ...s, remaining: Math.max(MAX_IMAGES_PER_SESSION - s.imageCount, 0) };
 }
 

@@ -1,3 +1,4 @@
+import { ActiveExecutionsQuery, SessionListQuery, SessionLogsQuery, UsageQuery, WebhookBody } from '@imagegen/api-schemas';
 import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
@@ -26,11 +27,11 @@ const listSessions = defineTool({
   name: 'list_sessions',
   description: 'List sessions, most recently active first, with image and byte totals.',
   scopes: ['sessions:read'],
-  input: { limit: s.limit(20, 100), offset: s.offset() },
+  input: SessionListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.library.listSessions(
-      ListSessionsRequest.fromPartial({ limit: args.limit ?? 20, offset: args.offset ?? 0 }),
+      ListSessionsRequest.fromPartial({ limit: args.limit, offset: args.offset }),
       ctx.principal,
     );
     return { data: { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
@@ -53,15 +54,21 @@ const getSessionLogs = defineTool({
   name: 'get_session_logs',
   description: 'Execution logs of a session (newest first), each with its log entries.',
   scopes: ['sessions:read'],
-  input: { session_id: z.string().min(1).max(200).describe('Session id'), limit: s.limit(50, 200) },
+  input: { session_id: z.string().min(1).max(200).describe('Session id'), ...SessionLogsQuery.shape },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.generation.listSessionExecutions(
-      ListSessionExecutionsRequest.fromPartial({ sessionId: args.session_id, limit: args.limit ?? 50, includeLogs: true }),
+      ListSessionExecutionsRequest.fromPartial({ sessionId: args.session_id, limit: args.limit, includeLogs: true }),
       ctx.principal,
     );
     return {
-      data: { success: true, sessionId: args.session_id, executions: r.executions.map((e) => executionJson(e, true)), total: r.total },
+      data: {
+        success: true,
+        sessionId: args.session_id,
+        executions: r.executions.map((e) => executionJson(e, true)),
+        total: r.total,
+        totalIsExact: r.totalIsExact,
+      },
     };
   },
 });
@@ -70,14 +77,14 @@ const listActiveExecutions = defineTool({
   name: 'list_active_executions',
   description: 'Executions still running for this tenant.',
   scopes: ['sessions:read'],
-  input: { limit: s.limit(100, 200) },
+  input: ActiveExecutionsQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.generation.listActiveExecutions(
-      ListActiveExecutionsRequest.fromPartial({ limit: args.limit ?? 100 }),
+      ListActiveExecutionsRequest.fromPartial({ limit: args.limit }),
       ctx.principal,
     );
-    return { data: { success: true, executions: r.executions.map((e) => executionJson(e)), total: r.total } };
+    return { data: { success: true, executions: r.executions.map((e) => executionJson(e)), total: r.total, totalIsExact: r.totalIsExact } };
   },
 });
 
@@ -163,12 +170,12 @@ const getUsage = defineTool({
   name: 'get_usage',
   description: 'Monthly usage (newest first), the rolling 30 days and the quota.',
   scopes: ['analytics:read'],
-  input: { limit: z.number().int().min(1).max(24).optional().describe('Months (default 12, max 24)') },
+  input: UsageQuery.shape,
   // GET /api/usage answers a bad limit with 'Invalid limit' (SPEC 7)
   invalidArguments: 'Invalid limit',
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.usage.getUsage({ tenantId: ctx.principal.tenantId ?? '', limit: args.limit ?? 12 }, ctx.principal);
+    const r = await ctx.deps.clients.usage.getUsage({ tenantId: ctx.principal.tenantId ?? '', limit: args.limit }, ctx.principal);
     return { data: { data: usageJson(r) } };
   },
 });
@@ -207,14 +214,7 @@ const createWebhook = defineTool({
   name: 'create_webhook',
   description: 'Register an HTTPS webhook for quota.warning / quota.exceeded (the signing secret is shown once).',
   scopes: ['analytics:read'],
-  input: {
-    url: z.string().min(1).max(2048).describe('HTTPS URL resolving to a public address'),
-    events: z
-      .array(z.enum(['quota.warning', 'quota.exceeded']))
-      .optional()
-      .describe('Default: both quota events'),
-    description: z.string().max(500).optional().describe('Free text'),
-  },
+  input: WebhookBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.webhooks.createWebhook(

@@ -1,4 +1,16 @@
 import {
+  ProductBody,
+  ProductGenerateBody,
+  ProductListQuery,
+  ProductUpdateBody,
+  SceneInput,
+  SceneUpdateInput,
+  SearchPresetInput,
+  StylePresetInput,
+  StylePresetListQuery,
+  StylePresetUpdateInput,
+} from '@imagegen/api-schemas';
+import {
   CreateProductRequest,
   CreateSceneRequest,
   CreateSearchPresetRequest,
@@ -20,13 +32,13 @@ import {
   productUpdateJson,
   sceneDetail,
   sceneListForm,
+  scenePromptWithDetails,
   searchPresetForm,
   stylePresetForm,
 } from '@imagegen/platform';
-import { z } from 'zod';
-import { scenePromptWithDetails } from './characters.js';
+import type { z } from 'zod';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
-import { defineTool, ID_MAX, INT32_MAX, idString, s } from './framework.js';
+import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 
 // ---- products (SPEC 4.4) ----
@@ -35,15 +47,11 @@ const listProducts = defineTool({
   name: 'list_products',
   description: 'List saved products (page/page_size; search in name, description and tags).',
   scopes: ['products:read'],
-  input: {
-    page: z.number().int().min(1).max(INT32_MAX).optional().describe('1-based page (default 1)'),
-    page_size: s.limit(20, 100),
-    search: z.string().min(1).max(200).optional().describe('Search in name, description and tags'),
-  },
+  input: ProductListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listProducts(
-      ListProductsRequest.fromPartial({ page: args.page ?? 1, pageSize: args.page_size ?? 20, search: args.search }),
+      ListProductsRequest.fromPartial({ page: args.page, pageSize: args.page_size, search: args.search }),
       ctx.principal,
     );
     return {
@@ -68,20 +76,15 @@ const createProduct = defineTool({
   name: 'create_product',
   description: 'Save a product from a public image URL (the image is fetched and stored).',
   scopes: ['products:manage'],
-  input: {
-    product_name: z.string().min(1).max(100).describe('Unique name (max 100)'),
-    product_url: z.string().min(1).max(2048).describe('Public HTTP or HTTPS image URL'),
-    product_description: z.string().max(500).optional().describe('Description (max 500)'),
-    tags: z.string().max(1100).optional().describe('Comma-separated tags (each max 50)'),
-  },
+  input: ProductBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.createProduct(
       CreateProductRequest.fromPartial({
         productName: args.product_name,
         productUrl: args.product_url,
-        productDescription: args.product_description,
-        tags: args.tags,
+        productDescription: orUndef(args.product_description),
+        tags: orUndef(args.tags),
       }),
       ctx.principal,
       { timeoutMs: 120_000 },
@@ -94,18 +97,13 @@ const updateProduct = defineTool({
   name: 'update_product',
   description: 'Change a product name, description or tags (only given fields change).',
   scopes: ['products:manage'],
-  input: {
-    identifier: s.identifier('Product'),
-    product_name: z.string().min(1).max(100).optional().describe('New name'),
-    product_description: z.string().max(500).nullable().optional().describe('Description (null clears)'),
-    tags: z.string().max(1100).nullable().optional().describe('Comma-separated tags (null clears)'),
-  },
+  input: { identifier: s.identifier('Product'), ...ProductUpdateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.updateProduct(
       UpdateProductRequest.fromPartial({
         identifier: idString(args.identifier),
-        presentFields: presentOf(args, ['product_name', 'product_description', 'tags']),
+        presentFields: presentOf(args, Object.keys(ProductUpdateBody.shape)),
         productName: args.product_name,
         productDescription: orUndef(args.product_description),
         tags: orUndef(args.tags),
@@ -128,15 +126,7 @@ const generateProductImage = defineTool({
   name: 'generate_product_image',
   description: 'Generate 1-4 images featuring a saved product in a scene.',
   scopes: ['images:generate', 'products:read'],
-  input: {
-    identifier: s.identifier('Product'),
-    scene_prompt: z.string().min(1).max(1500).describe('The scene (max 1500 characters)'),
-    additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
-    aspect_ratio: z.enum(['1:1', '16:9', '9:16', '4:3', '3:4']).optional().describe('Aspect ratio'),
-    negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
-    number_of_images: z.number().int().min(1).max(4).optional().describe('1-4 (default 1)'),
-    session_id: s.sessionId(),
-  },
+  input: { identifier: s.identifier('Product'), ...ProductGenerateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     if (args.scene_prompt.trim() === '') throw invalidPayload(['scene_prompt cannot be empty']);
@@ -150,8 +140,8 @@ const generateProductImage = defineTool({
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             productId: product.id,
             aspectRatio: args.aspect_ratio,
-            negativePrompt: args.negative_prompt,
-            n: args.number_of_images ?? 1,
+            negativePrompt: orUndef(args.negative_prompt),
+            n: args.number_of_images,
             sessionId,
             toolName: 'generate_product_image',
             executionId,
@@ -189,27 +179,13 @@ const getScene = getTool({
   form: sceneDetail,
 });
 
-const sceneFields = {
-  description: z.string().max(500).nullable().optional().describe('Description (max 500)'),
-  scene_prompt: z.string().max(4000).nullable().optional().describe('Prompt prefix (max 4000)'),
-  reference_image_ids: z
-    .array(z.number().int().min(1).max(ID_MAX))
-    .max(20)
-    .optional()
-    .describe('Existing library image ids (up to 20 with the URLs)'),
-  reference_image_urls: z.array(z.string().min(1).max(2048)).max(20).optional().describe('Public image URLs to fetch and add'),
-  default_reference_mode: z.enum(['style', 'add']).nullable().optional().describe('style or add'),
-  preferred_aspect_ratio: z.string().nullable().optional().describe('Default aspect ratio for generation'),
-  tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Up to 20 tags'),
-};
-
 /** The scene fields of a create or update request (null clears: it travels as absent, named in presentFields). */
-function sceneValues(args: z.infer<z.ZodObject<typeof sceneFields>>) {
+function sceneValues(args: Omit<z.infer<typeof SceneUpdateInput>, 'new_scene_name'>) {
   return {
     description: orUndef(args.description),
     scenePrompt: orUndef(args.scene_prompt),
-    referenceImageIds: args.reference_image_ids ?? [],
-    referenceImageUrls: args.reference_image_urls ?? [],
+    referenceImageIds: (args.reference_image_ids as number[] | null | undefined) ?? [],
+    referenceImageUrls: (args.reference_image_urls as string[] | null | undefined) ?? [],
     defaultReferenceMode: orUndef(args.default_reference_mode),
     preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
     tags: args.tags ?? [],
@@ -220,7 +196,7 @@ const createScene = defineTool({
   name: 'create_scene',
   description: 'Create a saved scene from a prompt and/or reference images (ids or URLs).',
   scopes: ['styles:manage'],
-  input: { scene_name: z.string().min(1).max(100).describe('Unique name (1-100)'), ...sceneFields },
+  input: SceneInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const sc = await ctx.deps.clients.assets.createScene(
@@ -239,23 +215,14 @@ const updateScene = defineTool({
   name: 'update_scene',
   description: 'Change a scene; only given fields change (null clears; reference_image_ids replace, URLs add).',
   scopes: ['styles:manage'],
-  input: { identifier: s.identifier('Scene'), new_scene_name: z.string().min(1).max(100).optional().describe('New name'), ...sceneFields },
+  input: { identifier: s.identifier('Scene'), ...SceneUpdateInput.shape },
   // reference_image_urls are fetched from the public web
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const sc = await ctx.deps.clients.assets.updateScene(
       UpdateSceneRequest.fromPartial({
         identifier: idString(args.identifier),
-        presentFields: presentOf(args, [
-          'new_scene_name',
-          'description',
-          'scene_prompt',
-          'reference_image_ids',
-          'reference_image_urls',
-          'default_reference_mode',
-          'preferred_aspect_ratio',
-          'tags',
-        ]),
+        presentFields: presentOf(args, Object.keys(SceneUpdateInput.shape)),
         newSceneName: args.new_scene_name,
         ...sceneValues(args),
       }),
@@ -281,11 +248,11 @@ const listStylePresets = defineTool({
   name: 'list_style_presets',
   description: 'List saved style presets.',
   scopes: ['styles:read'],
-  input: { limit: s.limit(50, 100), offset: s.offset() },
+  input: StylePresetListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listStylePresets(
-      ListStylePresetsRequest.fromPartial({ limit: args.limit ?? 50, offset: args.offset ?? 0 }),
+      ListStylePresetsRequest.fromPartial({ limit: args.limit, offset: args.offset }),
       ctx.principal,
     );
     return { data: { data: r.presets.map(stylePresetForm), pagination: { limit: r.limit, offset: r.offset, total: r.total } } };
@@ -305,22 +272,16 @@ const createStylePreset = defineTool({
   name: 'create_style_preset',
   description: 'Create a style preset (prompt prefix, negative prompt, system instruction, aspect ratio).',
   scopes: ['styles:manage'],
-  input: {
-    name: z.string().describe('Unique name (1-128 characters)'),
-    prompt: z.string().max(2048).optional().describe('Prepended to prompts (max 2048)'),
-    negative_prompt: z.string().max(1024).optional().describe('Used when a request has none (max 1024)'),
-    system_instruction: z.string().max(512).optional().describe('Guides the model (max 512)'),
-    aspect_ratio: z.string().optional().describe('Used when a request has none'),
-  },
+  input: StylePresetInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.createStylePreset(
       CreateStylePresetRequest.fromPartial({
-        name: args.name,
-        prompt: args.prompt,
-        negativePrompt: args.negative_prompt,
-        systemInstruction: args.system_instruction,
-        aspectRatio: args.aspect_ratio,
+        name: (args.name as string | null | undefined) ?? '',
+        prompt: orUndef(args.prompt),
+        negativePrompt: orUndef(args.negative_prompt),
+        systemInstruction: orUndef(args.system_instruction),
+        aspectRatio: (args.aspect_ratio as string | null | undefined) ?? undefined,
       }),
       ctx.principal,
     );
@@ -332,21 +293,14 @@ const updateStylePreset = defineTool({
   name: 'update_style_preset',
   description: 'Change a style preset; only given fields change (null clears prompt, negative_prompt, system_instruction, aspect_ratio).',
   scopes: ['styles:manage'],
-  input: {
-    identifier: s.identifier('Style preset'),
-    new_name: z.string().optional().describe('New name (1-128 characters)'),
-    prompt: z.string().max(2048).nullable().optional().describe('Prompt prefix (null clears)'),
-    negative_prompt: z.string().max(1024).nullable().optional().describe('Negative prompt (null clears)'),
-    system_instruction: z.string().max(512).nullable().optional().describe('System instruction (null clears)'),
-    aspect_ratio: z.string().nullable().optional().describe('Aspect ratio (null clears)'),
-  },
+  input: { identifier: s.identifier('Style preset'), ...StylePresetUpdateInput.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.updateStylePreset(
       UpdateStylePresetRequest.fromPartial({
         identifier: idString(args.identifier),
-        presentFields: presentOf(args, ['new_name', 'prompt', 'negative_prompt', 'system_instruction', 'aspect_ratio']),
-        newName: args.new_name,
+        presentFields: presentOf(args, Object.keys(StylePresetUpdateInput.shape)),
+        newName: (args.new_name as string | null | undefined) ?? undefined,
         prompt: orUndef(args.prompt),
         negativePrompt: orUndef(args.negative_prompt),
         systemInstruction: orUndef(args.system_instruction),
@@ -368,25 +322,6 @@ const deleteStylePreset = deleteTool({
 
 // ---- gallery search presets (SPEC 4.6) ----
 
-const searchFilters = z
-  .object({
-    search: z.string().optional(),
-    searchMode: z.enum(['exact', 'all', 'any']).optional(),
-    dateFrom: z.string().optional(),
-    dateTo: z.string().optional(),
-    aspectRatio: z.string().optional(),
-    operationType: z.string().optional(),
-    minSize: z.number().min(0).max(ID_MAX).optional(),
-    maxSize: z.number().min(0).max(ID_MAX).optional(),
-    sessionId: z.string().optional(),
-    hasNegativePrompt: z.boolean().optional(),
-    sortBy: z.enum(['newest', 'oldest', 'largest', 'smallest']).optional(),
-  })
-  .passthrough()
-  .describe(
-    'Gallery filters: search, searchMode, dateFrom, dateTo, aspectRatio, operationType, minSize, maxSize, sessionId, hasNegativePrompt, sortBy',
-  );
-
 const listSearchPresets = defineTool({
   name: 'list_search_presets',
   description: 'List saved gallery search presets.',
@@ -403,7 +338,7 @@ const createSearchPreset = defineTool({
   name: 'create_search_preset',
   description: 'Save a named set of gallery filters.',
   scopes: ['images:read'],
-  input: { preset_name: z.string().describe('Unique name (1-50 characters)'), filters: searchFilters },
+  input: SearchPresetInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
     const p = await ctx.deps.clients.assets.createSearchPreset(
@@ -437,7 +372,14 @@ const runSearchPreset = defineTool({
       data: {
         preset: r.preset ? searchPresetForm(r.preset) : null,
         data: r.images.map(imageJson),
-        pagination: { total: r.total, limit: r.limit, offset: r.offset },
+        // As GET /api/search-presets/:id/images (its pagination, outputs.ts).
+        pagination: {
+          total: r.total,
+          limit: r.limit,
+          offset: r.offset,
+          totalIsExact: r.totalIsExact,
+          nextCursor: r.nextCursor || null,
+        },
       },
     };
   },

@@ -1,19 +1,17 @@
+import { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
 import { Int64List } from '@imagegen/contracts/generation/v1/generation';
 import { CreateCharacterRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
-import { characterDetail, characterImageJson, characterListForm, invalidPayload, multiCharacterImageJson } from '@imagegen/platform';
-import { z } from 'zod';
+import {
+  characterDetail,
+  characterImageJson,
+  characterListForm,
+  invalidPayload,
+  multiCharacterImageJson,
+  scenePromptWithDetails,
+} from '@imagegen/platform';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
-import { defineTool, ID_MAX, idString, s } from './framework.js';
+import { defineTool, idString, s } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
-import { ASPECT_RATIOS } from './images.js';
-
-const nullableStr = (max: number, what: string) => z.string().max(max).nullable().optional().describe(`${what} (null clears)`);
-
-/** "scene prompt" + "Additional details: ..." as the REST generate endpoints compose it. */
-export function scenePromptWithDetails(scenePrompt: string, details?: string | null): string {
-  const d = typeof details === 'string' ? details.trim() : '';
-  return d ? `${scenePrompt.trim()}\n\nAdditional details: ${d}` : scenePrompt.trim();
-}
 
 const listCharacters = listTool({
   name: 'list_characters',
@@ -33,34 +31,21 @@ const getCharacter = getTool({
   form: characterDetail,
 });
 
-const characterFields = {
-  description: z.string().max(500).optional().describe('Description (max 500)'),
-  negative_prompt: z.string().max(1000).optional().describe('Negative prompt (max 1000)'),
-  system_instruction: z.string().max(1000).optional().describe('System instruction (max 1000)'),
-  preferred_aspect_ratio: z.string().optional().describe('Default aspect ratio when generating this character'),
-  reference_image_ids: z.array(z.number().int().min(1).max(ID_MAX)).max(10).optional().describe('Up to 10 library image ids'),
-  tags: z.array(z.string().max(50)).max(20).optional().describe('Up to 20 tags'),
-};
-
 const createCharacter = defineTool({
   name: 'create_character',
   description: 'Create a saved character (unique name, base prompt 10-2000 characters, optional reference images).',
   scopes: ['characters:manage'],
-  input: {
-    character_name: z.string().min(1).max(100).describe('Unique name (max 100)'),
-    base_prompt: z.string().describe('How the character looks (10-2000 characters)'),
-    ...characterFields,
-  },
+  input: CharacterInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
     const c = await ctx.deps.clients.assets.createCharacter(
       CreateCharacterRequest.fromPartial({
         characterName: args.character_name,
         basePrompt: args.base_prompt,
-        description: args.description,
-        negativePrompt: args.negative_prompt,
-        systemInstruction: args.system_instruction,
-        preferredAspectRatio: args.preferred_aspect_ratio,
+        description: orUndef(args.description),
+        negativePrompt: orUndef(args.negative_prompt),
+        systemInstruction: orUndef(args.system_instruction),
+        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
         referenceImageIds: args.reference_image_ids ?? [],
         tags: args.tags ?? [],
       }),
@@ -74,29 +59,10 @@ const updateCharacter = defineTool({
   name: 'update_character',
   description: 'Change a character; only given fields change (reference_image_ids and tags replace, null clears).',
   scopes: ['characters:manage'],
-  input: {
-    identifier: s.identifier('Character'),
-    character_name: z.string().min(1).max(100).optional().describe('New name'),
-    base_prompt: z.string().optional().describe('New base prompt (10-2000 characters)'),
-    description: nullableStr(500, 'Description'),
-    negative_prompt: nullableStr(1000, 'Negative prompt'),
-    system_instruction: nullableStr(1000, 'System instruction'),
-    preferred_aspect_ratio: z.string().nullable().optional().describe('Default aspect ratio (null clears)'),
-    reference_image_ids: z.array(z.number().int().min(1).max(ID_MAX)).max(10).optional().describe('Replaces the reference images'),
-    tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Replaces the tags (null clears)'),
-  },
+  input: { identifier: s.identifier('Character'), ...CharacterUpdateInput.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
-    const present = presentOf(args, [
-      'character_name',
-      'base_prompt',
-      'description',
-      'negative_prompt',
-      'system_instruction',
-      'preferred_aspect_ratio',
-      'reference_image_ids',
-      'tags',
-    ]);
+    const present = presentOf(args, Object.keys(CharacterUpdateInput.shape));
     const c = await ctx.deps.clients.assets.updateCharacter(
       UpdateCharacterRequest.fromPartial({
         identifier: idString(args.identifier),
@@ -128,14 +94,7 @@ const generateCharacterImage = defineTool({
   name: 'generate_character_image',
   description: 'Generate an image of a saved character in a scene.',
   scopes: ['images:generate', 'characters:read'],
-  input: {
-    identifier: s.identifier('Character'),
-    scene_prompt: z.string().min(5).max(1500).describe('The scene (5-1500 characters)'),
-    additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
-    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe("Overrides the character's preferred ratio"),
-    override_negative_prompt: z.string().max(1024).optional().describe("Replaces the character's negative prompt"),
-    session_id: s.sessionId(),
-  },
+  input: { identifier: s.identifier('Character'), ...CharacterGenerateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const character = await ctx.deps.clients.assets.getCharacter({ identifier: idString(args.identifier) }, ctx.principal);
@@ -148,7 +107,7 @@ const generateCharacterImage = defineTool({
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             characterId: character.id,
             aspectRatio: args.aspect_ratio,
-            negativePrompt: args.override_negative_prompt,
+            negativePrompt: orUndef(args.override_negative_prompt),
             n: 1,
             sessionId,
             toolName: 'generate_character_image',
@@ -175,13 +134,7 @@ const generateMultiCharacterImage = defineTool({
   name: 'generate_multi_character_image',
   description: 'Generate one image showing 2-5 saved characters together.',
   scopes: ['images:generate', 'characters:read'],
-  input: {
-    character_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(2).max(5).describe('2-5 character ids'),
-    scene_prompt: z.string().min(10).max(1500).describe('The scene (10-1500 characters)'),
-    additional_details: z.string().max(500).optional().describe('Extra details (max 500)'),
-    aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default landscape'),
-    session_id: s.sessionId(),
-  },
+  input: MultiCharacterGenerateBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const characterIds = [...new Set(args.character_ids)];
@@ -194,7 +147,7 @@ const generateMultiCharacterImage = defineTool({
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             characterIds: Int64List.fromPartial({ values: characterIds }),
-            aspectRatio: args.aspect_ratio ?? 'landscape',
+            aspectRatio: args.aspect_ratio,
             n: 1,
             sessionId,
             toolName: 'generate_multi_character_image',

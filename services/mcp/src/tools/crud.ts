@@ -1,6 +1,7 @@
+import { AssetListQuery } from '@imagegen/api-schemas';
 import type { Principal, Scope } from '@imagegen/platform';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { type ZodRawShape, z } from 'zod';
+import type { ZodRawShape } from 'zod';
 import type { Clients } from '../clients.js';
 import { defineTool, idString, s, type ToolDef } from './framework.js';
 
@@ -16,8 +17,6 @@ type Assets = Clients['assets'];
 export const presentOf = (args: Record<string, unknown>, fields: string[]) => fields.filter((f) => args[f] !== undefined);
 /** null (clear) travels as "absent" plus the field in presentFields. */
 export const orUndef = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
-
-export const sortBy = z.enum(['name', 'created', 'used', 'recent']).optional().describe('name (default), created, used, recent');
 
 interface ToolBase {
   name: string;
@@ -64,17 +63,12 @@ export function listTool<R extends ListPage, T>(
 ): ToolDef {
   return defineTool({
     ...toolBase(def),
-    input: {
-      limit: s.limit(50, 100),
-      offset: s.offset(),
-      search: z.string().min(1).max(200).optional().describe('Name search'),
-      sort_by: sortBy,
-    },
+    input: AssetListQuery.shape,
     annotations: { readOnlyHint: true },
     async run(args, ctx) {
       const r = await def.list(
         ctx.deps.clients.assets,
-        { limit: args.limit ?? 50, offset: args.offset ?? 0, search: args.search, sortBy: args.sort_by ?? 'name' },
+        { limit: args.limit, offset: args.offset, search: args.search, sortBy: args.sort_by },
         ctx.principal,
       );
       return {

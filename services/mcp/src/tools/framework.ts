@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ID_MAX, INT32_MAX } from '@imagegen/api-schemas';
 import type { Scope } from '@imagegen/platform';
 import {
   AppError,
@@ -20,6 +21,7 @@ import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
 import type { Clients } from '../clients.js';
 import type { ToolLimiter } from '../rate-limit.js';
+import { TOOL_OUTPUTS } from './outputs.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -125,13 +127,26 @@ export function toolResult(out: ToolOutput): CallToolResult {
   return { content, structuredContent: out.data };
 }
 
-/** An MCP tool error carrying the spec's error text (and details) of the failed call. */
+/** Where an error result carries its status and REST error body (`{status, error, details?, ...}`). */
+export const ERROR_META = 'imagegen/error';
+
+/** The `{status, error, details?, ...}` of an error result (undefined for a success). */
+export const errorOf = (r: CallToolResult): ({ status: number; error: string } & Record<string, unknown>) | undefined =>
+  r.isError ? (r._meta?.[ERROR_META] as { status: number; error: string } & Record<string, unknown>) : undefined;
+
+/**
+ * An MCP tool error carrying the spec's error text (and details) of the failed call. The text goes to the
+ * model; the status and body go in `_meta`, not in structuredContent: every tool publishes an outputSchema, and
+ * the SDK client validates any structuredContent against it, an error's too (the MCP Inspector checks successes
+ * only and shows `_meta`). An outputSchema admitting the error form would make every field of every result
+ * optional for the clients that generate types from it.
+ */
 export function toolError(status: number, body: { error: string; details?: unknown; [k: string]: unknown }): CallToolResult {
   let text = body.error;
   if (Array.isArray(body.details) && body.details.length)
     text += `\n${body.details.map((d) => `- ${typeof d === 'string' ? d : JSON.stringify(d)}`).join('\n')}`;
   else if (body.details !== undefined) text += `\n${JSON.stringify(body.details)}`;
-  return { content: [{ type: 'text', text }], structuredContent: { status, ...body }, isError: true };
+  return { content: [{ type: 'text', text }], isError: true, _meta: { [ERROR_META]: { status, ...body } } };
 }
 
 export function errorResult(err: unknown, logger: Logger, tool: string): CallToolResult {
@@ -201,23 +216,21 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
     // openWorldHint defaults to true in MCP: only tools that reach outside the platform (image providers,
     // public URLs, webhook receivers) say so; every other tool works on the tenant's own data.
     const annotations: ToolAnnotations = { openWorldHint: false, ...tool.annotations };
-    server.registerTool(tool.name, { description: tool.description, inputSchema: inputOf(tool), annotations }, (async (
+    const outputSchema = TOOL_OUTPUTS[tool.name];
+    if (!outputSchema) throw new Error(`tool ${tool.name} has no output schema (outputs.ts)`);
+    server.registerTool(tool.name, { description: tool.description, inputSchema: inputOf(tool), outputSchema, annotations }, (async (
       args: Record<string, unknown>,
       extra: Extra,
     ): Promise<CallToolResult> => {
       const auth = authOf(extra);
-      const scopes = auth.scopes;
       // (Over HTTP an OAuth token without the scope is answered 403 insufficient_scope before this; see http.ts.)
-      if (scopes) {
-        const missing = tool.scopes.filter((s) => !scopes.includes(s));
-        const anyOk = !tool.anyScopes?.length || tool.anyScopes.some((s) => scopes.includes(s));
-        if (missing.length || !anyOk) {
-          const needed = missing.length ? missing.join(' ') : `one of ${tool.anyScopes!.join(', ')}`;
-          return toolError(403, {
-            error: `Insufficient scope: ${tool.name} requires ${needed}`,
-            required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
-          });
-        }
+      const missing = auth.scopes ? missingScopes(tool, auth.scopes) : undefined;
+      if (missing) {
+        const required = missing.filter((s) => tool.scopes.includes(s));
+        return toolError(403, {
+          error: `Insufficient scope: ${tool.name} requires ${required.length ? required.join(' ') : `one of ${missing.join(', ')}`}`,
+          required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
+        });
       }
       const limit = deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.name);
       if (limit && !limit.allowed) {
@@ -297,7 +310,7 @@ async function idempotent(
     return result;
   } finally {
     stopHolding();
-    const status = result?.isError ? Number((result.structuredContent as { status?: number } | undefined)?.status ?? 500) : 200;
+    const status = result?.isError ? Number(errorOf(result)?.status ?? 500) : 200;
     const settle =
       result && keepsIdempotentAnswer(status)
         ? store.complete(id, claim.owner, fingerprint, { status, body: JSON.stringify(result) }, IDEMPOTENCY_TTL_MS)
@@ -308,22 +321,14 @@ async function idempotent(
 
 // ---- schema helpers ----
 
-// Bounds of the gRPC wire types: paging is int32, ids and byte sizes int64 read back as safe integers.
-// A larger number cannot be encoded (the call would fail as an internal error), so the schemas refuse it.
-export const INT32_MAX = 2_147_483_647;
-export const ID_MAX = Number.MAX_SAFE_INTEGER;
+// Bounds of the gRPC wire types (@imagegen/api-schemas): paging is int32, ids and byte sizes int64 read back as
+// safe integers. A larger number cannot be encoded (the call would fail as an internal error), so the schemas refuse it.
+export { ID_MAX, INT32_MAX };
 
 export const s = {
   id: (what: string) => z.number().int().min(1).max(ID_MAX).describe(what),
   identifier: (what: string) =>
     z.union([z.number().int().min(1).max(ID_MAX), z.string().min(1).max(200)]).describe(`${what}: numeric id or exact name`),
-  sessionId: () =>
-    z
-      .string()
-      .min(1)
-      .max(200)
-      .optional()
-      .describe('Application session id: pass the same value to group operations (returned by generation tools)'),
   limit: (def: number, max: number) => z.number().int().min(1).max(max).optional().describe(`Page size (default ${def}, max ${max})`),
   offset: () => z.number().int().min(0).max(INT32_MAX).optional().describe('Items to skip (default 0)'),
 };

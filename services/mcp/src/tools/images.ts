@@ -1,4 +1,11 @@
-import { EditImageBody, GenerateImagesBody } from '@imagegen/api-schemas';
+import {
+  DeleteImagesBody,
+  EditImageBody,
+  GenerateImagesBody,
+  ImageListQuery,
+  snakeCased,
+  UploadForEditingInput,
+} from '@imagegen/api-schemas';
 import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
 import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
 import {
@@ -8,15 +15,12 @@ import {
   generatedImageJson,
   imageDetailJson,
   imageJson,
-  MODEL_IDS,
   notFound,
   uploadForEditingJson,
 } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
 import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
-
-export { ASPECT_RATIOS } from '@imagegen/api-schemas';
 
 const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
@@ -191,33 +195,14 @@ const listImages = defineTool({
   name: 'list_images',
   description: 'List images, newest first, with optional filters (search, dates, ratio, operation, size, session, model...).',
   scopes: ['images:read'],
-  input: {
-    limit: s.limit(20, 100),
-    offset: s.offset(),
-    search: z.string().min(1).max(200).optional().describe('Prompt text search'),
-    search_mode: z.enum(['exact', 'all', 'any']).optional().describe('exact phrase (default), all words, any word'),
-    date_from: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
-    date_to: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
-    aspect_ratio: z.string().max(20).optional().describe('e.g. 1:1'),
-    operation_type: z.string().max(50).optional().describe('generate, edit, upload, ...'),
-    min_size: z.number().min(0).max(ID_MAX).optional().describe('Minimum size in bytes'),
-    max_size: z.number().min(0).max(ID_MAX).optional().describe('Maximum size in bytes'),
-    session_id: z.string().min(1).max(200).optional().describe('Only images of this session'),
-    has_negative_prompt: z.boolean().optional().describe('Only images with a negative prompt'),
-    model_id: z.enum(MODEL_IDS).optional().describe('Only images of this model'),
-    resolution_tier: z.string().max(50).optional().describe('0.5k, 1k, 2k, 4k; comma-separated allowed'),
-    style_preset_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this style preset'),
-    product_reference_id: z.number().int().min(1).max(ID_MAX).optional().describe('Only images made with this product'),
-    is_reference: z.boolean().optional().describe('true: reference images only'),
-    cursor: z.string().max(200).optional().describe('Continue after a previous answer (its pagination.nextCursor); not with offset'),
-  },
+  input: snakeCased(ImageListQuery.shape),
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await libraryArgs(() =>
       ctx.deps.clients.library.listImages(
         ListImagesRequest.fromPartial({
-          limit: args.limit ?? 20,
-          offset: args.offset ?? 0,
+          limit: args.limit,
+          offset: args.offset,
           search: args.search,
           searchMode: args.search_mode,
           dateFrom: args.date_from,
@@ -264,7 +249,7 @@ const deleteImages = defineTool({
   name: 'delete_images',
   description: 'Delete up to 20 images at once; reports which were deleted and which failed.',
   scopes: ['images:delete'],
-  input: { image_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(20).describe('Image ids (1-20)') },
+  input: { image_ids: DeleteImagesBody.shape.ids },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
     // As POST /api/images/delete-bulk: a repeated id counts once.
@@ -284,19 +269,14 @@ const uploadImageForEditing = defineTool({
   name: 'upload_image_for_editing',
   description: 'Fetch an image from a public URL into the library so it can be edited.',
   scopes: ['images:edit'],
-  input: {
-    image_url: z.string().min(1).max(2048).describe('Public http(s) URL of a PNG, JPEG, WebP or GIF image (max 20 MB)'),
-    file_name: z.string().max(255).optional().describe('Original file name'),
-    mime_type: z.string().max(100).optional().describe('Informative; the type is detected from the bytes'),
-    session_id: s.sessionId(),
-  },
+  input: UploadForEditingInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const res = await ctx.deps.clients.generation.uploadForEditing(
       {
-        imageUrl: args.image_url,
+        imageUrl: args.image_url ?? undefined,
         fileName: args.file_name,
-        mimeType: args.mime_type,
+        mimeType: args.mime_type ?? undefined,
         sessionId: args.session_id,
         toolName: 'upload_image_for_editing',
       },

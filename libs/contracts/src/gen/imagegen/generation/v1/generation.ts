@@ -220,7 +220,9 @@ export interface ListActiveExecutionsRequest {
 
 export interface ListExecutionsResponse {
   executions: Execution[];
+  /** Counted up to 1,000 rows (as the image lists): above that, total is 1000 and total_is_exact false. */
   total: number;
+  totalIsExact: boolean;
 }
 
 export interface GetProviderStatusRequest {
@@ -3146,7 +3148,7 @@ export const ListActiveExecutionsRequest: MessageFns<ListActiveExecutionsRequest
 };
 
 function createBaseListExecutionsResponse(): ListExecutionsResponse {
-  return { executions: [], total: 0 };
+  return { executions: [], total: 0, totalIsExact: false };
 }
 
 export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
@@ -3156,6 +3158,9 @@ export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
     }
     if (message.total !== 0) {
       writer.uint32(16).int32(message.total);
+    }
+    if (message.totalIsExact !== false) {
+      writer.uint32(24).bool(message.totalIsExact);
     }
     return writer;
   },
@@ -3189,6 +3194,14 @@ export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
             message.total = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.totalIsExact = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3207,6 +3220,11 @@ export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
         ? object.executions.map((e: any) => Execution.fromJSON(e))
         : [],
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+      totalIsExact: isSet(object.totalIsExact)
+        ? globalThis.Boolean(object.totalIsExact)
+        : isSet(object.total_is_exact)
+        ? globalThis.Boolean(object.total_is_exact)
+        : false,
     };
   },
 
@@ -3218,6 +3236,9 @@ export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
     if (message.total !== 0) {
       obj.total = Math.round(message.total);
     }
+    if (message.totalIsExact !== false) {
+      obj.totalIsExact = message.totalIsExact;
+    }
     return obj;
   },
 
@@ -3228,6 +3249,7 @@ export const ListExecutionsResponse: MessageFns<ListExecutionsResponse> = {
     const message = createBaseListExecutionsResponse();
     message.executions = object.executions?.map((e) => Execution.fromPartial(e)) || [];
     message.total = object.total ?? 0;
+    message.totalIsExact = object.totalIsExact ?? false;
     return message;
   },
 };

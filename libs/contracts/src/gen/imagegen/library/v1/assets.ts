@@ -314,6 +314,11 @@ export interface RunSearchPresetRequest {
   /** 1-100, 0 = default 20 */
   limit: number;
   offset: number;
+  /**
+   * Continue after the last row of a previous answer (its next_cursor); not with offset. 400 'Invalid request
+   * payload' (details ['cursor is invalid']) when it was changed or made for another tenant or sort.
+   */
+  cursor?: string | undefined;
 }
 
 export interface RunSearchPresetResponse {
@@ -325,6 +330,10 @@ export interface RunSearchPresetResponse {
   total: number;
   limit: number;
   offset: number;
+  /** false: total is a lower bound (counted with a bound, as for ListImages). */
+  totalIsExact: boolean;
+  /** Continues after this page's last row (request cursor); empty on the last page. */
+  nextCursor: string;
 }
 
 export interface ResolveGenerationAssetsRequest {
@@ -5215,7 +5224,7 @@ export const CreateSearchPresetRequest: MessageFns<CreateSearchPresetRequest> = 
 };
 
 function createBaseRunSearchPresetRequest(): RunSearchPresetRequest {
-  return { identifier: "", limit: 0, offset: 0 };
+  return { identifier: "", limit: 0, offset: 0, cursor: undefined };
 }
 
 export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
@@ -5228,6 +5237,9 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
     }
     if (message.offset !== 0) {
       writer.uint32(24).int32(message.offset);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(34).string(message.cursor);
     }
     return writer;
   },
@@ -5269,6 +5281,14 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
             message.offset = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5286,6 +5306,7 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
       identifier: isSet(object.identifier) ? globalThis.String(object.identifier) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -5300,6 +5321,9 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -5311,12 +5335,13 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
     message.identifier = object.identifier ?? "";
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseRunSearchPresetResponse(): RunSearchPresetResponse {
-  return { preset: undefined, images: [], total: 0, limit: 0, offset: 0 };
+  return { preset: undefined, images: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: "" };
 }
 
 export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
@@ -5335,6 +5360,12 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     }
     if (message.offset !== 0) {
       writer.uint32(40).int32(message.offset);
+    }
+    if (message.totalIsExact !== false) {
+      writer.uint32(48).bool(message.totalIsExact);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(58).string(message.nextCursor);
     }
     return writer;
   },
@@ -5392,6 +5423,22 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
             message.offset = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.totalIsExact = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5411,6 +5458,16 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      totalIsExact: isSet(object.totalIsExact)
+        ? globalThis.Boolean(object.totalIsExact)
+        : isSet(object.total_is_exact)
+        ? globalThis.Boolean(object.total_is_exact)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
     };
   },
 
@@ -5431,6 +5488,12 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.totalIsExact !== false) {
+      obj.totalIsExact = message.totalIsExact;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -5446,6 +5509,8 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     message.total = object.total ?? 0;
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.totalIsExact = object.totalIsExact ?? false;
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };

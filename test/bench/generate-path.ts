@@ -1,0 +1,521 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase } from '@imagegen/platform';
+import { renderImage } from '../../services/sandbox-provider/src/render.js';
+import { createApi, createTestTenant } from '../support/api.js';
+import { freePort, waitForUrl } from '../support/processes.js';
+import { fmt, machineLoad, median, percentile } from './util.js';
+
+// sharp is a dependency of the services, not of the test package.
+const requireFromLibrary = createRequire(new URL('../../services/library/package.json', import.meta.url));
+const sharp: any = requireFromLibrary('sharp');
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const PROMPT = 'a benchmark picture of a lighthouse at dusk';
+
+/**
+ * Issue 16 item 5: the generate path's own cost. A fixed upstream (both provider protocols, answering a
+ * pre-encoded 1024x1024 PNG at once) and the all-in-one stack as a child process pointed at it; N sequential
+ * unloaded POST /api/images n=1. Prints, with sharp's own CPU for the image work measured in the same run
+ * (decode + 200x200 WebP thumbnail exactly as the library renders it):
+ *  - CPU per stored image of the stack process (/proc/<pid>/stat, every thread: libvips' included),
+ *  - added latency p50: the request's time minus the upstream's own time for it,
+ *  - the targets (image work + 4 ms CPU, image work + 3 ms latency) and pass/fail,
+ *  - what one image costs in SQL statements and round trips (a second, short run through a counting proxy in
+ *    front of PostgreSQL, so the timed run has no extra hop), gRPC calls and events published (/metrics).
+ * BENCH_GENERATE_N (default 200) requests after BENCH_GENERATE_WARMUP (default 30).
+ */
+export async function benchGeneratePath(): Promise<void> {
+  const n = Number(process.env.BENCH_GENERATE_N ?? 200);
+  const warmup = Number(process.env.BENCH_GENERATE_WARMUP ?? 30);
+  const png = await renderImage({ width: 1024, height: 1024, format: 'png', text: PROMPT });
+  const upstream = await startFixedUpstream(png);
+  try {
+    // The timed run: the stack talks to PostgreSQL directly.
+    const timed = await startChildStack(upstream.url);
+    let run: Timed;
+    let sharpCpu: number;
+    try {
+      await timed.request(warmup);
+      const idleCpuPerSec = await idleCpu(timed.pid, 2000);
+      sharpCpu = await sharpImageWork(png, 20); // warm-up of sharp in this process
+      run = await timed.timedRun(n, upstream);
+      sharpCpu = await sharpImageWork(png, Math.max(50, Math.min(n, 200)));
+      run.idleCpuPerSec = idleCpuPerSec;
+    } finally {
+      await timed.stop();
+    }
+
+    // The counting run: the same path through a proxy that reads the PostgreSQL protocol.
+    const proxy = await startPgCountingProxy(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+    const counted = await startChildStack(upstream.url, proxy);
+    let counts: Counts;
+    try {
+      await counted.request(10);
+      const countN = Math.min(n, 50);
+      const before = await counted.metrics();
+      proxy.reset();
+      const t0 = performance.now();
+      await counted.request(countN);
+      const seconds = (performance.now() - t0) / 1000;
+      const sqlRun = proxy.snapshot();
+      const after = await counted.metrics();
+      proxy.reset();
+      await new Promise((r) => setTimeout(r, 3000));
+      const sqlIdle = proxy.snapshot();
+      counts = { n: countN, seconds, sqlRun, sqlIdle, metrics: diffMetrics(before, after) };
+    } finally {
+      await counted.stop();
+      await proxy.close();
+    }
+
+    report(n, png.length, run, sharpCpu, counts);
+  } finally {
+    await upstream.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The fixed upstream
+
+interface FixedUpstream {
+  url: string;
+  /** The upstream's own time (request received -> answer sent, ms) of every call, in order. */
+  times: number[];
+  close(): Promise<void>;
+}
+
+/** provA (generateContent) and provB (images/generations) answering one pre-encoded picture at once. */
+async function startFixedUpstream(png: Buffer): Promise<FixedUpstream> {
+  const b64 = png.toString('base64');
+  const provA = Buffer.from(
+    JSON.stringify({
+      candidates: [{ content: { role: 'model', parts: [{ inlineData: { mimeType: 'image/png', data: b64 } }] }, finishReason: 'STOP' }],
+      usageMetadata: { totalTokenCount: 1290 },
+    }),
+  );
+  const provB = Buffer.from(JSON.stringify({ created: 0, data: [{ b64_json: b64 }], usage: { total_tokens: 1290 } }));
+  const times: number[] = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const t0 = performance.now();
+    req.resume();
+    req.on('end', () => {
+      const body = req.url?.includes(':generateContent') ? provA : req.url?.includes('/images/') ? provB : undefined;
+      if (!body) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+        return;
+      }
+      res.on('finish', () => times.push(performance.now() - t0));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    times,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The stack as a child process
+
+interface Timed {
+  cpuPerImageMs: number;
+  wallPerImageMs: number;
+  latencies: number[];
+  added: number[];
+  upstream: number[];
+  failed: number;
+  idleCpuPerSec: number;
+  /** CPU per image by thread name. */
+  threads: Map<string, number>;
+}
+
+interface ChildStack {
+  pid: number;
+  request(count: number): Promise<number[]>;
+  timedRun(count: number, upstream: FixedUpstream): Promise<Timed>;
+  metrics(): Promise<Map<string, number>>;
+  stop(): Promise<void>;
+}
+
+async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Promise<ChildStack> {
+  const db = await createTestDatabase(undefined, 'benchgen');
+  const dbUrl = proxy ? proxy.urlFor(db.url) : db.url;
+  const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-benchgen-'));
+  const port = await freePort();
+  const adminToken = `adm_${randomBytes(16).toString('hex')}`;
+  // BENCH_CPU_PROF=<dir>: the stack writes a V8 CPU profile there when it stops (where its CPU goes).
+  const prof = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...prof, '--import', 'tsx', 'services/stack/src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      DATABASE_URL: dbUrl,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      ADMIN_TOKEN: adminToken,
+      ADMIN_EMAIL: 'root@example.com',
+      ADMIN_PASSWORD: 'correct horse battery staple',
+      CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'warn',
+      ALLOW_LOOPBACK_FETCH: '1',
+      RATE_LIMIT_DISABLED: '1',
+      EVENTS_PREFIX: `bg${randomBytes(4).toString('hex')}`,
+      PROVA_BASE_URL: upstreamUrl,
+      PROVB_BASE_URL: upstreamUrl,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitForUrl(`${baseUrl}/health`, 120_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    await exited;
+    await db.drop();
+    throw err;
+  }
+  const api = createApi(baseUrl, adminToken);
+  const tenant = await createTestTenant(api, `bg${randomBytes(4).toString('hex')}`, {
+    rate_limit_per_minute: 100_000_000,
+    monthly_quota_mb: 100_000_000,
+  });
+  const body = JSON.stringify({ prompt: PROMPT, n: 1 });
+  const one = async (): Promise<{ ok: boolean; ms: number }> => {
+    const t0 = performance.now();
+    const res = await fetch(`${baseUrl}/api/images`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': tenant.liveKey },
+      body,
+    });
+    const text = await res.text();
+    const ms = performance.now() - t0;
+    if (res.status !== 200) console.error(`POST /api/images answered ${res.status}: ${text.slice(0, 300)}`);
+    return { ok: res.status === 200, ms };
+  };
+  const pid = child.pid as number;
+  return {
+    pid,
+    async request(count) {
+      const out: number[] = [];
+      for (let i = 0; i < count; i++) out.push((await one()).ms);
+      return out;
+    },
+    async timedRun(count, upstream) {
+      const latencies: number[] = [];
+      const added: number[] = [];
+      const ups: number[] = [];
+      let failed = 0;
+      const cpu0 = processCpuMs(pid);
+      const threads0 = threadCpuMs(pid);
+      const t0 = performance.now();
+      for (let i = 0; i < count; i++) {
+        const calls = upstream.times.length;
+        const r = await one();
+        if (!r.ok) {
+          failed++;
+          continue;
+        }
+        const upstreamMs = upstream.times.slice(calls).reduce((a, b) => a + b, 0);
+        latencies.push(r.ms);
+        ups.push(upstreamMs);
+        added.push(r.ms - upstreamMs);
+      }
+      const wall = performance.now() - t0;
+      const cpu = processCpuMs(pid) - cpu0;
+      const ok = count - failed;
+      const threads = new Map<string, number>();
+      for (const [k, v] of threadCpuMs(pid)) threads.set(k, (v - (threads0.get(k) ?? 0)) / Math.max(1, ok));
+      return {
+        cpuPerImageMs: cpu / Math.max(1, ok),
+        wallPerImageMs: wall / Math.max(1, ok),
+        latencies,
+        added,
+        upstream: ups,
+        failed,
+        idleCpuPerSec: 0,
+        threads,
+      };
+    },
+    async metrics() {
+      const res = await fetch(`${baseUrl}/metrics`);
+      return parseMetrics(await res.text());
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** User + system CPU of a process, every thread (utime and stime of /proc/<pid>/stat), in ms. */
+function processCpuMs(pid: number, tid?: string): number {
+  const stat = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may contain spaces) start at field 3.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+/** CPU (ms) of each thread of a process by thread name (main thread 'node', libuv pool, V8 workers, libvips). */
+function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8')
+        .trim()
+        .replace(/[0-9]+$/, '');
+      const key = tid === String(pid) ? 'main thread' : name;
+      out.set(key, (out.get(key) ?? 0) + processCpuMs(pid, tid));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** sysconf(_SC_CLK_TCK): 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
+
+/** The stack's own CPU while idle (pollers, heartbeats), in ms per second. */
+async function idleCpu(pid: number, ms: number): Promise<number> {
+  const c0 = processCpuMs(pid);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, ms));
+  return (processCpuMs(pid) - c0) / ((performance.now() - t0) / 1000);
+}
+
+/**
+ * The image work of one stored picture, exactly as the library does it (store-image.ts processImage): the
+ * header, then decode + EXIF rotation + 200x200 fit-inside WebP thumbnail. CPU of this process (every
+ * thread) per image, median of 5 batches.
+ */
+async function sharpImageWork(png: Buffer, count: number): Promise<number> {
+  const batches: number[] = [];
+  const per = Math.max(1, Math.round(count / 5));
+  for (let b = 0; b < 5; b++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < per; i++) {
+      await sharp(png).metadata();
+      await sharp(png).rotate().resize(200, 200, { fit: 'inside', withoutEnlargement: true }).webp({ quality: 80, effort: 2 }).toBuffer();
+    }
+    const c = process.cpuUsage(c0);
+    batches.push((c.user + c.system) / 1000 / per);
+  }
+  return median(batches);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// /metrics
+
+function parseMetrics(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (
+      !line.startsWith('imagegen_grpc_client_handled_total') &&
+      !line.startsWith('imagegen_events_published_total') &&
+      !line.startsWith('imagegen_events_consumed_total')
+    )
+      continue;
+    const i = line.lastIndexOf(' ');
+    out.set(line.slice(0, i), Number(line.slice(i + 1)));
+  }
+  return out;
+}
+
+function diffMetrics(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d > 0) out.set(k, d);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// PostgreSQL protocol counting proxy
+
+interface SqlCounts {
+  /** Statements executed (extended-protocol Execute + simple Query), by statement text. */
+  statements: Map<string, number>;
+  /** Client writes carrying at least one statement after the server last answered: round trips. */
+  roundTrips: number;
+  transactions: number;
+}
+
+interface PgCountingProxy {
+  urlFor(dbUrl: string): string;
+  reset(): void;
+  snapshot(): SqlCounts;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy in front of PostgreSQL that reads the frontend messages (Parse names a statement's text,
+ * Bind picks it, Execute runs it; Query is the simple protocol) and counts statements and round trips.
+ */
+async function startPgCountingProxy(baseUrl: string): Promise<PgCountingProxy> {
+  const target = new URL(baseUrl);
+  let counts: SqlCounts = { statements: new Map(), roundTrips: 0, transactions: 0 };
+  const sockets = new Set<Socket>();
+  const server: TcpServer = createTcpServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    const named = new Map<string, string>();
+    let bound = '';
+    let started = false;
+    let pending: Buffer = Buffer.alloc(0);
+    let serverSpoke = true;
+    const count = (text: string) => {
+      const key = text.replace(/\s+/g, ' ').trim().slice(0, 110);
+      counts.statements.set(key, (counts.statements.get(key) ?? 0) + 1);
+      if (/^commit\b/i.test(key)) counts.transactions++;
+    };
+    client.on('data', (chunk: Buffer) => {
+      upstream.write(chunk);
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      let statements = 0;
+      for (;;) {
+        if (!started) {
+          if (pending.length < 4) break;
+          const len = pending.readInt32BE(0);
+          if (pending.length < len) break;
+          pending = pending.subarray(len);
+          started = true;
+          continue;
+        }
+        if (pending.length < 5) break;
+        const type = String.fromCharCode(pending[0]);
+        const len = pending.readInt32BE(1);
+        if (pending.length < 1 + len) break;
+        const body = pending.subarray(5, 1 + len);
+        if (type === 'P') {
+          const nameEnd = body.indexOf(0);
+          const textEnd = body.indexOf(0, nameEnd + 1);
+          named.set(body.subarray(0, nameEnd).toString(), body.subarray(nameEnd + 1, textEnd).toString());
+        } else if (type === 'B') {
+          const portalEnd = body.indexOf(0);
+          const stmtEnd = body.indexOf(0, portalEnd + 1);
+          bound = body.subarray(portalEnd + 1, stmtEnd).toString();
+        } else if (type === 'E') {
+          count(named.get(bound) ?? '?');
+          statements++;
+        } else if (type === 'Q') {
+          count(body.subarray(0, body.length - 1).toString());
+          statements++;
+        }
+        pending = pending.subarray(1 + len);
+      }
+      if (statements > 0 && serverSpoke) {
+        counts.roundTrips++;
+        serverSpoke = false;
+      }
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      serverSpoke = true;
+      client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    urlFor(dbUrl) {
+      const u = new URL(dbUrl);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    reset() {
+      counts = { statements: new Map(), roundTrips: 0, transactions: 0 };
+    },
+    snapshot() {
+      return { statements: new Map(counts.statements), roundTrips: counts.roundTrips, transactions: counts.transactions };
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+
+interface Counts {
+  n: number;
+  seconds: number;
+  sqlRun: SqlCounts;
+  sqlIdle: SqlCounts;
+  metrics: Map<string, number>;
+}
+
+function report(n: number, pngBytes: number, run: Timed, sharpCpu: number, counts: Counts): void {
+  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  const added = sorted(run.added);
+  const addedP50 = percentile(added, 50);
+  const cpuTarget = sharpCpu + 4;
+  const latencyTarget = sharpCpu + 3;
+  const idleShare = (run.idleCpuPerSec * run.wallPerImageMs) / 1000;
+  const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+  console.log(`\n== generate path: POST /api/images n=1, unloaded, ${n} sequential requests, fixed upstream ==`);
+  console.log(`machine                          ${machineLoad()}`);
+  console.log(
+    `upstream answer                  1024x1024 PNG, ${pngBytes} bytes (base64 in JSON), own time p50 ${fmt(median(run.upstream), 2)} ms`,
+  );
+  console.log(`sharp's own image work (CPU)     ${fmt(sharpCpu, 2)} ms per image (header + decode + 200x200 WebP thumbnail)`);
+  console.log(
+    `stack CPU per stored image       ${fmt(run.cpuPerImageMs, 2)} ms (of which idle pollers ~${fmt(idleShare, 2)} ms; idle ${fmt(run.idleCpuPerSec, 1)} ms/s)  target <= ${fmt(cpuTarget, 2)} ms  ${verdict(run.cpuPerImageMs <= cpuTarget)}`,
+  );
+  console.log(
+    `added latency p50                ${fmt(addedP50, 2)} ms (p90 ${fmt(percentile(added, 90), 2)} ms; request p50 ${fmt(percentile(sorted(run.latencies), 50), 2)} ms)  target <= ${fmt(latencyTarget, 2)} ms  ${verdict(addedP50 <= latencyTarget)}`,
+  );
+  const byThread = [...run.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  console.log(`  by thread: ${byThread.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+  if (run.failed) console.log(`failed requests                  ${run.failed}`);
+
+  const per = (x: number) => fmt(x / counts.n, 2);
+  const idleScale = counts.seconds / 3;
+  const total = [...counts.sqlRun.statements.values()].reduce((a, b) => a + b, 0);
+  const idleTotal = [...counts.sqlIdle.statements.values()].reduce((a, b) => a + b, 0);
+  console.log(
+    `SQL per image                    ${per(total)} statements, ${per(counts.sqlRun.roundTrips)} round trips, ${per(counts.sqlRun.transactions)} transactions (${counts.n} requests; while idle the same time: ${fmt((idleTotal * idleScale) / counts.n, 2)} statements, ${fmt((counts.sqlIdle.roundTrips * idleScale) / counts.n, 2)} round trips per image)`,
+  );
+  const rows = [...counts.sqlRun.statements.entries()].sort((a, b) => b[1] - a[1]);
+  for (const [text, c] of rows) console.log(`  ${per(c).padStart(6)}  ${text}`);
+  const grpc = [...counts.metrics.entries()].filter(([k]) => k.startsWith('imagegen_grpc_client_handled_total'));
+  const events = [...counts.metrics.entries()].filter(([k]) => k.startsWith('imagegen_events_'));
+  console.log(`gRPC calls per image             ${per(grpc.reduce((a, [, v]) => a + v, 0))}`);
+  for (const [k, v] of grpc) console.log(`  ${per(v).padStart(6)}  ${/method="([^"]+)"/.exec(k)?.[1] ?? k}`);
+  console.log(
+    `events per image                 ${per(events.filter(([k]) => k.includes('published')).reduce((a, [, v]) => a + v, 0))} published`,
+  );
+  for (const [k, v] of events) console.log(`  ${per(v).padStart(6)}  ${k.replace(/^imagegen_/, '')}`);
+}
