@@ -98,6 +98,15 @@ describe.each([
     expect(await storage.stat(key)).toEqual({ size: data.length, contentType: 'application/x-custom' });
   });
 
+  it('puts a fresh key with the type its extension implies or another one', async () => {
+    const implied = tenantKey('t1', 'images', 'fresh-a.png');
+    await storage.put(implied, Buffer.from('x'), 'image/png', { fresh: true });
+    expect(await storage.stat(implied)).toEqual({ size: 1, contentType: 'image/png' });
+    const other = tenantKey('t1', 'images', 'fresh-b.png');
+    await storage.put(other, Buffer.from('yy'), 'image/webp', { fresh: true });
+    expect(await storage.stat(other)).toEqual({ size: 2, contentType: 'image/webp' });
+  });
+
   it('overwrites an existing key', async () => {
     const key = tenantKey('t1', 'images', 'over.png');
     await storage.put(key, Buffer.from('first version'), 'image/png');

@@ -172,10 +172,6 @@ class NotRunning extends Error {}
  * Two round trips: BEGIN, the update (with the log lines) and the event in one write, then COMMIT (or ROLLBACK
  * when the update found no running execution). The event is built beforehand, so the end time and duration
  * are taken on this process's clock (started_at is written from it too).
- * A completed execution's event goes out at the relay's next poll, not at once: its consumers' work is the
- * commit of the execution's images, which the pipeline does right after this (completeWithImages), so they
- * find it done (the library's consumer is the backstop for a lost commit call) and the usage count waits
- * at most the poll interval. A failed execution's event wakes the relay: its images are discarded by the consumer.
  */
 export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
   const completedAt = new Date(Math.max(Date.now(), f.execution.startedAt.getTime()));
@@ -230,7 +226,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
             ORDER BY x.n
           )
           SELECT execution_id FROM done`,
-        writeOutbox(tx, { ...event, notify: f.status !== 'completed' }),
+        writeOutbox(tx, event),
       ]);
       if (!row) throw new NotRunning();
       return true;

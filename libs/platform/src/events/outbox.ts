@@ -15,12 +15,6 @@ export interface OutboxEvent {
   id?: string;
   /** Owner schema; default: the connection's search_path (current_schema()). */
   schema?: string;
-  /**
-   * false: no NOTIFY, the relay sends the event at its next poll (OutboxRelayOptions.pollMs) together with
-   * whatever else is there. For events whose consumers' work the writer normally does itself right after
-   * (so they come after it and find nothing left to do). Default true: the relay wakes at the commit.
-   */
-  notify?: boolean;
 }
 
 /** NOTIFY channel the relay of `schema` listens on. */
@@ -43,10 +37,7 @@ export async function writeOutbox(tx: Sql | TransactionSql, event: OutboxEvent):
   // same for every row of a transaction), so events written in one transaction (QuotaCrossed 80 then
   // 100) keep their order instead of tying and going out in whatever order the plan returns them.
   // One statement: the row and the NOTIFY (a data-modifying CTE runs even though nothing reads it).
-  if (event.notify === false) {
-    await tx`INSERT INTO ${event.schema ? tx`${tx(event.schema)}.outbox` : tx`outbox`} (id, subject, payload, headers, created_at)
-      VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())`;
-  } else if (event.schema) {
+  if (event.schema) {
     await tx`WITH o AS (
         INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers, created_at)
         VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
@@ -150,7 +141,12 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   };
 
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
-  async function round(): Promise<{ more: boolean; retryInMs?: number }> {
+  // peek: a poll that nothing woke, which usually finds nothing: one autocommit read first, no transaction then.
+  async function round(peek: boolean): Promise<{ more: boolean; retryInMs?: number }> {
+    if (peek) {
+      const [r] = await sql`SELECT EXISTS (SELECT 1 FROM ${sql(schema)}.outbox WHERE published_at IS NULL) AS waiting`;
+      if (!r.waiting) return { more: false };
+    }
     const dead: DeadLetter[] = [];
     // Two round trips when rows go out: BEGIN with the claim, then the marks with COMMIT (pipelinedTransaction).
     const result = await pipelinedTransaction(sql, async (tx, commit) => {
@@ -257,14 +253,16 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   }
 
   const loop = (async () => {
+    let polled = false;
     while (!stopped) {
       let next: { more: boolean; retryInMs?: number } = { more: false };
       try {
-        next = await round();
+        next = await round(polled);
         await cleanup();
       } catch (err) {
         log.warn({ err }, 'outbox relay round failed');
       }
+      polled = false;
       if (stopped) continue;
       if (next.retryInMs === undefined) {
         if (next.more) continue;
@@ -275,11 +273,11 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       }
       // After a failed publish new rows (NOTIFY) do not shorten the wait: they queue behind the failed one.
       retryDelaying = next.retryInMs !== undefined;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, next.retryInMs ?? pollMs);
+      polled = await new Promise<boolean>((resolve) => {
+        const t = setTimeout(() => resolve(next.retryInMs === undefined), next.retryInMs ?? pollMs);
         wake = () => {
           clearTimeout(t);
-          resolve();
+          resolve(false);
         };
       });
       wake = undefined;

@@ -92,15 +92,16 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
   return {
     kind: 'fs',
 
-    async put(key, data, contentType) {
+    async put(key, data, contentType, opts) {
       const path = pathOf(key);
       await ensureDir(dirname(path));
       // Sidecar first: a concurrent reader may see the new type with the old bytes, never a missing type.
       // A type the key's extension already implies (the usual case: image/png for .png) needs no sidecar,
       // readers fall back to it; only a stale one from an earlier put of another type is removed.
       const sidecar = sidecarOf(path);
-      if (contentType === contentTypeFromKey(key)) await unlinkIfPresent(sidecar);
-      else await writeAtomic(sidecar, contentType);
+      if (contentType === contentTypeFromKey(key)) {
+        if (!opts?.fresh) await unlinkIfPresent(sidecar);
+      } else await writeAtomic(sidecar, contentType);
       await writeAtomic(path, data);
     },
 

@@ -8,7 +8,7 @@ export { createFsStorage, type FsStorageOptions } from './fs.js';
 export { isPlainKey, MAX_KEY_LENGTH, PLAIN_KEY_SQL, tenantKey, validateKey } from './keys.js';
 export { createS3Storage, type S3StorageOptions } from './s3.js';
 export { tracedStorage } from './traced.js';
-export type { ObjectStorage, ObjectStream } from './types.js';
+export type { ObjectStorage, ObjectStream, PutOptions } from './types.js';
 
 export interface StorageConfig {
   s3Endpoint?: string;

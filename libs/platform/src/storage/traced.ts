@@ -1,5 +1,5 @@
 import { SpanKind, withSpanInTrace } from '../telemetry.js';
-import type { ObjectStorage } from './types.js';
+import type { ObjectStorage, PutOptions } from './types.js';
 
 /**
  * Object storage with one CLIENT span per call (`storage put`, `storage get`, ...; attributes: backend and
@@ -21,7 +21,7 @@ export function tracedStorage(inner: ObjectStorage): ObjectStorage {
     plainKeyUrlPrefix: inner.plainKeyUrlPrefix,
     put: traced(
       'put',
-      (k: string, data: Buffer, type: string) => inner.put(k, data, type),
+      (k: string, data: Buffer, type: string, opts?: PutOptions) => inner.put(k, data, type, opts),
       (k, data) => ({ ...key(k), 'imagegen.storage.bytes': data.length }),
     ),
     get: traced('get', (k: string) => inner.get(k), key),

@@ -1,7 +1,6 @@
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, createTestDatabase, migrate, type Sql } from '../../src/db.js';
-import { createInProcessTransport, pipelinedTransaction, startOutboxRelay, writeOutbox } from '../../src/events/index.js';
+import { pipelinedTransaction } from '../../src/events/index.js';
 
 const SCHEMA = 'ptx';
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -54,25 +53,5 @@ describe('pipelinedTransaction', () => {
     const [r] = await sql`
       SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`;
     expect(r.n).toBe(0);
-  });
-});
-
-describe('writeOutbox without NOTIFY', () => {
-  it('is published by the relay at its next poll', async () => {
-    const logger = pino({ level: 'silent' });
-    const transport = createInProcessTransport({ logger });
-    const seen: string[] = [];
-    const sub = await transport.subscribe({ durable: 'ptx', subjects: ['ptx.quiet'], handler: async (m) => void seen.push(m.id) });
-    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport, logger, pollMs: 20 });
-    try {
-      const id = await sql.begin((tx) => writeOutbox(tx, { subject: 'ptx.quiet', data: new Uint8Array([1]), notify: false }));
-      for (let i = 0; i < 500 && !seen.includes(id); i++) await new Promise((r) => setTimeout(r, 10));
-      expect(seen).toEqual([id]);
-      expect(await relay.lag()).toBe(0);
-    } finally {
-      await relay.stop();
-      await sub.stop();
-      await transport.close();
-    }
   });
 });

@@ -34,32 +34,37 @@ export async function commitExecutionImages(
   imageIds?: number[],
 ): Promise<number> {
   if (!executionId) return 0;
-  // One read first: usually the ExecutionFinished consumer and generation's own call both come, and whichever
-  // comes second finds nothing left (no transaction then). It also tells whether unreported images are there.
-  const pending = await deps.sql`SELECT id FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`;
-  if (pending.length === 0) return 0;
-  const reported = imageIds?.length ? new Set(imageIds) : undefined;
-  const unreported = reported ? pending.some((r) => !reported.has(Number(r.id))) : false;
-  const only = imageIds?.length ? deps.sql`AND id = ANY(${imageIds}::bigint[])` : deps.sql``;
-  // Two round trips: BEGIN with the move, then the events with COMMIT.
-  const committed = await pipelinedTransaction(deps.sql, async (tx, commit) => {
+  const reported = imageIds?.length ? imageIds : undefined;
+  if (!reported) {
+    // The ExecutionFinished consumer: generation's own call usually came first and left nothing (no transaction then).
+    const [left] = await deps.sql`SELECT 1 FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} LIMIT 1`;
+    if (!left) return 0;
+  }
+  const only = reported ? deps.sql`AND id = ANY(${reported}::bigint[])` : deps.sql``;
+  // Two round trips: BEGIN with the move (which also counts the pending images the execution did not report),
+  // then the events with COMMIT.
+  const { committed, unreported } = await pipelinedTransaction(deps.sql, async (tx, commit) => {
     const rows = await tx`
       WITH moved AS (
         DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
         RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
+      ), ins AS (
+        INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
+        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
       )
-      INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
-      RETURNING ${tx.unsafe(IMAGE_COLUMNS)}`;
-    // The events go out together (one pipelined write on the transaction's connection), in id order.
-    await commit(
-      ...rows.map((r) => {
-        const row = rowFromDb(r as Record<string, unknown>);
-        return writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id });
-      }),
-    );
-    return rows.length;
+      SELECT others.n AS unreported_count, ins.* FROM (
+        SELECT count(*)::int AS n FROM pending_images
+        WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} AND ${reported ? tx`NOT (id = ANY(${reported}::bigint[]))` : tx`false`}
+      ) AS others LEFT JOIN ins ON true`;
+    const images = rows
+      .filter((r) => r.id !== null)
+      .map((r) => rowFromDb(r as Record<string, unknown>))
+      .sort((a, b) => a.id - b.id);
+    // The events go out together with COMMIT (one pipelined write on the transaction's connection), in id order.
+    await commit(...images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
+    return { committed: images.length, unreported: Number(rows[0]?.unreported_count ?? 0) };
   });
-  if (unreported) {
+  if (unreported > 0) {
     const n = await discardExecutionImages(deps, tenantId, executionId);
     if (n > 0) deps.logger?.warn({ executionId, images: n }, 'discarded pending images the execution never reported');
   }

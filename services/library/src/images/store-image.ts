@@ -162,8 +162,9 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const [objectKey, thumbnailKey] = keys;
   const written = keys;
   await Promise.all([
-    storage.put(objectKey, input.data, img.mimeType),
-    storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE),
+    // Fresh keys (a new uuid): no stale sidecar to look for.
+    storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
+    storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]).catch(async (err) => {
     await removeObjects({ sql, storage, logger: deps.logger }, written);
     throw err;
