@@ -94,7 +94,6 @@ export async function seedScale(
     for (const d of defs) await sql.unsafe(`DROP INDEX library."${d.indexname}"`);
     let rows = 0;
     for (const t of opts.tenants) {
-      await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql('$1::text', String(t.count))}`, [t.id]);
       await sql.unsafe(
         `INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
          SELECT $1::text, 'scale-' || $1::text || '-' || s, false, LEAST(1000, $2::int - s * 1000),
@@ -103,6 +102,8 @@ export async function seedScale(
          FROM generate_series(0, ($2::int - 1) / 1000) s ON CONFLICT DO NOTHING`,
         [t.id, t.count],
       );
+      // After the sessions: the insert trigger adds the images to their sessions' totals (migration 180).
+      await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql('$1::text', String(t.count))}`, [t.id]);
       rows += t.count;
     }
     if (opts.others > 0) {

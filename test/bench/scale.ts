@@ -5,7 +5,7 @@ import { fmt, load, machineLoad } from './util.js';
 /**
  * Issue 16 benchmark (`pnpm bench scale`): the image list queries at 10,000 and at 1,000,000 images in a tenant,
  * with 1,000,000 more images over 100 other tenants in the same table; p50/p99 of `GET /api/images?...` (and a
- * search preset run) through the gateway at 8 connections, and the growth of p99 from 10k to 1M.
+ * search preset run, and of the sessions list) through the gateway at 8 connections, and the growth of p99 from 10k to 1M.
  * Targets: p99 < 100 ms at 1M for page 1 and every filter, alone and combined, and p99 within 3x of 10k.
  * Seeding (scale-seed.ts) must take under two minutes.
  *
@@ -38,6 +38,10 @@ const QUERIES: { name: string; query: string | ((size: number) => string) }[] = 
   { name: 'aspect + tier + model (0.4%)', query: 'aspectRatio=21:9&resolutionTier=4k&modelId=provB-image-2' },
   { name: 'all 1% + isReference', query: 'search=copper%20lantern&searchMode=all&isReference=true' },
   { name: 'preset: exact 0.1%, largest', query: 'PRESET:{"search":"frozen whale","sortBy":"largest"}' },
+  // Sessions hold 1,000 images each: 10 sessions at 10k, 1,000 at 1M. The same page size at both sizes measures the
+  // growth; a page of 100 full sessions (only 10 exist at 10k) the bound at 1M.
+  { name: 'sessions list, limit=10', query: 'SESSIONS:limit=10' },
+  { name: 'sessions, limit=100 (10 at 10k)', query: 'SESSIONS:limit=100' },
   { name: 'preset: any 10%, smallest', query: 'PRESET:{"search":"misty harbor","searchMode":"any","sortBy":"smallest"}' },
 ];
 
@@ -91,6 +95,8 @@ export async function benchScale(): Promise<void> {
         if (qs === 'CURSOR') {
           const mid = await get(`/api/images?limit=20&offset=${n / 2}`);
           path = `/api/images?limit=20&cursor=${encodeURIComponent(mid.pagination.nextCursor as string)}`;
+        } else if (qs.startsWith('SESSIONS:')) {
+          path = `/api/sessions?${qs.slice(9)}`; // n / 1000 sessions of up to 1,000 images each, with their totals
         } else if (qs.startsWith('PRESET:')) {
           const r = await fetch(`${stack.baseUrl}/api/search-presets`, {
             method: 'POST',

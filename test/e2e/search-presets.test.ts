@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { callTool, mcpClient } from './mcp-support.js';
 import { chars, seeder, solidImage, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
@@ -182,6 +183,33 @@ describe('search presets', () => {
     const invalid = await s.api('/api/search-presets/abc/images', { key: tenant.liveKey });
     expect(invalid.status).toBe(400);
     expect(invalid.body).toEqual({ error: 'Invalid preset ID' });
+  });
+
+  it('MCP run_search_preset pages by cursor like GET /api/search-presets/:id/images', async () => {
+    const tenant = await s.createTenant();
+    for (const side of [16, 48, 32]) await seed.image(tenant.tenantId, { prompt: `a cat ${side}`, data: await solidImage(side, side) });
+    const preset = await create({ presetName: 'mcp cats', filters: { search: 'cat', sortBy: 'largest' } }, tenant.liveKey);
+    const id = preset.body.data.id as number;
+    const mcp = await mcpClient(s.baseUrl, tenant.liveKey);
+    try {
+      const rest1 = await s.api(`/api/search-presets/${id}/images?limit=2`, { key: tenant.liveKey });
+      const tool1 = await callTool(mcp, 'run_search_preset', { id, limit: 2 });
+      expect(tool1.ok).toBe(true);
+      expect(tool1.json.data).toEqual(rest1.body.data);
+      expect(tool1.json.pagination).toEqual({ ...rest1.body.pagination, nextCursor: expect.any(String) });
+      const cursor = tool1.json.pagination.nextCursor as string;
+      const rest2 = await s.api(`/api/search-presets/${id}/images?limit=2&cursor=${encodeURIComponent(cursor)}`, { key: tenant.liveKey });
+      const tool2 = await callTool(mcp, 'run_search_preset', { id, limit: 2, cursor });
+      expect(tool2.json.data.map((i: { id: number }) => i.id)).toEqual(rest2.body.data.map((i: { id: number }) => i.id));
+      expect(tool2.json.data).toHaveLength(1);
+      expect(tool2.json.pagination).toMatchObject({ nextCursor: null, totalIsExact: true });
+      // Three images over the two pages, none twice.
+      expect(new Set([...tool1.json.data, ...tool2.json.data].map((i: { id: number }) => i.id)).size).toBe(3);
+      const bad = await callTool(mcp, 'run_search_preset', { id, cursor, offset: 1 });
+      expect(bad.error).toMatchObject({ status: 400, error: 'Invalid request payload', details: ['cursor and offset cannot be combined'] });
+    } finally {
+      await mcp.close();
+    }
   });
 
   it('isolates tenants and needs an API key', async () => {

@@ -88,6 +88,14 @@ describe('search plan (walk or trigram index)', () => {
     // Each plan runs the way it says.
     expect(await executed(T, 'owl', 'walk')).toEqual({ walk: true, trigram: false });
     expect(await executed(T, 'p3999 ', 'trigram')).toEqual({ walk: false, trigram: true });
+    // The trigram way reads the (tenant, trigram) key index (migration 190).
+    const q = listImagesSql(T, { search: 'p3999 ' }, {}, { searchPlan: 'trigram' });
+    const [plan] = await h.sql.unsafe(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values as never[]);
+    expect(JSON.stringify(plan)).toContain('"Index Name":"images_prompt_trgm_keys"');
+    // Without three letters or digits in a row there are no keys to read: a rare search walks.
+    expect(await chooseSearchPlan(h.sql, T, { search: 'zz' })).toBe('walk');
+    expect(await chooseSearchPlan(h.sql, T, { search: 'p3999 zz', searchMode: 'any' })).toBe('walk');
+    expect(await chooseSearchPlan(h.sql, T, { search: 'p3999 zz', searchMode: 'all' })).toBe('trigram');
     const rare = await listImages(h.sql, T, { search: 'p3999 ' });
     expect(rare.rows.map((r) => r.prompt)).toEqual(['p3999 cat']);
     // A small list (inside the window) always walks.

@@ -87,18 +87,11 @@ export async function sessionImageCount(sql: Sql, tenantId: string, sessionId: s
   return r ? Number(r.image_count) : 0;
 }
 
+// The totals count listed images (not pending ones); kept in the row by triggers (migration 180), so a page of
+// sessions reads no image rows.
 const SUMMARY_SELECT = (sql: Sql) => sql`
   s.tenant_id, s.session_id, s.is_active, s.image_count, s.created_at, s.last_activity_at,
-  t.total_images, t.total_edits, t.total_bytes, t.total_tokens`;
-
-const TOTALS = (sql: Sql) => sql`
-  LEFT JOIN LATERAL (
-    SELECT count(*)::int AS total_images,
-      count(*) FILTER (WHERE i.operation = 'edit')::int AS total_edits,
-      COALESCE(sum(i.size_bytes), 0)::bigint AS total_bytes,
-      COALESCE(sum(i.tokens), 0)::bigint AS total_tokens
-    FROM images i WHERE i.tenant_id = s.tenant_id AND i.session_id = s.session_id
-  ) t ON true`;
+  s.total_images, s.total_edits, s.total_bytes, s.total_tokens`;
 
 function summaryFromDb(r: Record<string, unknown>): SessionSummaryRow {
   return {
@@ -113,18 +106,15 @@ function summaryFromDb(r: Record<string, unknown>): SessionSummaryRow {
 /** Sessions of a tenant, most recently active first. */
 export async function listSessions(sql: Sql, tenantId: string, limit: number, offset: number) {
   const [rows, [count]] = await Promise.all([
-    sql`SELECT ${SUMMARY_SELECT(sql)} FROM (
-          SELECT * FROM sessions WHERE tenant_id = ${tenantId}
-          ORDER BY last_activity_at DESC, session_id LIMIT ${limit} OFFSET ${offset}
-        ) s ${TOTALS(sql)}
-        ORDER BY s.last_activity_at DESC, s.session_id`,
+    sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s WHERE s.tenant_id = ${tenantId}
+        ORDER BY s.last_activity_at DESC, s.session_id LIMIT ${limit} OFFSET ${offset}`,
     sql`SELECT count(*)::int AS n FROM sessions WHERE tenant_id = ${tenantId}`,
   ]);
   return { sessions: rows.map((r) => summaryFromDb(r as Record<string, unknown>)), total: Number(count?.n ?? 0) };
 }
 
 export async function getSession(sql: Sql, tenantId: string, sessionId: string): Promise<SessionSummaryRow> {
-  const [r] = await sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s ${TOTALS(sql)}
+  const [r] = await sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s
     WHERE s.tenant_id = ${tenantId} AND s.session_id = ${sessionId}`;
   if (!r) throw notFound('Session not found');
   return summaryFromDb(r as Record<string, unknown>);

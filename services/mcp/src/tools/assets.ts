@@ -1,4 +1,5 @@
 import {
+  ImageListQuery,
   ProductBody,
   ProductGenerateBody,
   ProductListQuery,
@@ -361,11 +362,17 @@ const runSearchPreset = defineTool({
   name: 'run_search_preset',
   description: "Run a saved search preset's filters against the image library.",
   scopes: ['images:read'],
-  input: { id: s.id('Search preset id'), limit: s.limit(20, 100), offset: s.offset() },
+  // cursor: the shared definition of GET /api/images' (and list_images'), as GET /api/search-presets/:id/images takes it.
+  input: { id: s.id('Search preset id'), limit: s.limit(20, 100), offset: s.offset(), cursor: ImageListQuery.shape.cursor },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.runSearchPreset(
-      RunSearchPresetRequest.fromPartial({ identifier: String(args.id), limit: args.limit ?? 20, offset: args.offset ?? 0 }),
+      RunSearchPresetRequest.fromPartial({
+        identifier: String(args.id),
+        limit: args.limit ?? 20,
+        offset: args.offset ?? 0,
+        cursor: args.cursor === '' ? undefined : args.cursor,
+      }),
       ctx.principal,
     );
     return {
