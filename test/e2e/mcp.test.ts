@@ -472,6 +472,27 @@ describe('images', () => {
     await expectError(mcpB, 'get_execution', { execution_id: executionId }, 'Execution not found');
   });
 
+  it('list_sessions pages by cursor and refuses a bad one (issue 16)', async () => {
+    const ids = (r: { json: { data: { sessionId: string }[] } }) => r.json.data.map((x) => x.sessionId);
+    const all = await expectOk(mcp, 'list_sessions', { limit: 100 });
+    const expected = ids(all);
+    expect(expected.length).toBeGreaterThan(1);
+    expect(all.json.pagination).toEqual({ total: expected.length, limit: 100, offset: 0, totalIsExact: true, nextCursor: null });
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const r = await expectOk(mcp, 'list_sessions', cursor ? { limit: 1, cursor } : { limit: 1 });
+      paged.push(...ids(r));
+      cursor = r.json.pagination.nextCursor;
+    } while (cursor);
+    expect(paged).toEqual(expected);
+    const first = (await expectOk(mcp, 'list_sessions', { limit: 1 })).json.pagination.nextCursor as string;
+    const changed = `${first.slice(0, 3)}${first[3] === 'A' ? 'B' : 'A'}${first.slice(4)}`;
+    await expectError(mcp, 'list_sessions', { cursor: changed }, 'cursor is invalid');
+    await expectError(mcpB, 'list_sessions', { cursor: first }, 'cursor is invalid');
+    await expectError(mcp, 'list_sessions', { cursor: first, offset: 1 }, 'cursor and offset cannot be combined');
+  });
+
   it('works over the legacy SSE transport too', async () => {
     const sse = await mcpClient(stack.baseUrl, a.liveKey, 'sse');
     try {

@@ -43,7 +43,7 @@ describe('GET /api/sessions', () => {
     const r = await s.api('/api/sessions', { key: A.liveKey });
     expect(r.status).toBe(200);
     expect(r.body.data.map((x: { sessionId: string }) => x.sessionId)).toEqual(['shared', 'beta', 'alpha']);
-    expect(r.body.pagination).toEqual({ total: 3, limit: 20, offset: 0 });
+    expect(r.body.pagination).toEqual({ total: 3, limit: 20, offset: 0, totalIsExact: true, nextCursor: null });
     const alpha = r.body.data[2];
     expect(Object.keys(alpha).sort()).toEqual(
       [
@@ -65,7 +65,7 @@ describe('GET /api/sessions', () => {
 
     const page = await s.api('/api/sessions?limit=1&offset=1', { key: A.liveKey });
     expect(page.body.data.map((x: { sessionId: string }) => x.sessionId)).toEqual(['beta']);
-    expect(page.body.pagination).toEqual({ total: 3, limit: 1, offset: 1 });
+    expect(page.body.pagination).toEqual({ total: 3, limit: 1, offset: 1, totalIsExact: true, nextCursor: expect.any(String) });
 
     const b = await s.api('/api/sessions', { key: B.liveKey });
     expect(b.body.data.map((x: { sessionId: string }) => x.sessionId)).toEqual(['only-b', 'shared']);
@@ -83,6 +83,72 @@ describe('GET /api/sessions', () => {
       expect(r.status, q).toBe(400);
       expect(r.body).toEqual({ error: 'Invalid request payload', details: [detail] });
     }
+  });
+});
+
+describe('GET /api/sessions cursor paging (issue 16)', () => {
+  const ids = (r: { body: { data: { sessionId: string }[] } }) => r.body.data.map((x) => x.sessionId);
+
+  it('pages through all sessions as offset paging does; a session created meanwhile neither repeats nor skips older ones', async () => {
+    const C = await s.createTenant({ rate_limit_per_minute: 100000 });
+    // 25 sessions an hour ago, groups of 3 sharing a last_activity_at, and two 200-character ids among the ties.
+    await sql`INSERT INTO sessions (tenant_id, session_id, last_activity_at)
+      SELECT ${C.tenantId}, 'c' || lpad(g::text, 2, '0'), now() - interval '1 hour' - (g / 3) * interval '1 second'
+      FROM generate_series(1, 25) g`;
+    for (const id of ['é'.repeat(200), '"?&'.repeat(66)]) {
+      await sql`INSERT INTO sessions (tenant_id, session_id, last_activity_at)
+        SELECT ${C.tenantId}, ${id}, last_activity_at FROM sessions WHERE tenant_id = ${C.tenantId} AND session_id = 'c06'`;
+    }
+    const byOffset: string[] = [];
+    for (let offset = 0; ; offset += 4) {
+      const r = await s.api(`/api/sessions?limit=4&offset=${offset}`, { key: C.liveKey });
+      if (r.body.data.length === 0) break;
+      byOffset.push(...ids(r));
+    }
+    expect(byOffset).toHaveLength(27);
+
+    const byCursor: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const r = await s.api(`/api/sessions?limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: C.liveKey });
+      expect(r.status).toBe(200);
+      expect(r.body.pagination).toMatchObject({ limit: 4, offset: 0, totalIsExact: true });
+      byCursor.push(...ids(r));
+      cursor = r.body.pagination.nextCursor;
+      // A new session (most recently active) after the first page: offset paging would now repeat a row.
+      if (++pages === 1) await sql`INSERT INTO sessions (tenant_id, session_id) VALUES (${C.tenantId}, 'c-new')`;
+    } while (cursor);
+    expect(byCursor).toEqual(byOffset);
+    expect(pages).toBe(7);
+    const fresh = await s.api('/api/sessions?limit=1', { key: C.liveKey });
+    expect(ids(fresh)).toEqual(['c-new']);
+    expect(fresh.body.pagination.total).toBe(28);
+  });
+
+  it('refuses a changed cursor, another tenant cursor, an image list cursor and cursor with offset: 400 with details', async () => {
+    const r = await s.api('/api/sessions?limit=1', { key: A.liveKey });
+    const cursor: string = r.body.pagination.nextCursor;
+    expect(typeof cursor).toBe('string');
+    const imageCursor: string = (await s.api('/api/images?limit=1', { key: A.liveKey })).body.pagination.nextCursor;
+    expect(typeof imageCursor).toBe('string');
+    const changed = `${cursor.slice(0, 3)}${cursor[3] === 'A' ? 'B' : 'A'}${cursor.slice(4)}`;
+    for (const [key, c] of [
+      [A.liveKey, changed],
+      [B.liveKey, cursor],
+      [A.liveKey, imageCursor],
+      [A.liveKey, 'not-a-cursor'],
+    ]) {
+      const bad = await s.api(`/api/sessions?cursor=${encodeURIComponent(c)}`, { key });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ error: 'Invalid request payload', details: ['cursor is invalid'] });
+    }
+    // And a sessions cursor is no image list cursor.
+    const asImage = await s.api(`/api/images?cursor=${encodeURIComponent(cursor)}`, { key: A.liveKey });
+    expect(asImage.body).toEqual({ error: 'Invalid request payload', details: ['cursor is invalid'] });
+    const both = await s.api(`/api/sessions?offset=1&cursor=${encodeURIComponent(cursor)}`, { key: A.liveKey });
+    expect(both.status).toBe(400);
+    expect(both.body).toEqual({ error: 'Invalid request payload', details: ['cursor and offset cannot be combined'] });
   });
 });
 

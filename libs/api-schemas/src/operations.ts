@@ -251,7 +251,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
   'GET /api/usage': { operationId: 'getUsage', tag: 'Usage', auth: 'tenant', ok: ok(data(R.Usage)) },
 
   // ---- sessions and executions (SPEC 4.8) ----
-  'GET /api/sessions': { operationId: 'listSessions', tag: 'Sessions', auth: 'tenant', ok: ok(list(R.SessionSummary, OffsetPagination)) },
+  'GET /api/sessions': { operationId: 'listSessions', tag: 'Sessions', auth: 'tenant', ok: ok(list(R.SessionSummary, R.ImagePagination)) },
   'GET /api/sessions/:sessionId': {
     operationId: 'getSession',
     tag: 'Sessions',

@@ -328,7 +328,7 @@ export const ImageListQuery = z
     isReference: z.boolean().optional().describe('true: reference images only'),
     cursor: z
       .string()
-      .max(200)
+      .max(2000)
       .optional()
       .describe('Continue after the last image of a previous answer (its pagination.nextCursor); not with offset'),
   })
@@ -355,7 +355,15 @@ export function snakeCased<T extends z.ZodRawShape>(shape: T): { [K in keyof T &
 // ---- sessions, executions and usage (SPEC 4.7, 4.8) ----
 
 /** GET /api/sessions and list_sessions. */
-export const SessionListQuery = z.object({ limit: pageSize(20, 100), offset: offset() }).passthrough();
+export const SessionListQuery = z
+  .object({
+    limit: pageSize(20, 100),
+    offset: offset(),
+    cursor: ImageListQuery.shape.cursor.describe(
+      'Continue after the last session of a previous answer (its pagination.nextCursor); not with offset',
+    ),
+  })
+  .passthrough();
 /** GET /api/sessions/:sessionId/logs and get_session_logs (which adds session_id). */
 export const SessionLogsQuery = z.object({ limit: pageSize(50, 200) }).passthrough();
 /** GET /api/executions/active and list_active_executions. */

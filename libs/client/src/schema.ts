@@ -4303,6 +4303,8 @@ export interface operations {
                 limit?: number;
                 /** @description Items to skip (default 0) */
                 offset?: number;
+                /** @description Continue after the last session of a previous answer (its pagination.nextCursor); not with offset */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -4342,6 +4344,10 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
+                            /** @description false when total is a capped estimate */
+                            totalIsExact: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                     };
                 };

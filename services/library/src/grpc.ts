@@ -206,8 +206,9 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
     async listSessions(req, { principal }) {
       const limit = !req.limit || req.limit < 1 ? 20 : Math.min(req.limit, 100);
       const offset = Math.max(req.offset || 0, 0);
-      const r = await listSessions(sql, tenantOf(principal), limit, offset);
-      return { sessions: r.sessions.map(sessionSummary), total: r.total, limit, offset };
+      const r = await listSessions(sql, tenantOf(principal), { limit, offset, cursor: req.cursor }, cursorKey);
+      const { total, totalIsExact, nextCursor } = r;
+      return { sessions: r.sessions.map(sessionSummary), total, totalIsExact, nextCursor: nextCursor ?? '', limit, offset };
     },
 
     async getSession(req, { principal }) {

@@ -24,9 +24,18 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       },
     },
     async (req) => {
-      const { limit, offset } = req.query as Infer<typeof SessionListQuery>;
-      const r = await library.listSessions({ limit, offset }, req.principal);
-      return { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } };
+      const { limit, offset, cursor } = req.query as Infer<typeof SessionListQuery>;
+      const r = await library.listSessions({ limit, offset, cursor: cursor || undefined }, req.principal);
+      return {
+        data: r.sessions.map(sessionJson),
+        pagination: {
+          total: r.total,
+          limit: r.limit,
+          offset: r.offset,
+          totalIsExact: r.totalIsExact,
+          nextCursor: r.nextCursor || null,
+        },
+      };
     },
   );
 

@@ -9,13 +9,24 @@ import { invalidPayload } from '@imagegen/platform';
  * request payload', details ['cursor is invalid']). The sort order travels inside: a cursor of another order is
  * refused the same way. Filters do not: a cursor used with other filters continues from the same position.
  */
-export interface CursorPosition {
-  /** The sort of the list that made it (newest, oldest, largest, smallest). */
+export interface CursorPosition<Id extends number | string = number> {
+  /** The sort of the list that made it (newest, oldest, largest, smallest; SESSION_SORT for the sessions list). */
   sort: string;
-  /** The sort value of the last row: created_at in UTC with microseconds, or size_bytes as digits. */
+  /** The sort value of the last row: created_at (last_activity_at) in UTC with microseconds, or size_bytes as digits. */
   value: string;
-  id: number;
+  /** The tie-breaker: an image id, or a session id (text) in the sessions list. */
+  id: Id;
 }
+
+/** The sort name inside sessions list cursors (last_activity_at DESC, session_id): no image cursor passes for one. */
+export const SESSION_SORT = 'sessions';
+/**
+ * Longest cursor accepted: an image cursor fits in 200 characters; a session cursor carries a session id of up to
+ * 200 characters (up to 3 bytes each in UTF-8, 6 when JSON escapes them), base64url-encoded.
+ */
+const MAX_LENGTH = 200;
+const MAX_TEXT_CURSOR_LENGTH = 2000; // the REST `cursor` field allows as much (libs/api-schemas requests.ts)
+const MAX_SESSION_ID = 200;
 
 const MAC_BYTES = 16;
 const VALUE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|\d{1,18})$/;
@@ -39,7 +50,7 @@ export function cursorKey(config: { cursorKey?: string; credentialsKey?: string 
 const mac = (key: Buffer, tenantId: string, body: string) =>
   createHmac('sha256', key).update(tenantId).update('\n').update(body).digest().subarray(0, MAC_BYTES);
 
-export function encodeCursor(key: Buffer, tenantId: string, p: CursorPosition): string {
+export function encodeCursor(key: Buffer, tenantId: string, p: CursorPosition<number | string>): string {
   const body = Buffer.from(JSON.stringify([1, p.sort, p.value, p.id])).toString('base64url');
   return `${body}.${mac(key, tenantId, body).toString('base64url')}`;
 }
@@ -48,7 +59,21 @@ const invalid = () => invalidPayload(['cursor is invalid']);
 
 /** The position of a cursor made for `tenantId` and `sort`; 400 'Invalid request payload' otherwise. */
 export function decodeCursor(key: Buffer, tenantId: string, sort: string, cursor: string): CursorPosition {
-  if (cursor.length > 200) throw invalid();
+  const { value, id } = verified(key, tenantId, sort, cursor, MAX_LENGTH);
+  if (!Number.isSafeInteger(id) || (id as number) < 1) throw invalid();
+  return { sort, value, id: id as number };
+}
+
+/** As decodeCursor, for a list whose tie-breaker is a text id (the sessions list). */
+export function decodeTextCursor(key: Buffer, tenantId: string, sort: string, cursor: string): CursorPosition<string> {
+  const { value, id } = verified(key, tenantId, sort, cursor, MAX_TEXT_CURSOR_LENGTH);
+  if (typeof id !== 'string' || id.length < 1 || id.length > MAX_SESSION_ID) throw invalid();
+  return { sort, value, id };
+}
+
+/** The value and (unchecked) id of a signed cursor of `tenantId` and `sort`. */
+function verified(key: Buffer, tenantId: string, sort: string, cursor: string, maxLength: number): { value: string; id: unknown } {
+  if (cursor.length > maxLength) throw invalid();
   const [body, sig, extra] = cursor.split('.');
   if (!body || !sig || extra !== undefined) throw invalid();
   const given = Buffer.from(sig, 'base64url');
@@ -61,6 +86,6 @@ export function decodeCursor(key: Buffer, tenantId: string, sort: string, cursor
   }
   if (!Array.isArray(parsed) || parsed.length !== 4 || parsed[0] !== 1) throw invalid();
   const [, s, value, id] = parsed as [number, unknown, unknown, unknown];
-  if (s !== sort || typeof value !== 'string' || !VALUE.test(value) || !Number.isSafeInteger(id) || (id as number) < 1) throw invalid();
-  return { sort, value, id: id as number };
+  if (s !== sort || typeof value !== 'string' || !VALUE.test(value)) throw invalid();
+  return { value, id };
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { badRequest, invalidPayload, notFound, type Sql, type TransactionSql } from '@imagegen/platform';
+import { decodeTextCursor, encodeCursor, SESSION_SORT } from '../images/cursor.js';
+import { TOTAL_CAP } from '../images/list-query.js';
 
 /** SPEC 8: at most 1,000 images per session; session ids are 1-200 characters. */
 export const MAX_IMAGES_PER_SESSION = 1000;
@@ -103,14 +105,64 @@ function summaryFromDb(r: Record<string, unknown>): SessionSummaryRow {
   };
 }
 
-/** Sessions of a tenant, most recently active first. */
-export async function listSessions(sql: Sql, tenantId: string, limit: number, offset: number) {
+export interface SessionPageRequest {
+  limit: number;
+  offset: number;
+  /** A previous page's nextCursor (not with offset). */
+  cursor?: string;
+}
+
+/**
+ * Sessions of a tenant, most recently active first (ties by session id), a page in the time of one page however
+ * deep (issue 16): `cursor` continues after the last session of the previous page (keyset on the order, served by
+ * sessions_tenant_activity), and the total is counted up to TOTAL_CAP + 1 sessions through the primary key
+ * (`totalIsExact` false above TOTAL_CAP, `total` then a lower bound as in the image list). A session created while
+ * paging comes before the cursor, so it neither repeats nor pushes older ones onto the next page (offset paging
+ * does). A session that becomes active while paging moves to the top: it is not listed twice, but one not yet
+ * reached is then passed over.
+ */
+export async function listSessions(sql: Sql, tenantId: string, page: SessionPageRequest, cursorKey: Buffer) {
+  const cursor = page.cursor ? page.cursor : undefined;
+  if (cursor !== undefined && page.offset) throw invalidPayload(['cursor and offset cannot be combined']);
+  const at = cursor !== undefined ? decodeTextCursor(cursorKey, tenantId, SESSION_SORT, cursor) : undefined;
+  const cols = () => sql`${SUMMARY_SELECT(sql)},
+    to_char(s.last_activity_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS k`;
+  const n = page.limit + 1;
+  // After the cursor in (last_activity_at DESC, session_id ASC) order. The mixed directions rule out one row
+  // comparison, and `<= v AND (< v OR id > ...)` walked every session tied at v before the position (a bulk insert
+  // shares one now()): two range scans of sessions_tenant_activity instead, each reading at most a page.
+  // `::text` first: a parameter typed timestamptz goes through a JS Date, which drops the microseconds.
+  const rowsQuery = at
+    ? sql`SELECT * FROM (
+          (SELECT ${cols()} FROM sessions s
+            WHERE s.tenant_id = ${tenantId} AND s.last_activity_at = ${at.value}::text::timestamptz AND s.session_id > ${at.id}
+            ORDER BY s.session_id LIMIT ${n})
+          UNION ALL
+          (SELECT ${cols()} FROM sessions s WHERE s.tenant_id = ${tenantId} AND s.last_activity_at < ${at.value}::text::timestamptz
+            ORDER BY s.last_activity_at DESC, s.session_id LIMIT ${n})
+        ) p ORDER BY p.last_activity_at DESC, p.session_id LIMIT ${n}`
+    : sql`SELECT ${cols()} FROM sessions s WHERE s.tenant_id = ${tenantId}
+        ORDER BY s.last_activity_at DESC, s.session_id LIMIT ${n} OFFSET ${page.offset}`;
   const [rows, [count]] = await Promise.all([
-    sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s WHERE s.tenant_id = ${tenantId}
-        ORDER BY s.last_activity_at DESC, s.session_id LIMIT ${limit} OFFSET ${offset}`,
-    sql`SELECT count(*)::int AS n FROM sessions WHERE tenant_id = ${tenantId}`,
+    rowsQuery,
+    // ORDER BY keeps the count on the primary key: a bare LIMIT could seq-scan a big table for a tenant's rows.
+    sql`SELECT count(*)::int AS n FROM (
+          SELECT 1 FROM sessions WHERE tenant_id = ${tenantId} ORDER BY session_id LIMIT ${TOTAL_CAP + 1}) capped`,
   ]);
-  return { sessions: rows.map((r) => summaryFromDb(r as Record<string, unknown>)), total: Number(count?.n ?? 0) };
+  const more = rows.length > page.limit;
+  const listed = rows.slice(0, page.limit) as unknown as Record<string, unknown>[];
+  const counted = Number(count?.n ?? 0);
+  const totalIsExact = counted <= TOTAL_CAP;
+  const last = listed.at(-1);
+  return {
+    sessions: listed.map(summaryFromDb),
+    total: totalIsExact ? counted : Math.max(TOTAL_CAP, page.offset + listed.length + (more ? 1 : 0)),
+    totalIsExact,
+    nextCursor:
+      more && last
+        ? encodeCursor(cursorKey, tenantId, { sort: SESSION_SORT, value: last.k as string, id: last.session_id as string })
+        : undefined,
+  };
 }
 
 export async function getSession(sql: Sql, tenantId: string, sessionId: string): Promise<SessionSummaryRow> {

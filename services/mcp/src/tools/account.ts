@@ -31,10 +31,13 @@ const listSessions = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.library.listSessions(
-      ListSessionsRequest.fromPartial({ limit: args.limit, offset: args.offset }),
+      ListSessionsRequest.fromPartial({ limit: args.limit, offset: args.offset, cursor: args.cursor || undefined }),
       ctx.principal,
     );
-    return { data: { data: r.sessions.map(sessionJson), pagination: { total: r.total, limit: r.limit, offset: r.offset } } };
+    const { total, limit, offset, totalIsExact } = r;
+    return {
+      data: { data: r.sessions.map(sessionJson), pagination: { total, limit, offset, totalIsExact, nextCursor: r.nextCursor || null } },
+    };
   },
 });
 

@@ -280,13 +280,22 @@ export interface ListSessionsRequest {
   /** 1-100, 0 = 20 */
   limit: number;
   offset: number;
+  /**
+   * Continue after the last session of a previous answer (its next_cursor); not with offset. 400 'Invalid
+   * request payload' (details ['cursor is invalid']) when it was changed or made for another tenant or list.
+   */
+  cursor?: string | undefined;
 }
 
 export interface ListSessionsResponse {
   sessions: SessionSummary[];
+  /** exact when total_is_exact; else a lower bound (the count stops after 1,000) */
   total: number;
   limit: number;
   offset: number;
+  totalIsExact: boolean;
+  /** Continues after this page's last session (request cursor); empty on the last page. */
+  nextCursor: string;
 }
 
 export interface GetSessionRequest {
@@ -4075,7 +4084,7 @@ export const SessionSummary: MessageFns<SessionSummary> = {
 };
 
 function createBaseListSessionsRequest(): ListSessionsRequest {
-  return { limit: 0, offset: 0 };
+  return { limit: 0, offset: 0, cursor: undefined };
 }
 
 export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
@@ -4085,6 +4094,9 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     }
     if (message.offset !== 0) {
       writer.uint32(16).int32(message.offset);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(26).string(message.cursor);
     }
     return writer;
   },
@@ -4118,6 +4130,14 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
             message.offset = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4134,6 +4154,7 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     return {
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -4145,6 +4166,9 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -4155,12 +4179,13 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
     const message = createBaseListSessionsRequest();
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListSessionsResponse(): ListSessionsResponse {
-  return { sessions: [], total: 0, limit: 0, offset: 0 };
+  return { sessions: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: "" };
 }
 
 export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
@@ -4176,6 +4201,12 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     }
     if (message.offset !== 0) {
       writer.uint32(32).int32(message.offset);
+    }
+    if (message.totalIsExact !== false) {
+      writer.uint32(40).bool(message.totalIsExact);
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(50).string(message.nextCursor);
     }
     return writer;
   },
@@ -4225,6 +4256,22 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
             message.offset = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.totalIsExact = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4245,6 +4292,16 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      totalIsExact: isSet(object.totalIsExact)
+        ? globalThis.Boolean(object.totalIsExact)
+        : isSet(object.total_is_exact)
+        ? globalThis.Boolean(object.total_is_exact)
+        : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
     };
   },
 
@@ -4262,6 +4319,12 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.totalIsExact !== false) {
+      obj.totalIsExact = message.totalIsExact;
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -4274,6 +4337,8 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     message.total = object.total ?? 0;
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.totalIsExact = object.totalIsExact ?? false;
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
