@@ -129,7 +129,7 @@ export class ExecutionTracker {
    * it while this process could not reach the database), the execution ends failed and this throws 503:
    * the caller is then told the work failed, and nothing of it is listed or billed.
    */
-  async complete(message: string, summary: string, images: number): Promise<void> {
+  async complete(message: string, summary: string, imageIds: number[]): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     const earlier = await this.remainingLines();
@@ -143,7 +143,7 @@ export class ExecutionTracker {
             status: 'completed',
             message,
             resultSummary: summary,
-            images,
+            imageIds,
             eventsPrefix: this.eventsPrefix,
             execution: this.facts,
             earlier: earlier.lines,
@@ -193,7 +193,7 @@ export class ExecutionTracker {
         message: `Failed: ${text}`,
         resultSummary: `Failed: ${text}`,
         error: text,
-        images: 0,
+        imageIds: [],
         eventsPrefix: this.eventsPrefix,
         execution: this.facts,
         earlier,

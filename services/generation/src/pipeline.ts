@@ -128,7 +128,7 @@ export class GenerationPipeline {
    * Completes the execution, then lists and bills its pending images. Fails instead when the caller went
    * away first (its process died or it cancelled): a caller that never got the answer is never charged.
    * The commit call is an optimisation for read-your-writes: when it fails, the library's consumer of
-   * ExecutionFinished commits the images moments later.
+   * ExecutionFinished (which carries the same image ids) commits them moments later.
    */
   async completeWithImages(
     exec: ExecutionTracker,
@@ -137,7 +137,7 @@ export class GenerationPipeline {
     signal?: AbortSignal,
   ): Promise<void> {
     if (signal?.aborted) throw dependencyUnavailable(1);
-    await exec.complete(done.message, done.summary, done.imageIds.length);
+    await exec.complete(done.message, done.summary, done.imageIds);
     try {
       // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.
       await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId, done.imageIds);

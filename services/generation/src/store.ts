@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type AppError, conflict, pipelinedTransaction, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
+import { type AppError, conflict, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -155,7 +155,8 @@ export interface Finish {
   message: string;
   resultSummary?: string;
   error?: string;
-  images: number;
+  /** The images reported to the caller (completed executions; none for a failed one). */
+  imageIds: number[];
   eventsPrefix: string;
   execution: ExecutionFacts;
   /** Log lines said before the end and not written yet: stored before the final line, in order. */
@@ -169,8 +170,10 @@ class NotRunning extends Error {}
  * Marks the execution finished, appends the last log line and writes ExecutionFinished to the
  * outbox, all in one transaction. A no-op when the execution is already finished: the answer then is
  * false (e.g. a reaper marked it failed while its process could not reach the database).
- * Two round trips: BEGIN, the update (with the log lines) and the event in one write, then COMMIT (or ROLLBACK
- * when the update found no running execution). The event is built beforehand, so the end time and duration
+ * Three round trips: BEGIN, the update (with the log lines) and the event in one write, then COMMIT (or ROLLBACK
+ * when the update found no running execution). sql.begin, not the pipelined transaction: this write is the
+ * execution's outcome, and the fault suite once saw an execution left running after a database outage with the
+ * pipelined form (cause not found). The event is built beforehand, so the end time and duration
  * are taken on this process's clock (started_at is written from it too).
  */
 export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
@@ -195,11 +198,12 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
       durationMs,
       occurredAt: completedAt.toISOString(),
       keyType: f.execution.keyType,
-      images: f.images,
+      images: f.imageIds.length,
+      imageIds: f.imageIds,
     }).finish(),
   };
   try {
-    return await pipelinedTransaction(sql, async (tx) => {
+    return await sql.begin(async (tx) => {
       const [[row]] = await Promise.all([
         tx`
           WITH done AS (
@@ -213,7 +217,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
               duration_ms = ${durationMs},
               result_summary = ${f.resultSummary ?? null},
               error = ${f.error ?? null},
-              images = ${f.images},
+              images = ${f.imageIds.length},
               model_id = COALESCE(${modelId}, model_id),
               log_count = log_count + ${lines.length}
             WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
@@ -351,7 +355,7 @@ export async function failOrphanedExecutions(
       message: 'Failed: the worker running this execution stopped',
       resultSummary: 'Failed: the worker running this execution stopped',
       error: 'Execution abandoned: the worker stopped',
-      images: 0,
+      imageIds: [],
       eventsPrefix: opts.eventsPrefix,
       execution: {
         sessionId: o.session_id as string,

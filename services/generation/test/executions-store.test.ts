@@ -81,7 +81,7 @@ describe('execution tracker', () => {
   it('writes the lines said just before the end with the final state, in order, and counts them', async () => {
     const exec = await start('e-quick');
     const said = [exec.step('calling_provider', 20, 'calling'), exec.step('storing', 80, 'storing')];
-    await exec.complete('Completed: done', 'done', 1);
+    await exec.complete('Completed: done', 'done', [1]);
     await Promise.all(said); // the lines' promises settle with the final write
     const [row] = await sql`SELECT status, progress_percent, current_step, log_count, duration_ms, completed_at, started_at
       FROM executions WHERE execution_id = 'e-quick'`;
@@ -118,7 +118,7 @@ describe('execution tracker', () => {
   it('an execution that is no longer running is not finished again (no second event)', async () => {
     const exec = await start('e-reaped');
     await sql`UPDATE executions SET status = 'failed', completed_at = now() WHERE execution_id = 'e-reaped'`;
-    await expect(exec.complete('Completed', 'done', 1)).rejects.toMatchObject({ status: 503 });
+    await expect(exec.complete('Completed', 'done', [1])).rejects.toMatchObject({ status: 503 });
     const events = await sql`SELECT payload FROM outbox WHERE subject = 'genexec.generation.execution_finished'`;
     expect(events.map((e) => ExecutionFinished.decode(e.payload).executionId)).not.toContain('e-reaped');
   });

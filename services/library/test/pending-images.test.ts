@@ -49,7 +49,13 @@ const storedEventsOf = (tenantId: string) =>
 const listed = async (tenantId: string) =>
   (await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal(tenantId))).images.length;
 
-async function finish(tenantId: string, executionId: string, status: 'completed' | 'failed') {
+async function finish(
+  tenantId: string,
+  executionId: string,
+  status: 'completed' | 'failed',
+  imageIds: number[] = [],
+  images = imageIds.length,
+) {
   await h.sql.begin((tx) =>
     writeOutbox(tx, {
       subject: subjectFor(h.ctx.config.eventsPrefix, 'generation.execution_finished'),
@@ -62,7 +68,8 @@ async function finish(tenantId: string, executionId: string, status: 'completed'
         durationMs: 1,
         occurredAt: new Date().toISOString(),
         keyType: 'live',
-        images: 1,
+        images,
+        imageIds,
       }).finish(),
     }),
   );
@@ -144,7 +151,7 @@ describe('pending images', () => {
     const ok = await h.client.storeImage(req('tP3', 'exec-ok'), h.principal('tP3'));
     const bad1 = await h.client.storeImage(req('tP3', 'exec-bad'), h.principal('tP3'));
     const bad2 = await h.client.storeImage(req('tP3', 'exec-bad'), h.principal('tP3'));
-    await finish('tP3', 'exec-ok', 'completed');
+    await finish('tP3', 'exec-ok', 'completed', [ok.id]);
     await finish('tP3', 'exec-bad', 'failed');
     await until(async () => (await listed('tP3')) === 1 && !existsSync(file(bad2.objectKey)), 10_000);
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP3'));
@@ -157,6 +164,32 @@ describe('pending images', () => {
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP3' AND session_id = 's-exec-bad'`;
     expect(s.image_count).toBe(0);
     await until(() => storedEventsOf('tP3').length === 1);
+  });
+
+  it('a completed event lists exactly the images it names, before or without the commit call; the others are discarded', async () => {
+    // The fault case: the store answer of `lost` never reached generation (the library died after its commit), so
+    // the execution reported only `told`; its ExecutionFinished may arrive before generation's commit call.
+    const told = await h.client.storeImage(req('tP9', 'exec-9'), h.principal('tP9'));
+    const lost = await h.client.storeImage(req('tP9', 'exec-9'), h.principal('tP9'));
+    await finish('tP9', 'exec-9', 'completed', [told.id]);
+    await until(async () => (await listed('tP9')) === 1 && !existsSync(file(lost.objectKey)), 10_000);
+    const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP9'));
+    expect(page.images.map((i) => i.id)).toEqual([told.id]);
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP9'`).toHaveLength(0);
+    // Generation's own commit call, coming second, moves nothing more.
+    const again = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-9', imageIds: [told.id] }, h.principal('tP9'));
+    expect(again.committed).toBe(0);
+    await until(() => storedEventsOf('tP9').length === 1);
+  });
+
+  it('a completed event that names no image discards them all; one written before image ids existed commits them all', async () => {
+    const none = await h.client.storeImage(req('tP10', 'exec-none'), h.principal('tP10'));
+    const legacy = await h.client.storeImage(req('tP10', 'exec-legacy'), h.principal('tP10'));
+    await finish('tP10', 'exec-none', 'completed', []);
+    await finish('tP10', 'exec-legacy', 'completed', [], 1);
+    await until(async () => (await listed('tP10')) === 1 && !existsSync(file(none.objectKey)), 10_000);
+    const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP10'));
+    expect(page.images.map((i) => i.id)).toEqual([legacy.id]);
   });
 
   it('with no outcome after the maximum age are discarded', async () => {

@@ -8,8 +8,9 @@ export const EXECUTION_OUTCOMES_DURABLE = 'library-execution-outcomes';
 
 /**
  * What the library does in the background so that faults lose nothing and bill nothing:
- * - on ExecutionFinished: a completed execution's pending images are committed (listed, ImageStored),
- *   a failed one's are discarded with their files (never billed). Idempotent, so redeliveries are harmless;
+ * - on ExecutionFinished: a completed execution's reported images (the event's imageIds) are committed (listed,
+ *   ImageStored) and its other pending images discarded; a failed one's, or one that reported none, are discarded
+ *   with their files (never billed). Idempotent, so redeliveries are harmless;
  * - every OBJECT_GC_SWEEP_MS: removes files no row owns (object_gc) and pending images whose execution
  *   never reported an outcome (PENDING_IMAGE_MAX_AGE_MS).
  */
@@ -24,8 +25,10 @@ export async function startExecutionOutcomes(
     handler: async (m) => {
       const e = decodeOrSkip(ExecutionFinished, m, logger);
       if (!e?.tenantId || !e.executionId) return;
-      if (e.status === 'completed') {
-        const n = await commitExecutionImages(deps, e.tenantId, e.executionId);
+      // A completed execution lists exactly the images its caller was told of (imageIds; the rest is discarded).
+      // An event written before imageIds existed names none while it counts some: all its pending images then.
+      if (e.status === 'completed' && (e.imageIds.length > 0 || e.images > 0)) {
+        const n = await commitExecutionImages(deps, e.tenantId, e.executionId, e.imageIds, { checkFirst: true });
         if (n > 0) logger.info({ executionId: e.executionId, images: n }, 'committed pending images of a completed execution');
       } else {
         const n = await discardExecutionImages(deps, e.tenantId, e.executionId);

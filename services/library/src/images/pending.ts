@@ -32,10 +32,11 @@ export async function commitExecutionImages(
   tenantId: string,
   executionId: string,
   imageIds?: number[],
+  opts: { checkFirst?: boolean } = {},
 ): Promise<number> {
   if (!executionId) return 0;
   const reported = imageIds?.length ? imageIds : undefined;
-  if (!reported) {
+  if (!reported || opts.checkFirst) {
     // The ExecutionFinished consumer: generation's own call usually came first and left nothing (no transaction then).
     const [left] = await deps.sql`SELECT 1 FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} LIMIT 1`;
     if (!left) return 0;

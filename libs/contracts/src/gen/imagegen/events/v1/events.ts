@@ -49,6 +49,11 @@ export interface ExecutionFinished {
   occurredAt: string;
   keyType: string;
   images: number;
+  /**
+   * A completed execution's images, exactly those its caller was told of: the library lists and bills these and
+   * discards any other image the execution stored (e.g. one whose store answer was lost).
+   */
+  imageIds: number[];
 }
 
 /** imagegen.usage.quota_crossed */
@@ -493,6 +498,7 @@ function createBaseExecutionFinished(): ExecutionFinished {
     occurredAt: "",
     keyType: "",
     images: 0,
+    imageIds: [],
   };
 }
 
@@ -524,6 +530,13 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
     }
     if (message.images !== 0) {
       writer.uint32(72).int32(message.images);
+    }
+    if (message.imageIds.length !== 0) {
+      writer.uint32(82).fork();
+      for (const v of message.imageIds) {
+        writer.int64(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -613,6 +626,24 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
             message.images = reader.int32();
             continue;
           }
+          case 10: {
+            if (tag === 80) {
+              message.imageIds.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 82) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.imageIds.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -664,6 +695,11 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
         ? globalThis.String(object.key_type)
         : "",
       images: isSet(object.images) ? globalThis.Number(object.images) : 0,
+      imageIds: globalThis.Array.isArray(object?.imageIds)
+        ? object.imageIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.image_ids)
+        ? object.image_ids.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -696,6 +732,9 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
     if (message.images !== 0) {
       obj.images = Math.round(message.images);
     }
+    if (message.imageIds?.length) {
+      obj.imageIds = message.imageIds.map((e) => Math.round(e));
+    }
     return obj;
   },
 
@@ -713,6 +752,7 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
     message.occurredAt = object.occurredAt ?? "";
     message.keyType = object.keyType ?? "";
     message.images = object.images ?? 0;
+    message.imageIds = object.imageIds?.map((e) => e) || [];
     return message;
   },
 };
