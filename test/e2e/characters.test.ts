@@ -3,6 +3,7 @@ import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testClient } from '../support/client.js';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
 import { chars, seeder, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
@@ -227,7 +228,7 @@ describe('character list', () => {
     const list = async (q: string) => (await s.api(`/api/characters${q}`, { key: tenant.liveKey })).body;
     const byName = await list('');
     expect(byName.data.map((c: { character_name: string }) => c.character_name)).toEqual(['alpha', 'Bravo', 'Charlie', 'Delta']);
-    expect(byName.pagination).toEqual({ total: 4, limit: 50, offset: 0, hasMore: false });
+    expect(byName.pagination).toEqual({ total: 4, limit: 50, offset: 0, hasMore: false, nextCursor: null });
     const bravo = byName.data[1];
     expect(bravo).toMatchObject({ reference_image_count: 1, thumbnail_url: img.thumbnailUrl, tags: ['tag-Bravo'], times_used: 0 });
     expect(bravo.reference_images).toBeUndefined();
@@ -240,7 +241,7 @@ describe('character list', () => {
     expect((await list('?sort_by=recent')).data.slice(0, 2).map((c: { id: number }) => c.id)).toEqual([ids.Delta, ids.Charlie]);
 
     const page = await list('?limit=2&offset=1');
-    expect(page.pagination).toEqual({ total: 4, limit: 2, offset: 1, hasMore: true });
+    expect(page.pagination).toEqual({ total: 4, limit: 2, offset: 1, hasMore: true, nextCursor: expect.any(String) });
     expect(page.data.map((c: { character_name: string }) => c.character_name)).toEqual(['Bravo', 'Charlie']);
     expect((await list('?limit=2&offset=2')).pagination.hasMore).toBe(false);
 
@@ -315,5 +316,42 @@ describe('the typed client (libs/client)', () => {
     const dup = await api.POST('/api/characters', { body: { character_name: 'Typed Tilda', base_prompt: 'another botanist entirely' } });
     expect(dup.response.status).toBe(409);
     expect(dup.error?.error).toMatch(/already exists/);
+  });
+});
+
+describe('GET /api/characters cursor paging (issue 16)', () => {
+  it('cursor paging lists what offset paging lists, on every sort with ties; foreign or changed cursors are 400', async () => {
+    const sql = librarySql(s);
+    try {
+      const [A, B] = await Promise.all([
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+      ]);
+      const T = TIMES(sql);
+      for (const tenant of [A.tenantId, B.tenantId]) {
+        await sql`INSERT INTO characters (tenant_id, character_name, base_prompt, times_used, last_used_at, created_at)
+          SELECT ${tenant}, ${T.name}, ${BASE}, ${T.timesUsed}, ${T.lastUsed}, ${T.created} FROM generate_series(1, 23) g`;
+        await sql`INSERT INTO scenes (tenant_id, scene_name) SELECT ${tenant}, 'scene ' || g FROM generate_series(1, 3) g`;
+      }
+      for (const sort of ['name', 'created', 'used', 'recent']) {
+        await expectCursorEqualsOffset(s, A.liveKey, { url: `/api/characters?sort_by=${sort}`, size: 4, style: 'offset' }, 23);
+      }
+      // A search filters the keyset pages too.
+      await expectCursorEqualsOffset(s, A.liveKey, { url: '/api/characters?sort_by=used&search=KNIGHT', size: 2, style: 'offset' }, 23);
+      const url = '/api/characters?sort_by=used&limit=2';
+      const cursor = await firstCursor(s, A.liveKey, url);
+      await expectRefused(s, A.liveKey, url, tampered(cursor));
+      await expectRefused(s, B.liveKey, url, cursor);
+      await expectRefused(s, A.liveKey, '/api/characters?sort_by=recent', cursor);
+      await expectRefused(s, A.liveKey, '/api/characters', 'not-a-cursor');
+      await expectRefused(s, A.liveKey, '/api/scenes?sort_by=used', cursor);
+      await expectRefused(s, A.liveKey, '/api/characters?sort_by=name', await firstCursor(s, A.liveKey, '/api/scenes?limit=1'));
+      await expectRefused(s, A.liveKey, `${url}&offset=2`, cursor, ['cursor and offset cannot be combined']);
+      // The last page has no cursor.
+      const last = await s.api('/api/characters?limit=100', { key: A.liveKey });
+      expect(last.body.pagination).toEqual({ total: 23, limit: 100, offset: 0, hasMore: false, nextCursor: null });
+    } finally {
+      await sql.end();
+    }
   });
 });

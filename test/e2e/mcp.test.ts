@@ -532,6 +532,25 @@ describe('saved assets', () => {
     );
     const second = await expectOk(mcp, 'create_character', { character_name: 'Robo', base_prompt: 'a friendly little robot' });
     expect((await expectOk(mcp, 'list_characters', { sort_by: 'name' })).json.data).toHaveLength(2);
+    // Cursor paging (issue 16): the same two characters one per page, and a changed or foreign cursor is refused.
+    const first = await expectOk(mcp, 'list_characters', { sort_by: 'name', limit: 1 });
+    expect(first.json.pagination).toEqual({ total: 2, limit: 1, offset: 0, hasMore: true, nextCursor: expect.any(String) });
+    const next = await expectOk(mcp, 'list_characters', { sort_by: 'name', limit: 1, cursor: first.json.pagination.nextCursor });
+    expect([...first.json.data, ...next.json.data].map((x: { character_name: string }) => x.character_name)).toEqual([
+      'Captain Nova',
+      'Robo',
+    ]);
+    expect(next.json.pagination).toMatchObject({ hasMore: false, nextCursor: null });
+    const cursor = first.json.pagination.nextCursor as string;
+    await expectError(
+      mcp,
+      'list_characters',
+      { cursor: `${cursor.slice(0, 5)}${cursor[5] === 'A' ? 'B' : 'A'}${cursor.slice(6)}` },
+      'cursor is invalid',
+    );
+    await expectError(mcpB, 'list_characters', { cursor }, 'cursor is invalid');
+    await expectError(mcp, 'list_scenes', { cursor }, 'cursor is invalid');
+    await expectError(mcp, 'list_characters', { cursor, offset: 1 }, 'cursor and offset cannot be combined');
     await expectError(mcp, 'list_characters', { sort_by: 'size' }, 'sort_by must be one of');
     expect((await expectOk(mcp, 'get_character', { identifier: 'Captain Nova' })).json.data.reference_images).toHaveLength(1);
     await expectError(mcpB, 'get_character', { identifier: c.json.data.id }, 'Character not found');

@@ -2,6 +2,7 @@ import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
 import { chars, eventually, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
@@ -199,7 +200,7 @@ describe('product list', () => {
     }
     const list = async (q: string) => (await s.api(`/api/products${q}`, { key: tenant.liveKey })).body;
     const all = await list('');
-    expect(all.pagination).toEqual({ page: 1, pageSize: 20, total: 3, hasMore: false });
+    expect(all.pagination).toEqual({ page: 1, pageSize: 20, total: 3, hasMore: false, nextCursor: null });
     expect(all.data[0]).toEqual(
       expect.objectContaining({
         id: expect.any(Number),
@@ -216,10 +217,10 @@ describe('product list', () => {
       }),
     );
     const p1 = await list('?page=1&page_size=2');
-    expect(p1.pagination).toEqual({ page: 1, pageSize: 2, total: 3, hasMore: true });
+    expect(p1.pagination).toEqual({ page: 1, pageSize: 2, total: 3, hasMore: true, nextCursor: expect.any(String) });
     expect(p1.data).toHaveLength(2);
     const p2 = await list('?page=2&page_size=2');
-    expect(p2.pagination).toEqual({ page: 2, pageSize: 2, total: 3, hasMore: false });
+    expect(p2.pagination).toEqual({ page: 2, pageSize: 2, total: 3, hasMore: false, nextCursor: null });
     expect(p2.data).toHaveLength(1);
     expect(new Set([...p1.data, ...p2.data].map((p: { productName: string }) => p.productName))).toEqual(new Set(made));
 
@@ -285,6 +286,38 @@ describe('product isolation, auth and quota', () => {
     } finally {
       seed.close();
       usage.close();
+    }
+  });
+});
+
+describe('GET /api/products cursor paging (issue 16)', () => {
+  it('cursor paging lists what page paging lists (created_at ties); foreign or changed cursors are 400', async () => {
+    const sql = librarySql(s);
+    try {
+      const [A, B] = await Promise.all([
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+      ]);
+      const T = TIMES(sql);
+      for (const tenant of [A.tenantId, B.tenantId]) {
+        await sql`INSERT INTO products (tenant_id, product_name, product_url, object_key, object_thumbnail_key, width, height,
+            size_bytes, thumbnail_size_bytes, format, mime_type, created_at)
+          SELECT ${tenant}, 'product ' || g, 'http://127.0.0.1/p.png', 'k' || g, 't' || g, 10, 10, 100, 10, 'png', 'image/png',
+            ${T.created}
+          FROM generate_series(1, 19) g`;
+      }
+      await expectCursorEqualsOffset(s, A.liveKey, { url: '/api/products', size: 4, style: 'page' }, 19);
+      await expectCursorEqualsOffset(s, A.liveKey, { url: '/api/products?search=product%201', size: 3, style: 'page' }, 11);
+      const url = '/api/products?page_size=4';
+      const cursor = await firstCursor(s, A.liveKey, url);
+      await expectRefused(s, A.liveKey, url, tampered(cursor));
+      await expectRefused(s, B.liveKey, url, cursor);
+      await expectRefused(s, A.liveKey, '/api/characters?sort_by=created', cursor);
+      await expectRefused(s, A.liveKey, `${url}&page=2`, cursor, ['cursor and page cannot be combined']);
+      // page=1 is the first page: a cursor goes with it.
+      expect((await s.api(`${url}&page=1&cursor=${encodeURIComponent(cursor)}`, { key: A.liveKey })).status).toBe(200);
+    } finally {
+      await sql.end();
     }
   });
 });

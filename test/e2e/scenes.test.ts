@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
 import { chars, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
@@ -325,7 +326,7 @@ describe('scene limits and list', () => {
     const list = async (q: string) => (await s.api(`/api/scenes${q}`, { key: tenant.liveKey })).body;
     const all = await list('');
     expect(all.data.map((x: { sceneName: string }) => x.sceneName)).toEqual(['Alpha', 'beta', 'gamma']);
-    expect(all.pagination).toEqual({ total: 3, limit: 50, offset: 0, hasMore: false });
+    expect(all.pagination).toEqual({ total: 3, limit: 50, offset: 0, hasMore: false, nextCursor: null });
     expect(all.data[1]).toMatchObject({ imageCount: 1, thumbnailUrl: i.thumbnailUrl, scenePrompt: 'mountains' });
     expect(all.data[1].referenceImages).toBeUndefined();
     expect(all.data[0]).toMatchObject({ imageCount: 0, thumbnailUrl: null });
@@ -333,7 +334,7 @@ describe('scene limits and list', () => {
     expect((await list('?sort_by=used')).data).toHaveLength(3);
     expect((await list('?sort_by=recent')).data).toHaveLength(3);
     const page = await list('?limit=1&offset=1');
-    expect(page.pagination).toEqual({ total: 3, limit: 1, offset: 1, hasMore: true });
+    expect(page.pagination).toEqual({ total: 3, limit: 1, offset: 1, hasMore: true, nextCursor: expect.any(String) });
     expect(page.data.map((x: { sceneName: string }) => x.sceneName)).toEqual(['beta']);
     expect((await list('?search=desert')).data.map((x: { sceneName: string }) => x.sceneName)).toEqual(['Alpha']);
     for (const q of ['?limit=101', '?sort_by=best']) expect((await s.api(`/api/scenes${q}`, { key: tenant.liveKey })).status).toBe(400);
@@ -363,6 +364,35 @@ describe('scene isolation and auth', () => {
     ] as const) {
       const r = await s.api(p, { method, body: method === 'POST' || method === 'PATCH' ? {} : undefined });
       expect(r.status, `${method} ${p}`).toBe(401);
+    }
+  });
+});
+
+describe('GET /api/scenes cursor paging (issue 16)', () => {
+  it('cursor paging lists what offset paging lists, on every sort with ties; foreign or changed cursors are 400', async () => {
+    const sql = librarySql(s);
+    try {
+      const [A, B] = await Promise.all([
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+      ]);
+      const T = TIMES(sql);
+      for (const tenant of [A.tenantId, B.tenantId]) {
+        await sql`INSERT INTO scenes (tenant_id, scene_name, times_used, last_used_at, created_at)
+          SELECT ${tenant}, ${T.name}, ${T.timesUsed}, ${T.lastUsed}, ${T.created} FROM generate_series(1, 21) g`;
+      }
+      for (const sort of ['name', 'created', 'used', 'recent']) {
+        await expectCursorEqualsOffset(s, A.liveKey, { url: `/api/scenes?sort_by=${sort}`, size: 5, style: 'offset' }, 21);
+      }
+      const url = '/api/scenes?sort_by=recent&limit=3';
+      const cursor = await firstCursor(s, A.liveKey, url);
+      await expectRefused(s, A.liveKey, url, tampered(cursor));
+      await expectRefused(s, B.liveKey, url, cursor);
+      await expectRefused(s, A.liveKey, '/api/scenes?sort_by=created', cursor);
+      await expectRefused(s, A.liveKey, '/api/characters?sort_by=recent', cursor);
+      await expectRefused(s, A.liveKey, `${url}&offset=3`, cursor, ['cursor and offset cannot be combined']);
+    } finally {
+      await sql.end();
     }
   });
 });

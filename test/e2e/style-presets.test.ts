@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
 import { chars, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
@@ -44,7 +45,7 @@ describe('style presets', () => {
 
     const l = await s.api('/api/style-presets', { key: t.liveKey });
     expect(l.status).toBe(200);
-    expect(l.body.pagination).toEqual({ limit: 50, offset: 0, total: 1 });
+    expect(l.body.pagination).toEqual({ limit: 50, offset: 0, total: 1, nextCursor: null });
     expect(l.body.data).toEqual([p]);
 
     const u = await s.api(`/api/style-presets/${p.id}`, {
@@ -161,9 +162,37 @@ describe('style presets', () => {
     const tenant = await s.createTenant();
     for (const n of ['a', 'b', 'c']) expect((await create({ name: n }, tenant.liveKey)).status).toBe(200);
     const page = await s.api('/api/style-presets?limit=2&offset=1', { key: tenant.liveKey });
-    expect(page.body.pagination).toEqual({ limit: 2, offset: 1, total: 3 });
+    expect(page.body.pagination).toEqual({ limit: 2, offset: 1, total: 3, nextCursor: null });
     expect(page.body.data.map((p: { name: string }) => p.name)).toEqual(['b', 'c']);
     const bad = await s.api('/api/style-presets?limit=101', { key: tenant.liveKey });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('GET /api/style-presets cursor paging (issue 16)', () => {
+  it('cursor paging lists what offset paging lists (names tied by case); foreign or changed cursors are 400', async () => {
+    const sql = librarySql(s);
+    try {
+      const [A, B] = await Promise.all([
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+        s.createTenant({ rate_limit_per_minute: 100000 }),
+      ]);
+      const T = TIMES(sql);
+      for (const tenant of [A.tenantId, B.tenantId]) {
+        await sql`INSERT INTO style_presets (tenant_id, name) SELECT ${tenant}, ${T.name} FROM generate_series(1, 17) g`;
+      }
+      await expectCursorEqualsOffset(s, A.liveKey, { url: '/api/style-presets', size: 4, style: 'offset' }, 17);
+      const url = '/api/style-presets?limit=4';
+      const cursor = await firstCursor(s, A.liveKey, url);
+      await expectRefused(s, A.liveKey, url, tampered(cursor));
+      await expectRefused(s, B.liveKey, url, cursor);
+      // A characters cursor of the same order (name) is another list's.
+      await s.api('/api/characters', { key: A.liveKey, body: { character_name: 'c1', base_prompt: 'A base prompt of a character' } });
+      await s.api('/api/characters', { key: A.liveKey, body: { character_name: 'c2', base_prompt: 'A base prompt of a character' } });
+      await expectRefused(s, A.liveKey, url, await firstCursor(s, A.liveKey, '/api/characters?limit=1'));
+      await expectRefused(s, A.liveKey, `${url}&offset=4`, cursor, ['cursor and offset cannot be combined']);
+    } finally {
+      await sql.end();
+    }
   });
 });

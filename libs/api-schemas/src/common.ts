@@ -36,10 +36,15 @@ export const Success = z.object({ success: z.literal(true) });
 export const data = <T extends z.ZodTypeAny>(t: T) => z.object({ data: t });
 
 export const OffsetPagination = z.object({ total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
-export const AssetPagination = OffsetPagination.extend({ hasMore: z.boolean() });
+/** pagination.nextCursor of the keyset-paged asset lists. */
+const nextCursor = z.string().nullable().describe('pass as cursor to continue after this page; null on the last page');
+/** The style preset list's: OffsetPagination and nextCursor (OffsetPagination itself stays as other lists use it). */
+export const StylePresetPagination = OffsetPagination.extend({ nextCursor });
+export const AssetPagination = OffsetPagination.extend({ hasMore: z.boolean(), nextCursor });
 export const PagePagination = z.object({
   page: z.number().int(),
   pageSize: z.number().int(),
   total: z.number().int(),
   hasMore: z.boolean(),
+  nextCursor,
 });

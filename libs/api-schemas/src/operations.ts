@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AssetPagination, Deleted, data, OffsetPagination, PagePagination, Success } from './common.js';
+import { AssetPagination, Deleted, data, PagePagination, StylePresetPagination, Success } from './common.js';
 import * as B from './requests.js';
 import * as R from './resources.js';
 
@@ -148,7 +148,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listStylePresets',
     tag: 'Style presets',
     auth: 'tenant',
-    ok: ok(list(R.StylePreset, OffsetPagination)),
+    ok: ok(list(R.StylePreset, StylePresetPagination)),
   },
   'GET /api/style-presets/:id': { operationId: 'getStylePreset', tag: 'Style presets', auth: 'tenant', ok: ok(data(R.StylePreset)) },
   'POST /api/style-presets': {

@@ -163,6 +163,8 @@ export const UploadForEditingInput = checkedByService(UploadForEditingBody, ['im
 const pageSize = (def: number, max: number) =>
   z.number().int().min(1).max(max).default(def).describe(`Page size (default ${def}, max ${max})`);
 const offset = () => z.number().int().min(0).max(INT32_MAX).default(0).describe('Items to skip (default 0)');
+/** The `cursor` of the keyset-paged lists: a previous answer's pagination.nextCursor. */
+const listCursor = z.string().max(2000).optional();
 
 /** The list query of the searchable, sortable asset lists: GET /api/characters, /api/scenes and list_characters, list_scenes. */
 export const AssetListQuery = z
@@ -171,6 +173,7 @@ export const AssetListQuery = z
     offset: offset(),
     search: z.string().max(200).optional().describe('Name search (max 200 characters)'),
     sort_by: z.enum(['name', 'created', 'used', 'recent']).default('name').describe('name (default), created, used, recent'),
+    cursor: listCursor.describe('Continue after the last item of a previous answer (its pagination.nextCursor); not with offset'),
   })
   .passthrough();
 
@@ -180,11 +183,12 @@ export const ProductListQuery = z
     page: z.number().int().min(1).max(INT32_MAX).default(1).describe('1-based page (default 1)'),
     page_size: pageSize(20, 100),
     search: z.string().max(200).optional().describe('Matches name, description and tags (max 200 characters)'),
+    cursor: listCursor.describe('Continue after the last product of a previous answer (its pagination.nextCursor); not with page > 1'),
   })
   .passthrough();
 
 /** GET /api/style-presets and list_style_presets. */
-export const StylePresetListQuery = AssetListQuery.pick({ limit: true, offset: true });
+export const StylePresetListQuery = AssetListQuery.pick({ limit: true, offset: true, cursor: true });
 
 /** POST /api/characters and create_character. */
 export const CharacterBody = z
@@ -326,11 +330,7 @@ export const ImageListQuery = z
     stylePresetId: id('Only images made with this style preset').optional(),
     productReferenceId: id('Only images made with this product').optional(),
     isReference: z.boolean().optional().describe('true: reference images only'),
-    cursor: z
-      .string()
-      .max(2000)
-      .optional()
-      .describe('Continue after the last image of a previous answer (its pagination.nextCursor); not with offset'),
+    cursor: listCursor.describe('Continue after the last image of a previous answer (its pagination.nextCursor); not with offset'),
   })
   .passthrough();
 

@@ -1882,6 +1882,8 @@ export interface operations {
                 search?: string;
                 /** @description name (default), created, used, recent */
                 sort_by?: "name" | "created" | "used" | "recent";
+                /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1927,6 +1929,8 @@ export interface operations {
                             limit: number;
                             offset: number;
                             hasMore: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                     };
                 };
@@ -2405,6 +2409,8 @@ export interface operations {
                 page_size?: number;
                 /** @description Matches name, description and tags (max 200 characters) */
                 search?: string;
+                /** @description Continue after the last product of a previous answer (its pagination.nextCursor); not with page > 1 */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2448,6 +2454,8 @@ export interface operations {
                             pageSize: number;
                             total: number;
                             hasMore: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                     };
                 };
@@ -2827,6 +2835,8 @@ export interface operations {
                 search?: string;
                 /** @description name (default), created, used, recent */
                 sort_by?: "name" | "created" | "used" | "recent";
+                /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2871,6 +2881,8 @@ export interface operations {
                             limit: number;
                             offset: number;
                             hasMore: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                     };
                 };
@@ -3193,6 +3205,8 @@ export interface operations {
                 limit?: number;
                 /** @description Items to skip (default 0) */
                 offset?: number;
+                /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3231,6 +3245,8 @@ export interface operations {
                             total: number;
                             limit: number;
                             offset: number;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
                         };
                     };
                 };

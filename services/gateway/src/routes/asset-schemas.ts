@@ -18,10 +18,10 @@ export const assetListQuery = wireSchema(AssetListQuery);
 /** The assets service's list request for an assetListQuery. */
 export function assetListRequest(query: unknown) {
   const q = query as Infer<typeof AssetListQuery>;
-  return { limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by };
+  return { limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by, cursor: q.cursor };
 }
 
-/** `{total, limit, offset, hasMore}` of an asset list page. */
-export function assetPagination(res: { total: number; limit: number; offset: number; hasMore: boolean }) {
-  return { total: res.total, limit: res.limit, offset: res.offset, hasMore: res.hasMore };
+/** `{total, limit, offset, hasMore, nextCursor}` of an asset list page. */
+export function assetPagination(res: { total: number; limit: number; offset: number; hasMore: boolean; nextCursor?: string }) {
+  return { total: res.total, limit: res.limit, offset: res.offset, hasMore: res.hasMore, nextCursor: res.nextCursor ?? null };
 }

@@ -41,10 +41,10 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
     },
     async (request) => {
       const q = request.query as Infer<typeof ProductListQuery>;
-      const res = await assets.listProducts({ page: q.page, pageSize: q.page_size, search: q.search }, request.principal);
+      const res = await assets.listProducts({ page: q.page, pageSize: q.page_size, search: q.search, cursor: q.cursor }, request.principal);
       return {
         data: res.products.map(productListForm),
-        pagination: { page: res.page, pageSize: res.pageSize, total: res.total, hasMore: res.hasMore },
+        pagination: { page: res.page, pageSize: res.pageSize, total: res.total, hasMore: res.hasMore, nextCursor: res.nextCursor ?? null },
       };
     },
   );

@@ -31,8 +31,11 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
     },
     async (request) => {
       const q = request.query as Infer<typeof StylePresetListQuery>;
-      const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset }, request.principal);
-      return { data: res.presets.map(stylePresetForm), pagination: { limit: res.limit, offset: res.offset, total: res.total } };
+      const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset, cursor: q.cursor }, request.principal);
+      return {
+        data: res.presets.map(stylePresetForm),
+        pagination: { limit: res.limit, offset: res.offset, total: res.total, nextCursor: res.nextCursor ?? null },
+      };
     },
   );
 

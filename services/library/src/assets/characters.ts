@@ -36,6 +36,7 @@ import {
   tenantOf,
 } from './common.js';
 import { findImages, invalidImageIds, orderedRefs, type RefImage, toReferenceImage } from './images.js';
+import { assetOrders, keysetPage } from './keyset.js';
 
 export interface CharacterRow {
   id: number;
@@ -175,15 +176,10 @@ async function render(sql: Sql | TransactionSql, tenantId: string, rows: Charact
   return rows.map((r) => toCharacter(r, images, storage));
 }
 
-const ORDER: Record<string, string> = {
-  name: 'lower(character_name) ASC, character_name ASC, id ASC',
-  created: 'created_at DESC, id DESC',
-  used: 'times_used DESC, last_used_at DESC NULLS LAST, id DESC',
-  recent: 'last_used_at DESC NULLS LAST, created_at DESC, id DESC',
-};
+const ORDERS = assetOrders('character_name');
 
-export function characterHandlers(deps: { sql: Sql; storage: ObjectStorage }) {
-  const { sql, storage } = deps;
+export function characterHandlers(deps: { sql: Sql; storage: ObjectStorage; cursorKey: Buffer }) {
+  const { sql, storage, cursorKey } = deps;
   return {
     async listCharacters(req: ListCharactersRequest, call: CallContext): Promise<ListCharactersResponse> {
       const tenantId = tenantOf(call);
@@ -202,17 +198,21 @@ export function characterHandlers(deps: { sql: Sql; storage: ObjectStorage }) {
           : sql``
       }`;
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM characters WHERE ${where}`;
-      const rows = await sql`
-        SELECT * FROM characters WHERE ${where}
-        ORDER BY ${sql.unsafe(ORDER[sortBy])} LIMIT ${limit} OFFSET ${req.offset}`;
-      const characters = await render(sql, tenantId, rows.map(characterFromDb), storage);
-      return {
-        characters,
-        total: num(total),
+      const page = await keysetPage({
+        sql,
+        tenantId,
+        cursorKey,
+        table: 'characters',
+        where,
+        order: ORDERS[sortBy],
+        sort: `characters:${sortBy}`,
         limit,
         offset: req.offset,
-        hasMore: req.offset + characters.length < num(total),
-      };
+        cursor: req.cursor,
+        offsetField: 'offset',
+      });
+      const characters = await render(sql, tenantId, page.rows.map(characterFromDb), storage);
+      return { characters, total: num(total), limit, offset: req.offset, hasMore: page.hasMore, nextCursor: page.nextCursor };
     },
 
     async getCharacter(req: GetAssetRequest, call: CallContext): Promise<Character> {

@@ -20,13 +20,14 @@ export function createAssets(deps: { sql: Sql; ctx: ServiceContext }): { binding
   const logger = ctx.logger.child({ component: 'assets' });
   const quota = createQuotaGuard(ctx);
   const storage = ctx.storage;
+  const key = cursorKey(ctx.config).key;
   const binding = bind(AssetsServiceService, {
-    ...characterHandlers({ sql, storage }),
-    ...productHandlers({ sql, storage, config: ctx.config, quota, logger }),
-    ...sceneHandlers({ sql, storage, config: ctx.config, quota, logger }),
-    ...stylePresetHandlers({ sql }),
+    ...characterHandlers({ sql, storage, cursorKey: key }),
+    ...productHandlers({ sql, storage, config: ctx.config, quota, logger, cursorKey: key }),
+    ...sceneHandlers({ sql, storage, config: ctx.config, quota, logger, cursorKey: key }),
+    ...stylePresetHandlers({ sql, cursorKey: key }),
     ...searchPresetHandlers({ sql }),
-    runSearchPreset: runSearchPresetHandler({ sql, storage, cursorKey: cursorKey(ctx.config).key }),
+    runSearchPreset: runSearchPresetHandler({ sql, storage, cursorKey: key }),
     ...resolveHandlers({ sql }),
   });
   return {

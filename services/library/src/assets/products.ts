@@ -27,6 +27,7 @@ import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from '.
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
 import { findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { fetchImage } from './fetch-image.js';
+import { assetOrders, keysetPage } from './keyset.js';
 import type { QuotaGuard } from './quota.js';
 
 export interface ProductRow {
@@ -148,7 +149,16 @@ async function productDeleted(tx: TransactionSql, config: Config, tenantId: stri
   await writeImageDeleted(tx, config.eventsPrefix, { ...row, tenantId, imageId: row.id });
 }
 
-export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config: Config; quota: QuotaGuard; logger: Logger }) {
+const CREATED_ORDER = assetOrders('product_name').created;
+
+export function productHandlers(deps: {
+  sql: Sql;
+  storage: ObjectStorage;
+  config: Config;
+  quota: QuotaGuard;
+  logger: Logger;
+  cursorKey: Buffer;
+}) {
   const { sql, storage, quota, config } = deps;
   return {
     async listProducts(req: ListProductsRequest, call: CallContext): Promise<ListProductsResponse> {
@@ -168,15 +178,27 @@ export function productHandlers(deps: { sql: Sql; storage: ObjectStorage; config
       }`;
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM products WHERE ${where}`;
       const offset = (page - 1) * pageSize;
-      const rows = await sql`
-        SELECT * FROM products WHERE ${where}
-        ORDER BY created_at DESC, id DESC LIMIT ${pageSize} OFFSET ${offset}`;
+      // A cursor continues from the previous page whatever its number: only page 1 (or none) goes with one.
+      const rows = await keysetPage({
+        sql,
+        tenantId,
+        cursorKey: deps.cursorKey,
+        table: 'products',
+        where,
+        order: CREATED_ORDER,
+        sort: 'products:created',
+        limit: pageSize,
+        offset,
+        cursor: req.cursor,
+        offsetField: 'page',
+      });
       return {
-        products: rows.map((r) => toProduct(productFromDb(r), storage)),
+        products: rows.rows.map((r) => toProduct(productFromDb(r), storage)),
         page,
         pageSize,
         total: num(total),
-        hasMore: offset + rows.length < num(total),
+        hasMore: rows.hasMore,
+        nextCursor: rows.nextCursor,
       };
     },
 

@@ -40,6 +40,7 @@ import {
 } from './common.js';
 import { type FetchedImage, fetchImage, isHttpUrl, REQUEST_FETCH_BUDGET_MS } from './fetch-image.js';
 import { findImages, orderedRefs, type RefImage, toReferenceImage } from './images.js';
+import { assetOrders, keysetPage } from './keyset.js';
 import type { QuotaGuard } from './quota.js';
 
 export interface SceneRow {
@@ -158,14 +159,16 @@ async function checkReferenceIds(sql: Sql | TransactionSql, tenantId: string, id
   return unique;
 }
 
-const ORDER: Record<string, string> = {
-  name: 'lower(scene_name) ASC, scene_name ASC, id ASC',
-  created: 'created_at DESC, id DESC',
-  used: 'times_used DESC, last_used_at DESC NULLS LAST, id DESC',
-  recent: 'last_used_at DESC NULLS LAST, created_at DESC, id DESC',
-};
+const ORDERS = assetOrders('scene_name');
 
-export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: Config; quota: QuotaGuard; logger: Logger }) {
+export function sceneHandlers(deps: {
+  sql: Sql;
+  storage: ObjectStorage;
+  config: Config;
+  quota: QuotaGuard;
+  logger: Logger;
+  cursorKey: Buffer;
+}) {
   const { sql, storage, quota } = deps;
 
   async function render(tenantId: string, rows: SceneRow[]): Promise<Scene[]> {
@@ -254,11 +257,21 @@ export function sceneHandlers(deps: { sql: Sql; storage: ObjectStorage; config: 
           : sql``
       }`;
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM scenes WHERE ${where}`;
-      const rows = await sql`
-        SELECT * FROM scenes WHERE ${where}
-        ORDER BY ${sql.unsafe(ORDER[sortBy])} LIMIT ${limit} OFFSET ${req.offset}`;
-      const scenes = await render(tenantId, rows.map(sceneFromDb));
-      return { scenes, total: num(total), limit, offset: req.offset, hasMore: req.offset + scenes.length < num(total) };
+      const page = await keysetPage({
+        sql,
+        tenantId,
+        cursorKey: deps.cursorKey,
+        table: 'scenes',
+        where,
+        order: ORDERS[sortBy],
+        sort: `scenes:${sortBy}`,
+        limit,
+        offset: req.offset,
+        cursor: req.cursor,
+        offsetField: 'offset',
+      });
+      const scenes = await render(tenantId, page.rows.map(sceneFromDb));
+      return { scenes, total: num(total), limit, offset: req.offset, hasMore: page.hasMore, nextCursor: page.nextCursor };
     },
 
     async getScene(req: GetAssetRequest, call: CallContext): Promise<Scene> {

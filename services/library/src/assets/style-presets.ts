@@ -18,6 +18,7 @@ import {
   type TransactionSql,
 } from '@imagegen/platform';
 import { ASPECT_RATIOS, findAsset, iso, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
+import { assetOrders, keysetPage } from './keyset.js';
 
 export interface StylePresetRow {
   id: number;
@@ -96,8 +97,10 @@ function validateFields(f: {
   p.throwIf(invalidPayload);
 }
 
-export function stylePresetHandlers(deps: { sql: Sql }) {
-  const { sql } = deps;
+const NAME_ORDER = assetOrders('name').name;
+
+export function stylePresetHandlers(deps: { sql: Sql; cursorKey: Buffer }) {
+  const { sql, cursorKey } = deps;
   return {
     async listStylePresets(req: ListStylePresetsRequest, call: CallContext): Promise<ListStylePresetsResponse> {
       const tenantId = tenantOf(call);
@@ -107,10 +110,26 @@ export function stylePresetHandlers(deps: { sql: Sql }) {
       if (req.offset < 0) p.add('offset must be >= 0');
       p.throwIf(invalidPayload);
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM style_presets WHERE tenant_id = ${tenantId}`;
-      const rows = await sql`
-        SELECT * FROM style_presets WHERE tenant_id = ${tenantId}
-        ORDER BY lower(name) ASC, name ASC, id ASC LIMIT ${limit} OFFSET ${req.offset}`;
-      return { presets: rows.map((r) => toStylePreset(stylePresetFromDb(r))), total: num(total), limit, offset: req.offset };
+      const page = await keysetPage({
+        sql,
+        tenantId,
+        cursorKey,
+        table: 'style_presets',
+        where: sql`tenant_id = ${tenantId}`,
+        order: NAME_ORDER,
+        sort: 'style_presets:name',
+        limit,
+        offset: req.offset,
+        cursor: req.cursor,
+        offsetField: 'offset',
+      });
+      return {
+        presets: page.rows.map((r) => toStylePreset(stylePresetFromDb(r))),
+        total: num(total),
+        limit,
+        offset: req.offset,
+        nextCursor: page.nextCursor,
+      };
     },
 
     async getStylePreset(req: GetAssetRequest, call: CallContext): Promise<StylePreset> {

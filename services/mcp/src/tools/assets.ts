@@ -52,13 +52,13 @@ const listProducts = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listProducts(
-      ListProductsRequest.fromPartial({ page: args.page, pageSize: args.page_size, search: args.search }),
+      ListProductsRequest.fromPartial({ page: args.page, pageSize: args.page_size, search: args.search, cursor: args.cursor }),
       ctx.principal,
     );
     return {
       data: {
         data: r.products.map(productListForm),
-        pagination: { page: r.page, pageSize: r.pageSize, total: r.total, hasMore: r.hasMore },
+        pagination: { page: r.page, pageSize: r.pageSize, total: r.total, hasMore: r.hasMore, nextCursor: r.nextCursor ?? null },
       },
     };
   },
@@ -253,10 +253,15 @@ const listStylePresets = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listStylePresets(
-      ListStylePresetsRequest.fromPartial({ limit: args.limit, offset: args.offset }),
+      ListStylePresetsRequest.fromPartial({ limit: args.limit, offset: args.offset, cursor: args.cursor }),
       ctx.principal,
     );
-    return { data: { data: r.presets.map(stylePresetForm), pagination: { limit: r.limit, offset: r.offset, total: r.total } } };
+    return {
+      data: {
+        data: r.presets.map(stylePresetForm),
+        pagination: { limit: r.limit, offset: r.offset, total: r.total, nextCursor: r.nextCursor ?? null },
+      },
+    };
   },
 });
 

@@ -44,6 +44,7 @@ export interface ListQuery {
   offset: number;
   search?: string;
   sortBy: string;
+  cursor?: string;
 }
 
 interface ListPage {
@@ -51,9 +52,13 @@ interface ListPage {
   limit: number;
   offset: number;
   hasMore: boolean;
+  nextCursor?: string;
 }
 
-/** list_<assets>: limit/offset/search/sort_by -> {data: form[], pagination: {total, limit, offset, hasMore}}. */
+/**
+ * list_<assets>: limit/offset/search/sort_by/cursor -> {data: form[], pagination: {total, limit, offset, hasMore,
+ * nextCursor}}.
+ */
 export function listTool<R extends ListPage, T>(
   def: ToolBase & {
     list: (assets: Assets, query: ListQuery, principal: Principal) => Promise<R>;
@@ -68,13 +73,13 @@ export function listTool<R extends ListPage, T>(
     async run(args, ctx) {
       const r = await def.list(
         ctx.deps.clients.assets,
-        { limit: args.limit, offset: args.offset, search: args.search, sortBy: args.sort_by },
+        { limit: args.limit, offset: args.offset, search: args.search, sortBy: args.sort_by, cursor: args.cursor },
         ctx.principal,
       );
       return {
         data: {
           data: def.items(r).map(def.form),
-          pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore },
+          pagination: { total: r.total, limit: r.limit, offset: r.offset, hasMore: r.hasMore, nextCursor: r.nextCursor ?? null },
         },
       };
     },

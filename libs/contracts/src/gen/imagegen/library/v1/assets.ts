@@ -72,6 +72,8 @@ export interface ListCharactersRequest {
     | undefined;
   /** name (default), created, used, recent */
   sortBy: string;
+  /** a previous page's next_cursor (not with offset/page > 1) */
+  cursor?: string | undefined;
 }
 
 export interface ListCharactersResponse {
@@ -80,6 +82,8 @@ export interface ListCharactersResponse {
   limit: number;
   offset: number;
   hasMore: boolean;
+  /** continues after this page; absent on the last page */
+  nextCursor?: string | undefined;
 }
 
 export interface CreateCharacterRequest {
@@ -138,7 +142,11 @@ export interface ListProductsRequest {
   page: number;
   /** 1-100, 0 = default 20 */
   pageSize: number;
-  search?: string | undefined;
+  search?:
+    | string
+    | undefined;
+  /** a previous page's next_cursor (not with offset/page > 1) */
+  cursor?: string | undefined;
 }
 
 export interface ListProductsResponse {
@@ -147,6 +155,8 @@ export interface ListProductsResponse {
   pageSize: number;
   total: number;
   hasMore: boolean;
+  /** continues after this page; absent on the last page */
+  nextCursor?: string | undefined;
 }
 
 export interface CreateProductRequest {
@@ -193,6 +203,8 @@ export interface ListScenesRequest {
     | undefined;
   /** name (default), created, used, recent */
   sortBy: string;
+  /** a previous page's next_cursor (not with offset/page > 1) */
+  cursor?: string | undefined;
 }
 
 export interface ListScenesResponse {
@@ -201,6 +213,8 @@ export interface ListScenesResponse {
   limit: number;
   offset: number;
   hasMore: boolean;
+  /** continues after this page; absent on the last page */
+  nextCursor?: string | undefined;
 }
 
 export interface CreateSceneRequest {
@@ -256,6 +270,8 @@ export interface ListStylePresetsRequest {
   /** 1-100, 0 = default 50 */
   limit: number;
   offset: number;
+  /** a previous page's next_cursor (not with offset/page > 1) */
+  cursor?: string | undefined;
 }
 
 export interface ListStylePresetsResponse {
@@ -263,6 +279,8 @@ export interface ListStylePresetsResponse {
   total: number;
   limit: number;
   offset: number;
+  /** continues after this page; absent on the last page */
+  nextCursor?: string | undefined;
 }
 
 export interface CreateStylePresetRequest {
@@ -1151,7 +1169,7 @@ export const Character: MessageFns<Character> = {
 };
 
 function createBaseListCharactersRequest(): ListCharactersRequest {
-  return { limit: 0, offset: 0, search: undefined, sortBy: "" };
+  return { limit: 0, offset: 0, search: undefined, sortBy: "", cursor: undefined };
 }
 
 export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
@@ -1167,6 +1185,9 @@ export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
     }
     if (message.sortBy !== "") {
       writer.uint32(34).string(message.sortBy);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(42).string(message.cursor);
     }
     return writer;
   },
@@ -1216,6 +1237,14 @@ export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
             message.sortBy = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1238,6 +1267,7 @@ export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
         : isSet(object.sort_by)
         ? globalThis.String(object.sort_by)
         : "",
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -1255,6 +1285,9 @@ export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
     if (message.sortBy !== "") {
       obj.sortBy = message.sortBy;
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -1267,12 +1300,13 @@ export const ListCharactersRequest: MessageFns<ListCharactersRequest> = {
     message.offset = object.offset ?? 0;
     message.search = object.search ?? undefined;
     message.sortBy = object.sortBy ?? "";
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListCharactersResponse(): ListCharactersResponse {
-  return { characters: [], total: 0, limit: 0, offset: 0, hasMore: false };
+  return { characters: [], total: 0, limit: 0, offset: 0, hasMore: false, nextCursor: undefined };
 }
 
 export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
@@ -1291,6 +1325,9 @@ export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
     }
     if (message.hasMore !== false) {
       writer.uint32(40).bool(message.hasMore);
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(50).string(message.nextCursor);
     }
     return writer;
   },
@@ -1348,6 +1385,14 @@ export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
             message.hasMore = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1373,6 +1418,11 @@ export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
         : isSet(object.has_more)
         ? globalThis.Boolean(object.has_more)
         : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
     };
   },
 
@@ -1393,6 +1443,9 @@ export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
     if (message.hasMore !== false) {
       obj.hasMore = message.hasMore;
     }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -1406,6 +1459,7 @@ export const ListCharactersResponse: MessageFns<ListCharactersResponse> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
@@ -2340,7 +2394,7 @@ export const Product: MessageFns<Product> = {
 };
 
 function createBaseListProductsRequest(): ListProductsRequest {
-  return { page: 0, pageSize: 0, search: undefined };
+  return { page: 0, pageSize: 0, search: undefined, cursor: undefined };
 }
 
 export const ListProductsRequest: MessageFns<ListProductsRequest> = {
@@ -2353,6 +2407,9 @@ export const ListProductsRequest: MessageFns<ListProductsRequest> = {
     }
     if (message.search !== undefined) {
       writer.uint32(26).string(message.search);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(34).string(message.cursor);
     }
     return writer;
   },
@@ -2394,6 +2451,14 @@ export const ListProductsRequest: MessageFns<ListProductsRequest> = {
             message.search = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2415,6 +2480,7 @@ export const ListProductsRequest: MessageFns<ListProductsRequest> = {
         ? globalThis.Number(object.page_size)
         : 0,
       search: isSet(object.search) ? globalThis.String(object.search) : undefined,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -2429,6 +2495,9 @@ export const ListProductsRequest: MessageFns<ListProductsRequest> = {
     if (message.search !== undefined) {
       obj.search = message.search;
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -2440,12 +2509,13 @@ export const ListProductsRequest: MessageFns<ListProductsRequest> = {
     message.page = object.page ?? 0;
     message.pageSize = object.pageSize ?? 0;
     message.search = object.search ?? undefined;
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListProductsResponse(): ListProductsResponse {
-  return { products: [], page: 0, pageSize: 0, total: 0, hasMore: false };
+  return { products: [], page: 0, pageSize: 0, total: 0, hasMore: false, nextCursor: undefined };
 }
 
 export const ListProductsResponse: MessageFns<ListProductsResponse> = {
@@ -2464,6 +2534,9 @@ export const ListProductsResponse: MessageFns<ListProductsResponse> = {
     }
     if (message.hasMore !== false) {
       writer.uint32(40).bool(message.hasMore);
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(50).string(message.nextCursor);
     }
     return writer;
   },
@@ -2521,6 +2594,14 @@ export const ListProductsResponse: MessageFns<ListProductsResponse> = {
             message.hasMore = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2548,6 +2629,11 @@ export const ListProductsResponse: MessageFns<ListProductsResponse> = {
         : isSet(object.has_more)
         ? globalThis.Boolean(object.has_more)
         : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
     };
   },
 
@@ -2568,6 +2654,9 @@ export const ListProductsResponse: MessageFns<ListProductsResponse> = {
     if (message.hasMore !== false) {
       obj.hasMore = message.hasMore;
     }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -2581,6 +2670,7 @@ export const ListProductsResponse: MessageFns<ListProductsResponse> = {
     message.pageSize = object.pageSize ?? 0;
     message.total = object.total ?? 0;
     message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
@@ -3198,7 +3288,7 @@ export const Scene: MessageFns<Scene> = {
 };
 
 function createBaseListScenesRequest(): ListScenesRequest {
-  return { limit: 0, offset: 0, search: undefined, sortBy: "" };
+  return { limit: 0, offset: 0, search: undefined, sortBy: "", cursor: undefined };
 }
 
 export const ListScenesRequest: MessageFns<ListScenesRequest> = {
@@ -3214,6 +3304,9 @@ export const ListScenesRequest: MessageFns<ListScenesRequest> = {
     }
     if (message.sortBy !== "") {
       writer.uint32(34).string(message.sortBy);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(42).string(message.cursor);
     }
     return writer;
   },
@@ -3263,6 +3356,14 @@ export const ListScenesRequest: MessageFns<ListScenesRequest> = {
             message.sortBy = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3285,6 +3386,7 @@ export const ListScenesRequest: MessageFns<ListScenesRequest> = {
         : isSet(object.sort_by)
         ? globalThis.String(object.sort_by)
         : "",
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -3302,6 +3404,9 @@ export const ListScenesRequest: MessageFns<ListScenesRequest> = {
     if (message.sortBy !== "") {
       obj.sortBy = message.sortBy;
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -3314,12 +3419,13 @@ export const ListScenesRequest: MessageFns<ListScenesRequest> = {
     message.offset = object.offset ?? 0;
     message.search = object.search ?? undefined;
     message.sortBy = object.sortBy ?? "";
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListScenesResponse(): ListScenesResponse {
-  return { scenes: [], total: 0, limit: 0, offset: 0, hasMore: false };
+  return { scenes: [], total: 0, limit: 0, offset: 0, hasMore: false, nextCursor: undefined };
 }
 
 export const ListScenesResponse: MessageFns<ListScenesResponse> = {
@@ -3338,6 +3444,9 @@ export const ListScenesResponse: MessageFns<ListScenesResponse> = {
     }
     if (message.hasMore !== false) {
       writer.uint32(40).bool(message.hasMore);
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(50).string(message.nextCursor);
     }
     return writer;
   },
@@ -3395,6 +3504,14 @@ export const ListScenesResponse: MessageFns<ListScenesResponse> = {
             message.hasMore = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3418,6 +3535,11 @@ export const ListScenesResponse: MessageFns<ListScenesResponse> = {
         : isSet(object.has_more)
         ? globalThis.Boolean(object.has_more)
         : false,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
     };
   },
 
@@ -3438,6 +3560,9 @@ export const ListScenesResponse: MessageFns<ListScenesResponse> = {
     if (message.hasMore !== false) {
       obj.hasMore = message.hasMore;
     }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -3451,6 +3576,7 @@ export const ListScenesResponse: MessageFns<ListScenesResponse> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.hasMore = object.hasMore ?? false;
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
@@ -4293,7 +4419,7 @@ export const StylePreset: MessageFns<StylePreset> = {
 };
 
 function createBaseListStylePresetsRequest(): ListStylePresetsRequest {
-  return { limit: 0, offset: 0 };
+  return { limit: 0, offset: 0, cursor: undefined };
 }
 
 export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
@@ -4303,6 +4429,9 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     }
     if (message.offset !== 0) {
       writer.uint32(16).int32(message.offset);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(26).string(message.cursor);
     }
     return writer;
   },
@@ -4336,6 +4465,14 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
             message.offset = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4352,6 +4489,7 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     return {
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
     };
   },
 
@@ -4363,6 +4501,9 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -4373,12 +4514,13 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     const message = createBaseListStylePresetsRequest();
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.cursor = object.cursor ?? undefined;
     return message;
   },
 };
 
 function createBaseListStylePresetsResponse(): ListStylePresetsResponse {
-  return { presets: [], total: 0, limit: 0, offset: 0 };
+  return { presets: [], total: 0, limit: 0, offset: 0, nextCursor: undefined };
 }
 
 export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
@@ -4394,6 +4536,9 @@ export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
     }
     if (message.offset !== 0) {
       writer.uint32(32).int32(message.offset);
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(42).string(message.nextCursor);
     }
     return writer;
   },
@@ -4443,6 +4588,14 @@ export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
             message.offset = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4461,6 +4614,11 @@ export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
     };
   },
 
@@ -4478,6 +4636,9 @@ export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
     if (message.offset !== 0) {
       obj.offset = Math.round(message.offset);
     }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
     return obj;
   },
 
@@ -4490,6 +4651,7 @@ export const ListStylePresetsResponse: MessageFns<ListStylePresetsResponse> = {
     message.total = object.total ?? 0;
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
