@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
-import { pipelinedTransaction } from './pipelined-tx.js';
 import { injectContext, publishTraced } from './trace.js';
 import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
 
@@ -141,23 +140,17 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   };
 
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
-  // peek: a poll that nothing woke, which usually finds nothing: one autocommit read first, no transaction then.
-  async function round(peek: boolean): Promise<{ more: boolean; retryInMs?: number }> {
-    if (peek) {
-      const [r] = await sql`SELECT EXISTS (SELECT 1 FROM ${sql(schema)}.outbox WHERE published_at IS NULL) AS waiting`;
-      if (!r.waiting) return { more: false };
-    }
+  async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
-    // Two round trips when rows go out: BEGIN with the claim, then the marks with COMMIT (pipelinedTransaction).
-    const result = await pipelinedTransaction(sql, async (tx, commit) => {
+    const result = await sql.begin(async (tx) => {
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
-      // event before its earlier one. A replica that does not get the lock claims no rows and polls again.
-      // The lock is taken once (a MATERIALIZED CTE, read as a one-time filter), before any row is read.
+      // event before its earlier one. The other replicas skip the round and poll again.
+      const [{ relaying }] = await tx`SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS relaying`;
+      if (!relaying) return { more: false };
       const rows = (await tx`
-        WITH relaying AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
         SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
-        WHERE (SELECT ok FROM relaying) AND published_at IS NULL ORDER BY created_at
+        WHERE published_at IS NULL ORDER BY created_at
         LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
       let retryInMs: number | undefined;
@@ -191,13 +184,12 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           break; // keep order: nothing after this row goes out before it
         }
       }
-      const last: PromiseLike<unknown>[] = [];
       if (done.length > 0) {
-        last.push(tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`);
+        await tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`;
       }
       for (const d of dead) {
         // Moved aside in the same transaction as the marks: payload and headers kept for inspection and replay.
-        last.push(tx`WITH moved AS (
+        await tx`WITH moved AS (
             DELETE FROM ${tx(schema)}.outbox WHERE id = ${d.row.id}
             RETURNING id, subject, payload, headers, created_at
           )
@@ -205,9 +197,8 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           SELECT id, subject, payload, headers, created_at, ${d.attempts}, ${d.reason}, ${d.error} FROM moved
           ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, payload = excluded.payload, headers = excluded.headers,
             created_at = excluded.created_at, attempts = excluded.attempts, reason = excluded.reason, error = excluded.error,
-            dead_lettered_at = now()`);
+            dead_lettered_at = now()`;
       }
-      if (last.length > 0) await commit(...last);
       if (retryInMs === undefined && failing && done.length > 0) {
         log.info('outbox publishing again');
         failing = false;
@@ -253,16 +244,14 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   }
 
   const loop = (async () => {
-    let polled = false;
     while (!stopped) {
       let next: { more: boolean; retryInMs?: number } = { more: false };
       try {
-        next = await round(polled);
+        next = await round();
         await cleanup();
       } catch (err) {
         log.warn({ err }, 'outbox relay round failed');
       }
-      polled = false;
       if (stopped) continue;
       if (next.retryInMs === undefined) {
         if (next.more) continue;
@@ -273,11 +262,11 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       }
       // After a failed publish new rows (NOTIFY) do not shorten the wait: they queue behind the failed one.
       retryDelaying = next.retryInMs !== undefined;
-      polled = await new Promise<boolean>((resolve) => {
-        const t = setTimeout(() => resolve(next.retryInMs === undefined), next.retryInMs ?? pollMs);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, next.retryInMs ?? pollMs);
         wake = () => {
           clearTimeout(t);
-          resolve(false);
+          resolve();
         };
       });
       wake = undefined;
