@@ -333,6 +333,20 @@ export function profileJson(tenantId: string, tenantName: string, quota: Quota |
   return { tenant: { tenantId, tenantName, quotas: quotaJson(quota) } };
 }
 
+/**
+ * `pagination` of the lists with capped totals and cursors (images, search-preset images, sessions): the gRPC
+ * answer's next_cursor is '' on the last page, null in JSON.
+ */
+export function cursorPagination(r: {
+  total: number;
+  limit: number;
+  offset: number;
+  totalIsExact: boolean;
+  nextCursor: string;
+}): Json<'ImagePagination'> {
+  return { total: r.total, limit: r.limit, offset: r.offset, totalIsExact: r.totalIsExact, nextCursor: r.nextCursor || null };
+}
+
 export function sessionJson(s: SessionSummary): Json<'SessionSummary'> {
   return {
     sessionId: s.sessionId,

@@ -1,5 +1,5 @@
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { badRequest, createClient, imageJson, searchPresetForm } from '@imagegen/platform';
+import { badRequest, createClient, cursorPagination, imageJson, searchPresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
 import { offsetParam } from '../validation.js';
 
@@ -85,13 +85,7 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
       const res = await assets.runSearchPreset({ identifier: id, limit: q.limit, offset: q.offset, cursor }, request.principal);
       return {
         data: res.images.map(imageJson),
-        pagination: {
-          total: res.total,
-          limit: res.limit,
-          offset: res.offset,
-          totalIsExact: res.totalIsExact,
-          nextCursor: res.nextCursor === '' ? null : res.nextCursor,
-        },
+        pagination: cursorPagination(res),
         preset: res.preset ? searchPresetForm(res.preset) : null,
       };
     },

@@ -1,6 +1,6 @@
 import { type Infer, SessionListQuery } from '@imagegen/api-schemas';
 import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
-import { sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
+import { cursorPagination, sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { wireSchema } from '../validation.js';
@@ -28,13 +28,7 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       const r = await library.listSessions({ limit, offset, cursor: cursor || undefined }, req.principal);
       return {
         data: r.sessions.map(sessionJson),
-        pagination: {
-          total: r.total,
-          limit: r.limit,
-          offset: r.offset,
-          totalIsExact: r.totalIsExact,
-          nextCursor: r.nextCursor || null,
-        },
+        pagination: cursorPagination(r),
       };
     },
   );

@@ -4,6 +4,7 @@ import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
   AppError,
+  cursorPagination,
   executionJson,
   MODEL_IDS,
   profileJson,
@@ -34,10 +35,7 @@ const listSessions = defineTool({
       ListSessionsRequest.fromPartial({ limit: args.limit, offset: args.offset, cursor: args.cursor || undefined }),
       ctx.principal,
     );
-    const { total, limit, offset, totalIsExact } = r;
-    return {
-      data: { data: r.sessions.map(sessionJson), pagination: { total, limit, offset, totalIsExact, nextCursor: r.nextCursor || null } },
-    };
+    return { data: { data: r.sessions.map(sessionJson), pagination: cursorPagination(r) } };
   },
 });
 

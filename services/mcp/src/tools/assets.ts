@@ -24,6 +24,7 @@ import {
   UpdateStylePresetRequest,
 } from '@imagegen/contracts/library/v1/assets';
 import {
+  cursorPagination,
   imageJson,
   invalidPayload,
   productCreatedJson,
@@ -385,13 +386,7 @@ const runSearchPreset = defineTool({
         preset: r.preset ? searchPresetForm(r.preset) : null,
         data: r.images.map(imageJson),
         // As GET /api/search-presets/:id/images (its pagination, outputs.ts).
-        pagination: {
-          total: r.total,
-          limit: r.limit,
-          offset: r.offset,
-          totalIsExact: r.totalIsExact,
-          nextCursor: r.nextCursor || null,
-        },
+        pagination: cursorPagination(r),
       },
     };
   },

@@ -11,6 +11,7 @@ import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
 import {
   AppError,
   badRequest,
+  cursorPagination,
   editImageJson,
   generatedImageJson,
   imageDetailJson,
@@ -228,8 +229,7 @@ const listImages = defineTool({
         ctx.principal,
       ),
     );
-    const pagination = { total: r.total, limit: r.limit, offset: r.offset, totalIsExact: r.totalIsExact, nextCursor: r.nextCursor || null };
-    return { data: { data: r.images.map(imageJson), pagination } };
+    return { data: { data: r.images.map(imageJson), pagination: cursorPagination(r) } };
   },
 });
 
