@@ -5,9 +5,24 @@
  */
 import { createDb, type Sql } from '@imagegen/platform';
 import { expect } from 'vitest';
-import type { TestStack } from '../support/stack.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
 
-export const librarySql = (s: TestStack): Sql => createDb(s.env.DATABASE_URL as string, { schema: 'library', max: 1 });
+/**
+ * Runs `fn` with two fresh tenants (A pages, B owns the foreign cursors' rows) and a connection to the library
+ * schema, where the rows are seeded straight; the connection is closed after.
+ */
+export async function withSeededTenants(s: TestStack, fn: (sql: Sql, a: TestTenant, b: TestTenant) => Promise<void>): Promise<void> {
+  const sql = createDb(s.env.DATABASE_URL as string, { schema: 'library', max: 1 });
+  try {
+    const [a, b] = await Promise.all([
+      s.createTenant({ rate_limit_per_minute: 100000 }),
+      s.createTenant({ rate_limit_per_minute: 100000 }),
+    ]);
+    await fn(sql, a, b);
+  } finally {
+    await sql.end();
+  }
+}
 
 /**
  * Timestamps with microseconds (a cursor must keep them): groups of 4 rows share created_at, 3 in 4 rows are used

@@ -3,7 +3,7 @@ import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testClient } from '../support/client.js';
 import type { TestStack, TestTenant } from '../support/stack.js';
-import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, TIMES, tampered, withSeededTenants } from './asset-paging-support.js';
 import { chars, seeder, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
@@ -321,12 +321,7 @@ describe('the typed client (libs/client)', () => {
 
 describe('GET /api/characters cursor paging (issue 16)', () => {
   it('cursor paging lists what offset paging lists, on every sort with ties; foreign or changed cursors are 400', async () => {
-    const sql = librarySql(s);
-    try {
-      const [A, B] = await Promise.all([
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-      ]);
+    await withSeededTenants(s, async (sql, A, B) => {
       const T = TIMES(sql);
       for (const tenant of [A.tenantId, B.tenantId]) {
         await sql`INSERT INTO characters (tenant_id, character_name, base_prompt, times_used, last_used_at, created_at)
@@ -350,8 +345,6 @@ describe('GET /api/characters cursor paging (issue 16)', () => {
       // The last page has no cursor.
       const last = await s.api('/api/characters?limit=100', { key: A.liveKey });
       expect(last.body.pagination).toEqual({ total: 23, limit: 100, offset: 0, hasMore: false, nextCursor: null });
-    } finally {
-      await sql.end();
-    }
+    });
   });
 });

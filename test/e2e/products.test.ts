@@ -2,7 +2,7 @@ import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
-import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, TIMES, tampered, withSeededTenants } from './asset-paging-support.js';
 import { chars, eventually, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
@@ -292,12 +292,7 @@ describe('product isolation, auth and quota', () => {
 
 describe('GET /api/products cursor paging (issue 16)', () => {
   it('cursor paging lists what page paging lists (created_at ties); foreign or changed cursors are 400', async () => {
-    const sql = librarySql(s);
-    try {
-      const [A, B] = await Promise.all([
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-      ]);
+    await withSeededTenants(s, async (sql, A, B) => {
       const T = TIMES(sql);
       for (const tenant of [A.tenantId, B.tenantId]) {
         await sql`INSERT INTO products (tenant_id, product_name, product_url, object_key, object_thumbnail_key, width, height,
@@ -316,8 +311,6 @@ describe('GET /api/products cursor paging (issue 16)', () => {
       await expectRefused(s, A.liveKey, `${url}&page=2`, cursor, ['cursor and page cannot be combined']);
       // page=1 is the first page: a cursor goes with it.
       expect((await s.api(`${url}&page=1&cursor=${encodeURIComponent(cursor)}`, { key: A.liveKey })).status).toBe(200);
-    } finally {
-      await sql.end();
-    }
+    });
   });
 });

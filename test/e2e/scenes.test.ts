@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
-import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, TIMES, tampered, withSeededTenants } from './asset-paging-support.js';
 import { chars, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
@@ -370,12 +370,7 @@ describe('scene isolation and auth', () => {
 
 describe('GET /api/scenes cursor paging (issue 16)', () => {
   it('cursor paging lists what offset paging lists, on every sort with ties; foreign or changed cursors are 400', async () => {
-    const sql = librarySql(s);
-    try {
-      const [A, B] = await Promise.all([
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-      ]);
+    await withSeededTenants(s, async (sql, A, B) => {
       const T = TIMES(sql);
       for (const tenant of [A.tenantId, B.tenantId]) {
         await sql`INSERT INTO scenes (tenant_id, scene_name, times_used, last_used_at, created_at)
@@ -391,8 +386,6 @@ describe('GET /api/scenes cursor paging (issue 16)', () => {
       await expectRefused(s, A.liveKey, '/api/scenes?sort_by=created', cursor);
       await expectRefused(s, A.liveKey, '/api/characters?sort_by=recent', cursor);
       await expectRefused(s, A.liveKey, `${url}&offset=3`, cursor, ['cursor and offset cannot be combined']);
-    } finally {
-      await sql.end();
-    }
+    });
   });
 });

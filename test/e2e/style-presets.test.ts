@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
-import { expectCursorEqualsOffset, expectRefused, firstCursor, librarySql, TIMES, tampered } from './asset-paging-support.js';
+import { expectCursorEqualsOffset, expectRefused, firstCursor, TIMES, tampered, withSeededTenants } from './asset-paging-support.js';
 import { chars, startAssetsStack } from './products-support.js';
 
 let s: TestStack;
@@ -171,12 +171,7 @@ describe('style presets', () => {
 
 describe('GET /api/style-presets cursor paging (issue 16)', () => {
   it('cursor paging lists what offset paging lists (names tied by case); foreign or changed cursors are 400', async () => {
-    const sql = librarySql(s);
-    try {
-      const [A, B] = await Promise.all([
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-        s.createTenant({ rate_limit_per_minute: 100000 }),
-      ]);
+    await withSeededTenants(s, async (sql, A, B) => {
       const T = TIMES(sql);
       for (const tenant of [A.tenantId, B.tenantId]) {
         await sql`INSERT INTO style_presets (tenant_id, name) SELECT ${tenant}, ${T.name} FROM generate_series(1, 17) g`;
@@ -191,8 +186,6 @@ describe('GET /api/style-presets cursor paging (issue 16)', () => {
       await s.api('/api/characters', { key: A.liveKey, body: { character_name: 'c2', base_prompt: 'A base prompt of a character' } });
       await expectRefused(s, A.liveKey, url, await firstCursor(s, A.liveKey, '/api/characters?limit=1'));
       await expectRefused(s, A.liveKey, `${url}&offset=4`, cursor, ['cursor and offset cannot be combined']);
-    } finally {
-      await sql.end();
-    }
+    });
   });
 });
