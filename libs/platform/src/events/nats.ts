@@ -221,7 +221,7 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
         {
           js,
           jsm,
-          ensure,
+          ensure: checkStream,
           log,
           streamName: opts.streamName,
           prefix: opts.subjectPrefix,
@@ -349,7 +349,15 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
       });
     }
   };
-  await ensureConsumer();
+  try {
+    await ensureConsumer();
+  } catch (err) {
+    // Connected again, but the stream is not back yet (a node restarted with an empty store and the
+    // reconnect check has not re-created it): create it now rather than failing the subscription.
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    await c.ensure();
+    await ensureConsumer();
+  }
 
   let stopped = false;
   let wake: (() => void) | undefined;

@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDb, createTestDatabase, migrate } from '../../src/db.js';
@@ -125,4 +127,29 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
       await db.drop();
     }
   }, 30_000);
+
+  it('a subscription made while the stream is missing re-creates it (and publishers are told of the reset)', async () => {
+    if (!server || server.exitCode !== null) {
+      port ||= await freePort();
+      await start();
+    }
+    const url = `nats://127.0.0.1:${port}`;
+    const transport = await createNatsTransport({ url, streamName: 'GONE', subjectPrefix: 'g', logger: pino({ level: 'silent' }) });
+    let resets = 0;
+    transport.onStreamReset(() => resets++);
+    // The state right after a node came back with an empty store, before the reconnect check ran.
+    const nc = await connect({ servers: url });
+    await (await jetstreamManager(nc)).streams.delete('GONE');
+    await nc.close();
+    try {
+      const received: EventMessage[] = [];
+      const sub = await transport.subscribe({ durable: 'svc', subjects: ['g.>'], handler: async (m) => void received.push(m) });
+      expect(resets).toBe(1);
+      await transport.publish({ id: randomUUID(), subject: 'g.a', data: new Uint8Array([1]), headers: {} });
+      await until(() => received.length === 1);
+      await sub.stop();
+    } finally {
+      await transport.close();
+    }
+  }, 20_000);
 });
