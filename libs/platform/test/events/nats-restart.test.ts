@@ -136,7 +136,7 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
     const url = `nats://127.0.0.1:${port}`;
     const transport = await createNatsTransport({ url, streamName: 'GONE', subjectPrefix: 'g', logger: pino({ level: 'silent' }) });
     let resets = 0;
-    transport.onStreamReset(() => resets++);
+    transport.onStreamReset?.(() => resets++);
     // The state right after a node came back with an empty store, before the reconnect check ran.
     const nc = await connect({ servers: url });
     await (await jetstreamManager(nc)).streams.delete('GONE');
