@@ -156,6 +156,8 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   // BENCH_CPU_PROF=<dir>: the stack writes a V8 CPU profile there when it stops (where its CPU goes).
   const prof = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  // BENCH_NODE_FLAGS: more node flags for the timed stack (e.g. --trace-gc), split on spaces.
+  if (process.env.BENCH_NODE_FLAGS && !proxy) prof.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
   const child: ChildProcess = spawn(process.execPath, [...prof, '--import', 'tsx', 'services/stack/src/main.ts'], {
     cwd: ROOT,
     env: {
@@ -177,7 +179,7 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
       PROVA_BASE_URL: upstreamUrl,
       PROVB_BASE_URL: upstreamUrl,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_NODE_FLAGS ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const baseUrl = `http://127.0.0.1:${port}`;

@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type AppError, conflict, type Sql, subjectFor, writeOutbox } from '@imagegen/platform';
+import { type AppError, conflict, outboxInsert, type Sql, subjectFor } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -163,18 +163,12 @@ export interface Finish {
   earlier?: LogLine[];
 }
 
-/** The outcome is not written: the execution is no longer running (rolls the event back). */
-class NotRunning extends Error {}
-
 /**
- * Marks the execution finished, appends the last log line and writes ExecutionFinished to the
- * outbox, all in one transaction. A no-op when the execution is already finished: the answer then is
- * false (e.g. a reaper marked it failed while its process could not reach the database).
- * Three round trips: BEGIN, the update (with the log lines) and the event in one write, then COMMIT (or ROLLBACK
- * when the update found no running execution). sql.begin, not the pipelined transaction: this write is the
- * execution's outcome, and the fault suite once saw an execution left running after a database outage with the
- * pipelined form (cause not found). The event is built beforehand, so the end time and duration
- * are taken on this process's clock (started_at is written from it too).
+ * Marks the execution finished, appends its last log lines and writes ExecutionFinished to the outbox, in one
+ * statement (atomic on its own: no transaction, one round trip). A no-op when the execution is already
+ * finished: the answer then is false and no event is written (e.g. a reaper marked it failed while its process
+ * could not reach the database). The event is built beforehand, so the end time and duration are taken on this
+ * process's clock (started_at is written from it too).
  */
 export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
   const completedAt = new Date(Math.max(Date.now(), f.execution.startedAt.getTime()));
@@ -187,58 +181,51 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
       .map((l) => l.modelId)
       .filter((v) => v !== undefined)
       .at(-1) ?? null;
-  const event = {
-    subject: subjectFor(f.eventsPrefix, 'generation.execution_finished'),
-    data: ExecutionFinished.encode({
-      tenantId: f.tenantId,
-      executionId: f.executionId,
-      sessionId: f.execution.sessionId,
-      toolName: f.execution.toolName,
-      status: f.status,
-      durationMs,
-      occurredAt: completedAt.toISOString(),
-      keyType: f.execution.keyType,
-      images: f.imageIds.length,
-      imageIds: f.imageIds,
-    }).finish(),
-  };
-  try {
-    return await sql.begin(async (tx) => {
-      const [[row]] = await Promise.all([
-        tx`
-          WITH done AS (
-            UPDATE executions SET
-              status = ${f.status},
-              progress_percent = CASE WHEN ${f.status} = 'completed' THEN 100
-                ELSE GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)) END,
-              current_step = ${f.status === 'completed' ? 'completed' : 'failed'},
-              completed_at = ${completedAt},
-              updated_at = clock_timestamp(),
-              duration_ms = ${durationMs},
-              result_summary = ${f.resultSummary ?? null},
-              error = ${f.error ?? null},
-              images = ${f.imageIds.length},
-              model_id = COALESCE(${modelId}, model_id),
-              log_count = log_count + ${lines.length}
-            WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
-            RETURNING execution_id, tenant_id
-          ), line AS (
-            INSERT INTO execution_logs (execution_id, tenant_id, logged_at, level, message)
-            SELECT done.execution_id, done.tenant_id, x.at, x.level, x.message
-            FROM done, unnest(${lines.map((l) => l.at.toISOString())}::timestamptz[], ${lines.map((l) => l.level ?? 'info')}::text[],
-              ${lines.map((l) => l.message)}::text[]) WITH ORDINALITY AS x(at, level, message, n)
-            ORDER BY x.n
-          )
-          SELECT execution_id FROM done`,
-        writeOutbox(tx, event),
-      ]);
-      if (!row) throw new NotRunning();
-      return true;
-    });
-  } catch (err) {
-    if (err instanceof NotRunning) return false;
-    throw err;
-  }
+  const event = outboxInsert(
+    sql,
+    {
+      subject: subjectFor(f.eventsPrefix, 'generation.execution_finished'),
+      data: ExecutionFinished.encode({
+        tenantId: f.tenantId,
+        executionId: f.executionId,
+        sessionId: f.execution.sessionId,
+        toolName: f.execution.toolName,
+        status: f.status,
+        durationMs,
+        occurredAt: completedAt.toISOString(),
+        keyType: f.execution.keyType,
+        images: f.imageIds.length,
+        imageIds: f.imageIds,
+      }).finish(),
+    },
+    'done',
+  );
+  const [row] = await sql`
+    WITH done AS (
+      UPDATE executions SET
+        status = ${f.status},
+        progress_percent = CASE WHEN ${f.status} = 'completed' THEN 100
+          ELSE GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)) END,
+        current_step = ${f.status === 'completed' ? 'completed' : 'failed'},
+        completed_at = ${completedAt},
+        updated_at = clock_timestamp(),
+        duration_ms = ${durationMs},
+        result_summary = ${f.resultSummary ?? null},
+        error = ${f.error ?? null},
+        images = ${f.imageIds.length},
+        model_id = COALESCE(${modelId}, model_id),
+        log_count = log_count + ${lines.length}
+      WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
+      RETURNING execution_id, tenant_id
+    ), line AS (
+      INSERT INTO execution_logs (execution_id, tenant_id, logged_at, level, message)
+      SELECT done.execution_id, done.tenant_id, x.at, x.level, x.message
+      FROM done, unnest(${lines.map((l) => l.at.toISOString())}::timestamptz[], ${lines.map((l) => l.level ?? 'info')}::text[],
+        ${lines.map((l) => l.message)}::text[]) WITH ORDINALITY AS x(at, level, message, n)
+      ORDER BY x.n
+    ), ev AS (${event.insert})
+    SELECT execution_id, ${event.notify} FROM done`;
+  return !!row;
 }
 
 async function logsFor(sql: Sql, tenantId: string, ids: string[]): Promise<Map<string, LogEntry[]>> {

@@ -7,6 +7,7 @@ export {
   type OutboxRelay,
   type OutboxRelayOptions,
   outboxChannel,
+  outboxInsert,
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type postgres from 'postgres';
 import type { Sql, TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
@@ -23,30 +24,45 @@ export function outboxChannel(schema: string): string {
 
 const toBuffer = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength);
 
+/** A piece of SQL to interpolate into a statement. */
+type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
+/** The outbox table of `schema`, or of the connection's search_path. */
+const outboxTable = (tx: Sql | TransactionSql, schema?: string): Fragment => (schema ? tx`${tx(schema)}.outbox` : tx`outbox`);
+
+/** The NOTIFY that wakes the relay of the event's schema (delivered on commit). */
+const notifyRelay = (tx: Sql | TransactionSql, schema?: string): Fragment =>
+  schema ? tx`pg_notify(${outboxChannel(schema)}, '')` : tx`pg_notify('outbox_' || current_schema(), '')`;
+
+/**
+ * The outbox row of `event` as `INSERT ... SELECT` for a data-modifying CTE of the caller's statement, written
+ * once per row of the CTE named `onePerRowOf` (none when it is empty), and the NOTIFY expression to select with
+ * it: a state change and its event in one statement, atomic without a transaction.
+ * created_at is the relay's order key: clock_timestamp(), not now() (the transaction's start, the same for
+ * every row of a transaction), so events written in one transaction (QuotaCrossed 80 then 100) keep their
+ * order instead of tying and going out in whatever order the plan returns them.
+ */
+export function outboxInsert(
+  tx: Sql | TransactionSql,
+  event: OutboxEvent,
+  onePerRowOf?: string,
+): { id: string; insert: Fragment; notify: Fragment } {
+  const id = event.id ?? randomUUID();
+  const headers = injectContext({ ...(event.headers ?? {}) });
+  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, event.schema)} (id, subject, payload, headers, created_at)
+    SELECT ${id}, ${event.subject}, ${toBuffer(event.data)}, ${tx.json(headers)}, clock_timestamp() ${onePerRowOf ? tx`FROM ${tx(onePerRowOf)}` : tx``}`;
+  return { id, insert, notify: notifyRelay(tx, event.schema) };
+}
+
 /**
  * Records an event in the caller's transaction (ARCHITECTURE rule 3): it exists only if the state
  * change commits. The active trace context rides in the headers. NOTIFY (delivered on commit)
  * wakes the relay at once instead of at its next poll.
  */
 export async function writeOutbox(tx: Sql | TransactionSql, event: OutboxEvent): Promise<string> {
-  const id = event.id ?? randomUUID();
-  const headers = injectContext({ ...(event.headers ?? {}) });
-  const payload = toBuffer(event.data);
-  // created_at is the relay's order key: clock_timestamp(), not now() (the transaction's start, the
-  // same for every row of a transaction), so events written in one transaction (QuotaCrossed 80 then
-  // 100) keep their order instead of tying and going out in whatever order the plan returns them.
+  const { id, insert, notify } = outboxInsert(tx, event);
   // One statement: the row and the NOTIFY (a data-modifying CTE runs even though nothing reads it).
-  if (event.schema) {
-    await tx`WITH o AS (
-        INSERT INTO ${tx(event.schema)}.outbox (id, subject, payload, headers, created_at)
-        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
-      ) SELECT pg_notify(${outboxChannel(event.schema)}, '')`;
-  } else {
-    await tx`WITH o AS (
-        INSERT INTO outbox (id, subject, payload, headers, created_at)
-        VALUES (${id}, ${event.subject}, ${payload}, ${tx.json(headers)}, clock_timestamp())
-      ) SELECT pg_notify('outbox_' || current_schema(), '')`;
-  }
+  await tx`WITH o AS (${insert}) SELECT ${notify}`;
   return id;
 }
 
@@ -55,6 +71,7 @@ export interface OutboxRelayOptions {
   schema: string;
   transport: EventTransport;
   logger: Logger;
+  /** Idle poll; default 500 ms, 5 s while LISTEN works (NOTIFY wakes the relay; the poll catches rows written without one). */
   pollMs?: number;
   batch?: number;
   /** Published rows older than this are deleted (default 1 day; 0 keeps them). */
@@ -94,6 +111,8 @@ export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 10;
 /** OUTBOX_REPUBLISH_WINDOW_MS: after the bus lost its stored events, events published this recently are sent again. */
 export const REPUBLISH_WINDOW_MS = durationFromEnv('OUTBOX_REPUBLISH_WINDOW_MS', 15 * 60_000);
 const MAX_RETRY_DELAY_MS = 30_000;
+/** Default idle poll of a relay whose LISTEN works: rows written without NOTIFY (a manual replay) wait at most this long. */
+const LISTENING_POLL_MS = 5_000;
 
 /** OUTBOX_MAX_ATTEMPTS (validated by loadConfig in real processes), else the default. */
 function maxAttemptsFromEnv(): number {
@@ -123,6 +142,8 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   const { sql, schema, transport } = opts;
   const log = opts.logger.child({ component: 'outbox-relay', schema });
   const pollMs = opts.pollMs ?? 500;
+  /** The idle wait while LISTEN works (NOTIFY kicks the relay at once; the poll only catches rows written without one). */
+  const listeningPollMs = opts.pollMs ?? LISTENING_POLL_MS;
   const batch = opts.batch ?? 100;
   const retainMs = opts.retainMs ?? 86_400_000;
   const maxAttempts = Math.max(1, Math.floor(opts.maxAttempts ?? maxAttemptsFromEnv()));
@@ -145,13 +166,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     const result = await sql.begin(async (tx) => {
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
-      // event before its earlier one. The other replicas skip the round and poll again.
-      const [{ relaying }] = await tx`SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS relaying`;
-      if (!relaying) return { more: false };
+      // event before its earlier one. The other replicas get no rows and poll again. The lock is taken in
+      // the same statement as the claim (a CTE with a volatile function is evaluated once, before the scan).
       const rows = (await tx`
-        SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
-        WHERE published_at IS NULL ORDER BY created_at
-        LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
+        WITH relaying AS (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
+        SELECT o.id, o.subject, o.payload, o.headers, o.attempts FROM relaying, ${tx(schema)}.outbox o
+        WHERE relaying.ok AND o.published_at IS NULL ORDER BY o.created_at
+        LIMIT ${batch} FOR UPDATE OF o SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
       let retryInMs: number | undefined;
       for (const r of rows) {
@@ -263,7 +284,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       // After a failed publish new rows (NOTIFY) do not shorten the wait: they queue behind the failed one.
       retryDelaying = next.retryInMs !== undefined;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, next.retryInMs ?? pollMs);
+        const t = setTimeout(resolve, next.retryInMs ?? (listener ? listeningPollMs : pollMs));
         wake = () => {
           clearTimeout(t);
           resolve();

@@ -144,16 +144,22 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   // and the scheduling of the keys are one statement (bytes no accepted format announces: sharp's answer first).
   const announced = FORMATS[sniffFormat(input.data) ?? ''];
   let keys: string[] | undefined;
+  let img: ProcessedImage;
   if (announced) {
     keys = keysFor(announced.ext);
+    // The image work (libvips threads) runs while the main thread does the session check: a full session
+    // wastes one thumbnail, every other store saves a round trip of latency.
+    const processing = processImage(input.data);
+    processing.catch(() => {}); // awaited below, unless the session check throws first
     const count = await scheduleUnlessFull(sql, tenantId, sessionId, keys);
     if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
+    img = await processing;
   } else {
     const count = await sessionImageCount(sql, tenantId, sessionId);
     if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
+    img = await processImage(input.data);
   }
 
-  const img = await processImage(input.data);
   if (!keys || img.ext !== announced?.ext) {
     // (Keys scheduled under another extension are never written: the sweeper drops their entries.)
     keys = keysFor(img.ext);
