@@ -6,7 +6,7 @@ import { subjectFor, writeOutbox } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleRemoval, sweepObjects } from '../src/images/object-gc.js';
 import { discardStalePending } from '../src/images/pending.js';
-import { type LibraryHarness, makeImage, startLibrary, until } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
 
 /**
  * Two-phase storing: an execution's images are listed and billed (ImageStored) only once the execution
@@ -23,25 +23,19 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const req = (tenantId: string, executionId: string, over: Partial<StoreImageRequest> = {}): StoreImageRequest => ({
-  tenantId,
-  sessionId: `s-${executionId}`,
-  data: png,
-  mimeType: 'image/png',
-  prompt: 'pending fox',
-  operation: 'generate',
-  aspectRatio: '4:3',
-  modelId: 'provA-flash-lite-image',
-  resolutionTier: '1k',
-  referenceGroupIds: [],
-  isReference: false,
-  executionId,
-  hasSynthid: false,
-  keyType: 'live',
-  tokens: 0,
-  pending: true,
-  ...over,
-});
+const req = (tenantId: string, executionId: string, over: Partial<StoreImageRequest> = {}): StoreImageRequest =>
+  storeRequest({
+    tenantId,
+    sessionId: `s-${executionId}`,
+    data: png,
+    prompt: 'pending fox',
+    aspectRatio: '4:3',
+    modelId: 'provA-flash-lite-image',
+    resolutionTier: '1k',
+    executionId,
+    pending: true,
+    ...over,
+  });
 
 const file = (key: string) => join(h.dataDir, 'objects', key);
 const storedEventsOf = (tenantId: string) =>

@@ -1,7 +1,7 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discardExecutionImages } from '../src/images/pending.js';
-import { type LibraryHarness, makeImage, startLibrary } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 /**
  * Session totals kept in the sessions row (migration 180, issue 16): after every write path they equal the
@@ -18,28 +18,7 @@ afterAll(async () => {
 });
 
 const store = (tenantId: string, sessionId: string, over: Partial<StoreImageRequest> = {}) =>
-  h.client.storeImage(
-    {
-      tenantId,
-      sessionId,
-      data: png,
-      mimeType: 'image/png',
-      prompt: 'p',
-      operation: 'generate',
-      aspectRatio: '4:3',
-      modelId: '',
-      resolutionTier: '',
-      referenceGroupIds: [],
-      isReference: false,
-      executionId: '',
-      hasSynthid: false,
-      keyType: 'live',
-      tokens: 0,
-      pending: false,
-      ...over,
-    },
-    h.principal(tenantId),
-  );
+  h.client.storeImage(storeRequest({ tenantId, sessionId, data: png, aspectRatio: '4:3', ...over }), h.principal(tenantId));
 
 /** What the list answers per session, and the same totals counted from the images table. */
 async function totals(tenantId: string) {

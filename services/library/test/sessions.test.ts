@@ -1,6 +1,6 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LibraryHarness, makeImage, startLibrary } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 let h: LibraryHarness;
 let png: Buffer;
@@ -13,28 +13,7 @@ afterAll(async () => {
 });
 
 const store = (tenantId: string, over: Partial<StoreImageRequest>) =>
-  h.client.storeImage(
-    {
-      tenantId,
-      sessionId: 's',
-      data: png,
-      mimeType: 'image/png',
-      prompt: 'p',
-      operation: 'generate',
-      aspectRatio: '3:2',
-      modelId: '',
-      resolutionTier: '',
-      referenceGroupIds: [],
-      isReference: false,
-      executionId: '',
-      hasSynthid: false,
-      keyType: 'live',
-      tokens: 0,
-      pending: false,
-      ...over,
-    },
-    h.principal(tenantId),
-  );
+  h.client.storeImage(storeRequest({ tenantId, sessionId: 's', data: png, aspectRatio: '3:2', ...over }), h.principal(tenantId));
 
 describe('sessions', () => {
   it('TouchSession creates once, validates the id, reports capacity', async () => {

@@ -6,7 +6,7 @@ import { AppError } from '@imagegen/platform';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeImage } from '../src/images/store-image.js';
-import { type LibraryHarness, makeImage, startLibrary, until } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
 
 let h: LibraryHarness;
 beforeAll(async () => {
@@ -16,25 +16,16 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const req = (over: Partial<StoreImageRequest>): StoreImageRequest => ({
-  tenantId: '',
-  sessionId: 's1',
-  data: Buffer.alloc(0),
-  mimeType: 'image/png',
-  prompt: 'a red fox',
-  operation: 'generate',
-  aspectRatio: '1:1',
-  modelId: 'provA-flash-lite-image',
-  resolutionTier: '1K',
-  referenceGroupIds: [],
-  isReference: false,
-  executionId: '',
-  hasSynthid: false,
-  keyType: '',
-  tokens: 0,
-  pending: false,
-  ...over,
-});
+const req = (over: Partial<StoreImageRequest>): StoreImageRequest =>
+  storeRequest({
+    sessionId: 's1',
+    prompt: 'a red fox',
+    aspectRatio: '1:1',
+    modelId: 'provA-flash-lite-image',
+    resolutionTier: '1K',
+    keyType: '',
+    ...over,
+  });
 
 const filesUnder = (tenant: string) => {
   try {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
+import { LibraryServiceService, StoreImageRequest } from '@imagegen/contracts/library/v1/library';
 import {
   createClient,
   createDb,
@@ -86,6 +86,10 @@ export async function startLibrary(): Promise<LibraryHarness> {
     },
   };
 }
+
+/** A StoreImage request: a generated PNG with prompt 'p', a live key, no links; the rest proto defaults, then `over`. */
+export const storeRequest = (over: Partial<StoreImageRequest>): StoreImageRequest =>
+  StoreImageRequest.fromPartial({ mimeType: 'image/png', prompt: 'p', operation: 'generate', keyType: 'live', ...over });
 
 /** A solid-colour image made with sharp. */
 export async function makeImage(
