@@ -335,14 +335,14 @@ export function profileJson(tenantId: string, tenantName: string, quota: Quota |
 
 /**
  * `pagination` of the lists with capped totals and cursors (images, search-preset images, sessions): the gRPC
- * answer's next_cursor is '' on the last page, null in JSON.
+ * answer's next_cursor is absent on the last page, null in JSON.
  */
 export function cursorPagination(r: {
   total: number;
   limit: number;
   offset: number;
   totalIsExact: boolean;
-  nextCursor: string;
+  nextCursor?: string;
 }): Json<'ImagePagination'> {
   return { total: r.total, limit: r.limit, offset: r.offset, totalIsExact: r.totalIsExact, nextCursor: r.nextCursor || null };
 }

@@ -156,7 +156,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
       const info = (p: ListPageInfo) => ({
         total: p.total,
         totalIsExact: p.totalIsExact,
-        nextCursor: p.nextCursor ?? '',
+        nextCursor: p.nextCursor,
         limit: p.limit,
         offset: p.offset,
       });
@@ -208,7 +208,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
       const offset = Math.max(req.offset || 0, 0);
       const r = await listSessions(sql, tenantOf(principal), { limit, offset, cursor: req.cursor }, cursorKey);
       const { total, totalIsExact, nextCursor } = r;
-      return { sessions: r.sessions.map(sessionSummary), total, totalIsExact, nextCursor: nextCursor ?? '', limit, offset };
+      return { sessions: r.sessions.map(sessionSummary), total, totalIsExact, nextCursor, limit, offset };
     },
 
     async getSession(req, { principal }) {

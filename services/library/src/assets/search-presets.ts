@@ -203,7 +203,7 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage;
       limit: page.limit,
       offset: page.offset,
       totalIsExact: page.totalIsExact,
-      nextCursor: page.nextCursor ?? '',
+      nextCursor: page.nextCursor,
     };
   };
 }

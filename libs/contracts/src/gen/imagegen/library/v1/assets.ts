@@ -350,8 +350,8 @@ export interface RunSearchPresetResponse {
   offset: number;
   /** false: total is a lower bound (counted with a bound, as for ListImages). */
   totalIsExact: boolean;
-  /** Continues after this page's last row (request cursor); empty on the last page. */
-  nextCursor: string;
+  /** Continues after this page's last row (request cursor); absent on the last page. */
+  nextCursor?: string | undefined;
 }
 
 export interface ResolveGenerationAssetsRequest {
@@ -5503,7 +5503,7 @@ export const RunSearchPresetRequest: MessageFns<RunSearchPresetRequest> = {
 };
 
 function createBaseRunSearchPresetResponse(): RunSearchPresetResponse {
-  return { preset: undefined, images: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: "" };
+  return { preset: undefined, images: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: undefined };
 }
 
 export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
@@ -5526,7 +5526,7 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     if (message.totalIsExact !== false) {
       writer.uint32(48).bool(message.totalIsExact);
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       writer.uint32(58).string(message.nextCursor);
     }
     return writer;
@@ -5629,7 +5629,7 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
         ? globalThis.String(object.nextCursor)
         : isSet(object.next_cursor)
         ? globalThis.String(object.next_cursor)
-        : "",
+        : undefined,
     };
   },
 
@@ -5653,7 +5653,7 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     if (message.totalIsExact !== false) {
       obj.totalIsExact = message.totalIsExact;
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
@@ -5672,7 +5672,7 @@ export const RunSearchPresetResponse: MessageFns<RunSearchPresetResponse> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.totalIsExact = object.totalIsExact ?? false;
-    message.nextCursor = object.nextCursor ?? "";
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };

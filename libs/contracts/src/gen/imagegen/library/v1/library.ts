@@ -191,8 +191,8 @@ export interface ListImagesResponse {
   pageJson: Buffer;
   /** false: total is a lower bound (filtered totals are counted with a bound: list-query.ts TOTAL_CAP). */
   totalIsExact: boolean;
-  /** Continues after this page's last row (request cursor); empty on the last page. */
-  nextCursor: string;
+  /** Continues after this page's last row (request cursor); absent on the last page. */
+  nextCursor?: string | undefined;
 }
 
 export interface GetImageRequest {
@@ -294,8 +294,8 @@ export interface ListSessionsResponse {
   limit: number;
   offset: number;
   totalIsExact: boolean;
-  /** Continues after this page's last session (request cursor); empty on the last page. */
-  nextCursor: string;
+  /** Continues after this page's last session (request cursor); absent on the last page. */
+  nextCursor?: string | undefined;
 }
 
 export interface GetSessionRequest {
@@ -2486,7 +2486,15 @@ export const ListImagesRequest: MessageFns<ListImagesRequest> = {
 };
 
 function createBaseListImagesResponse(): ListImagesResponse {
-  return { images: [], total: 0, limit: 0, offset: 0, pageJson: Buffer.alloc(0), totalIsExact: false, nextCursor: "" };
+  return {
+    images: [],
+    total: 0,
+    limit: 0,
+    offset: 0,
+    pageJson: Buffer.alloc(0),
+    totalIsExact: false,
+    nextCursor: undefined,
+  };
 }
 
 export const ListImagesResponse: MessageFns<ListImagesResponse> = {
@@ -2509,7 +2517,7 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     if (message.totalIsExact !== false) {
       writer.uint32(48).bool(message.totalIsExact);
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       writer.uint32(58).string(message.nextCursor);
     }
     return writer;
@@ -2616,7 +2624,7 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
         ? globalThis.String(object.nextCursor)
         : isSet(object.next_cursor)
         ? globalThis.String(object.next_cursor)
-        : "",
+        : undefined,
     };
   },
 
@@ -2640,7 +2648,7 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     if (message.totalIsExact !== false) {
       obj.totalIsExact = message.totalIsExact;
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
@@ -2657,7 +2665,7 @@ export const ListImagesResponse: MessageFns<ListImagesResponse> = {
     message.offset = object.offset ?? 0;
     message.pageJson = object.pageJson ?? Buffer.alloc(0);
     message.totalIsExact = object.totalIsExact ?? false;
-    message.nextCursor = object.nextCursor ?? "";
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
@@ -4185,7 +4193,7 @@ export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
 };
 
 function createBaseListSessionsResponse(): ListSessionsResponse {
-  return { sessions: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: "" };
+  return { sessions: [], total: 0, limit: 0, offset: 0, totalIsExact: false, nextCursor: undefined };
 }
 
 export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
@@ -4205,7 +4213,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     if (message.totalIsExact !== false) {
       writer.uint32(40).bool(message.totalIsExact);
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       writer.uint32(50).string(message.nextCursor);
     }
     return writer;
@@ -4301,7 +4309,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
         ? globalThis.String(object.nextCursor)
         : isSet(object.next_cursor)
         ? globalThis.String(object.next_cursor)
-        : "",
+        : undefined,
     };
   },
 
@@ -4322,7 +4330,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     if (message.totalIsExact !== false) {
       obj.totalIsExact = message.totalIsExact;
     }
-    if (message.nextCursor !== "") {
+    if (message.nextCursor !== undefined) {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
@@ -4338,7 +4346,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.totalIsExact = object.totalIsExact ?? false;
-    message.nextCursor = object.nextCursor ?? "";
+    message.nextCursor = object.nextCursor ?? undefined;
     return message;
   },
 };
