@@ -480,7 +480,7 @@ describe('two replicas of every service', () => {
     const failed = answers.filter((a) => a.status !== 200);
     // A generation running on the killed generation replica cannot be repeated: 503 + Retry-After (or 504), never 500.
     for (const a of failed) expect([503, 504], JSON.stringify(a)).toContain(a.status);
-    for (const a of failed.filter((x) => x.status === 503)) expect(a.retryAfter).toBeTruthy();
+    for (const a of failed.filter((x) => x.status === 503)) expect(a.retryAfter, JSON.stringify(a)).toBeTruthy();
     let result: Awaited<ReturnType<typeof assertConsistent>>;
     try {
       result = await assertConsistent(j, db, t, answers);

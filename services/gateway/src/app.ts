@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import {
   AppError,
   DEPENDENCY_RETRY_AFTER_S,
+  dependencyUnavailable,
   httpLogger,
   type Logger,
   lazyChildLogger,
@@ -102,11 +103,25 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     // malformed request) in the {error, details} envelope, never echoing the URL.
     frameworkErrors,
     clientErrorHandler,
+    // Fastify's own 503 while closing has neither the envelope nor Retry-After: the hook below answers instead.
+    return503OnClosing: false,
   });
   app.setValidatorCompiler(validatorCompiler() as never);
   // Answers are serialized with the operation catalogue's schemas, declared here for every route at once.
   app.addHook('onRoute', declareResponses);
   app.decorateRequest('principal', null as unknown as Principal);
+  // Draining (SIGTERM, a rolling deploy): requests that still arrive on open keep-alive connections get the
+  // dependency 503 with Retry-After and Connection: close, before any other work; clients retry elsewhere.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_req, reply, done) => {
+    if (!closing) return done();
+    reply.header('connection', 'close');
+    done(dependencyUnavailable(DEPENDENCY_RETRY_AFTER_S));
+  });
 
   // Fastify's JSON parser (same prototype-poisoning protection), except that an empty body on a DELETE
   // is no body: many clients send Content-Type: application/json on every request, and a bodyless
