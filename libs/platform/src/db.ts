@@ -129,27 +129,88 @@ CREATE TABLE IF NOT EXISTS processed_events (
 `;
 
 /**
- * Applies `NNN_name.sql` files from `dir` in order, each once, inside one transaction per file,
- * under a transaction-scoped advisory lock so concurrent replicas never migrate twice.
+ * A migration whose first line is this runs outside a transaction, one statement at a time: for
+ * `CREATE INDEX CONCURRENTLY` (and `DROP INDEX CONCURRENTLY`) on tables that may already be large, which
+ * PostgreSQL refuses inside a transaction and which leave the table writable while they build. Its statements
+ * are plain ones, each ending with `;` at the end of a line (no DO blocks or function bodies), and each must be
+ * idempotent (IF NOT EXISTS / IF EXISTS): a run that stops halfway is run again from the start.
+ */
+export const NO_TRANSACTION_MARKER = '-- migrate: no-transaction';
+
+/**
+ * Applies `NNN_name.sql` files from `dir` in order, each once, under an advisory lock so concurrent replicas
+ * never migrate twice. Consecutive ordinary files are applied in one transaction (all or none); a file marked
+ * NO_TRANSACTION_MARKER is applied on its own, outside any transaction, after those before it committed.
  */
 export async function migrate(sql: Sql, schema: string, dir?: string): Promise<string[]> {
-  const files = dir ? (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort() : [];
+  const names = dir ? (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort() : [];
+  const files = await Promise.all(names.map(async (name) => ({ name, text: await readFile(join(dir as string, name), 'utf8') })));
   const applied: string[] = [];
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(hashtext(${`imagegen-migrate:${schema}`}))`;
-    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
-    await tx.unsafe(`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    await tx.unsafe(PLATFORM_TABLES);
-    const done = new Set((await tx`SELECT name FROM schema_migrations`).map((r) => r.name as string));
-    for (const file of files) {
-      if (done.has(file)) continue;
-      await tx.unsafe(await readFile(join(dir as string, file), 'utf8'));
-      await tx`INSERT INTO schema_migrations (name) VALUES (${file})`;
-      applied.push(file);
+  for (let next = 0; ; ) {
+    // Ordinary files up to the next unapplied no-transaction one (and the platform tables), in one transaction.
+    let stop = files.length;
+    await sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext(${`imagegen-migrate:${schema}`}))`;
+      await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
+      await tx.unsafe(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      await tx.unsafe(PLATFORM_TABLES);
+      const done = new Set((await tx`SELECT name FROM schema_migrations`).map((r) => r.name as string));
+      for (let i = next; i < files.length; i++) {
+        const file = files[i];
+        if (done.has(file.name)) continue;
+        if (file.text.startsWith(NO_TRANSACTION_MARKER)) {
+          stop = i;
+          break;
+        }
+        await tx.unsafe(file.text);
+        await tx`INSERT INTO schema_migrations (name) VALUES (${file.name})`;
+        applied.push(file.name);
+      }
+    });
+    if (stop >= files.length) return applied;
+    if (await applyWithoutTransaction(sql, schema, files[stop])) applied.push(files[stop].name);
+    next = stop + 1;
+  }
+}
+
+/** One NO_TRANSACTION_MARKER file, under the session form of the migration lock; false when another replica applied it. */
+async function applyWithoutTransaction(sql: Sql, schema: string, file: { name: string; text: string }): Promise<boolean> {
+  const conn = await sql.reserve();
+  const lock = `imagegen-migrate:${schema}`;
+  try {
+    await conn`SELECT pg_advisory_lock(hashtext(${lock}))`;
+    try {
+      const [done] = await conn`SELECT 1 FROM ${conn(schema)}.schema_migrations WHERE name = ${file.name}`;
+      if (done) return false;
+      await conn.unsafe(`SET search_path TO "${schema}"`);
+      // A concurrent build that failed or was interrupted leaves an INVALID index, which IF NOT EXISTS would take
+      // as built: drop those of this schema first (no other migration runs now: we hold the lock).
+      const invalid = await conn`
+        SELECT format('%I.%I', n.nspname, c.relname) AS name FROM pg_index i
+        JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE NOT i.indisvalid AND n.nspname = ${schema}`;
+      for (const r of invalid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${r.name}`);
+      for (const statement of splitStatements(file.text)) await conn.unsafe(statement);
+      await conn`INSERT INTO schema_migrations (name) VALUES (${file.name})`;
+      return true;
+    } finally {
+      await conn.unsafe('RESET search_path').catch(() => {});
+      await conn`SELECT pg_advisory_unlock(hashtext(${lock}))`.catch(() => {});
     }
-  });
-  return applied;
+  } finally {
+    conn.release();
+  }
+}
+
+/** The statements of a NO_TRANSACTION_MARKER file: split after each `;` that ends a line; comment-only parts dropped. */
+export function splitStatements(text: string): string[] {
+  return text
+    .split(/;[ \t]*(?:--[^\n]*)?\r?\n|;[ \t]*$/)
+    .map((s) => s.trim())
+    .filter((s) => s.replace(/--[^\n]*/g, '').trim() !== '');
 }
 
 /** Creates a fresh database on the server of `baseUrl` (tests: one database per test file). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createDb, createTestDatabase, migrate, type Sql } from '../src/db.js';
+import { createDb, createTestDatabase, migrate, NO_TRANSACTION_MARKER, type Sql, splitStatements } from '../src/db.js';
 
 let db: { url: string; drop: () => Promise<void> };
 let sql: Sql;
@@ -95,4 +95,66 @@ test('an existing schema from before dead letters is upgraded in place, and a re
   }
   const [{ n }] = await sql`SELECT count(*)::int AS n FROM legacy.outbox`;
   expect(n).toBe(2);
+});
+
+test('a no-transaction migration builds its indexes concurrently (refused inside a transaction), after the ones before it', async () => {
+  const d = mkdtempSync(join(tmpdir(), 'migrations-cic-'));
+  const s = createDb(db.url, { schema: 'cic' });
+  try {
+    writeFileSync(
+      join(d, '001_rows.sql'),
+      'CREATE TABLE rows (id int PRIMARY KEY, v text); INSERT INTO rows SELECT g, md5(g::text) FROM generate_series(1, 50000) g;',
+    );
+    writeFileSync(
+      join(d, '002_index.sql'),
+      `${NO_TRANSACTION_MARKER}\n-- a comment\nCREATE INDEX CONCURRENTLY IF NOT EXISTS rows_v ON rows (v);\nCREATE INDEX CONCURRENTLY IF NOT EXISTS rows_v_id ON rows (v, id); -- trailing\n`,
+    );
+    writeFileSync(join(d, '003_after.sql'), "INSERT INTO rows VALUES (0, 'after');");
+    expect(await migrate(s, 'cic', d)).toEqual(['001_rows.sql', '002_index.sql', '003_after.sql']);
+    const valid = await s`
+      SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'cic' AND c.relname LIKE 'rows_v%' ORDER BY 1`;
+    expect(valid).toEqual([
+      { relname: 'rows_v', indisvalid: true },
+      { relname: 'rows_v_id', indisvalid: true },
+    ]);
+    // search_path of the pooled connection that ran it is back to the pool's own.
+    for (let i = 0; i < 5; i++) expect((await s`SELECT current_schema() AS s`)[0].s).toBe('cic');
+    expect(await migrate(s, 'cic', d)).toEqual([]);
+  } finally {
+    await s.end();
+  }
+});
+
+test('a no-transaction migration that failed halfway is run again, its invalid index dropped and rebuilt', async () => {
+  const d = mkdtempSync(join(tmpdir(), 'migrations-cic2-'));
+  const s = createDb(db.url, { schema: 'cic2' });
+  try {
+    writeFileSync(join(d, '001_rows.sql'), "CREATE TABLE rows (id int, v text); INSERT INTO rows VALUES (1, 'a'), (2, 'a');");
+    writeFileSync(
+      join(d, '002_unique.sql'),
+      `${NO_TRANSACTION_MARKER}\nCREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS rows_v_unique ON rows (v);\n`,
+    );
+    // The duplicate makes the concurrent build fail: it leaves an INVALID index and the migration unapplied.
+    await expect(migrate(s, 'cic2', d)).rejects.toThrow(/duplicate|unique/i);
+    const [left] = await s`SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'rows_v_unique'`;
+    expect(left.indisvalid).toBe(false);
+    expect((await s`SELECT name FROM cic2.schema_migrations`).map((r) => r.name)).toEqual(['001_rows.sql']);
+    // Fixed data: the re-run drops the invalid index (IF NOT EXISTS would take it as built) and builds it.
+    await s`UPDATE cic2.rows SET v = 'b' WHERE id = 2`;
+    expect(await migrate(s, 'cic2', d)).toEqual(['002_unique.sql']);
+    const [built] = await s`SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'rows_v_unique'`;
+    expect(built.indisvalid).toBe(true);
+    await expect(s`INSERT INTO cic2.rows VALUES (3, 'a')`).rejects.toThrow(/duplicate/);
+  } finally {
+    await s.end();
+  }
+});
+
+test('statements of a no-transaction migration split at line-ending semicolons', () => {
+  expect(splitStatements('-- head\nCREATE INDEX a ON t (x);\n\n-- only a comment\nDROP INDEX IF EXISTS b; -- why\nSELECT 1;')).toEqual([
+    '-- head\nCREATE INDEX a ON t (x)',
+    '-- only a comment\nDROP INDEX IF EXISTS b',
+    'SELECT 1',
+  ]);
 });

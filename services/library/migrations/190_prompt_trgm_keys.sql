@@ -12,7 +12,7 @@
 --   (shown by show_trgm as 0x...) are left out, since their padding cannot be told. An empty array matches every
 --   row: the list code does not read this index then (list-query.ts trigramUsable).
 -- Queries keep `prompt ILIKE ...` as the exact test of the candidates (a hash collision only adds a candidate).
--- Without pg_trgm both functions return '{}' and no index is made: searches stay correct and scan.
+-- Without pg_trgm both functions return '{}' (the index of 220 then holds no keys): searches stay correct and scan.
 DO $do$
 DECLARE
   trgm_schema text;
@@ -34,12 +34,5 @@ BEGIN
     CREATE FUNCTION search_trgm_keys(tenant text, search text) RETURNS int8[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
     $b$ SELECT COALESCE(array_agg(hashtextextended(tenant || ' ' || g, 0)), '{}') FROM unnest(%I.show_trgm(search)) g
         WHERE strpos(g, ' ') = 0 AND length(g) = 3 $b$$f$, trgm_schema);
-  -- fastupdate off: a search never scans a pending list (up to 4 MB between vacuums); an insert updates the
-  -- index directly instead (one image at a time).
-  CREATE INDEX images_prompt_trgm_keys ON images USING gin (prompt_trgm_keys(tenant_id, prompt)) WITH (fastupdate = off);
-  -- Nothing reads them any more (the search's ILIKE must not be answered through them either). The first is the
-  -- btree_gin index of a migration 170 that databases made during development may hold (the file is gone: its index
-  -- was built only to be dropped here).
-  DROP INDEX IF EXISTS images_tenant_prompt_trgm;
-  DROP INDEX IF EXISTS images_prompt_trgm;
+  -- The index itself is built by migration 220, concurrently (a large images table stays writable meanwhile).
 END $do$;
