@@ -1,6 +1,7 @@
 import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSummary } from '@imagegen/contracts/library/v1/library';
 import {
   badRequest,
+  type CallContext,
   forbidden,
   type Handlers,
   imageJson,
@@ -64,48 +65,51 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
   const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
   const { key: cursorKey, ephemeral } = makeCursorKey(ctx.config);
   if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
+  // The call's logger is a child made on first use (most calls never log): the write paths get it lazily too.
+  const writeDeps = (call: CallContext) => ({
+    sql,
+    storage: ctx.storage,
+    config: ctx.config,
+    get logger() {
+      return call.logger;
+    },
+  });
 
   return {
-    async storeImage(req, { principal, logger }) {
+    async storeImage(req, call) {
+      const { principal } = call;
       const tenantId = tenantOf(principal, req.tenantId);
-      const row = await storeImage(
-        { sql, storage: ctx.storage, config: ctx.config, logger },
-        {
-          tenantId,
-          sessionId: req.sessionId,
-          data: req.data,
-          mimeType: req.mimeType,
-          prompt: req.prompt,
-          negativePrompt: req.negativePrompt ?? null,
-          operation: req.operation,
-          aspectRatio: req.aspectRatio,
-          modelId: req.modelId,
-          resolutionTier: req.resolutionTier,
-          parentImageId: req.parentImageId ?? null,
-          stylePresetId: req.stylePresetId ?? null,
-          productReferenceId: req.productReferenceId ?? null,
-          characterId: req.characterId ?? null,
-          referenceGroupIds: req.referenceGroupIds.length > 0 ? req.referenceGroupIds : null,
-          isReference: req.isReference,
-          executionId: req.executionId || null,
-          hasSynthid: req.hasSynthid,
-          keyType: req.keyType || principal.keyType || 'live',
-          tokens: req.tokens,
-          pending: req.pending,
-        },
-      );
+      const row = await storeImage(writeDeps(call), {
+        tenantId,
+        sessionId: req.sessionId,
+        data: req.data,
+        mimeType: req.mimeType,
+        prompt: req.prompt,
+        negativePrompt: req.negativePrompt ?? null,
+        operation: req.operation,
+        aspectRatio: req.aspectRatio,
+        modelId: req.modelId,
+        resolutionTier: req.resolutionTier,
+        parentImageId: req.parentImageId ?? null,
+        stylePresetId: req.stylePresetId ?? null,
+        productReferenceId: req.productReferenceId ?? null,
+        characterId: req.characterId ?? null,
+        referenceGroupIds: req.referenceGroupIds.length > 0 ? req.referenceGroupIds : null,
+        isReference: req.isReference,
+        executionId: req.executionId || null,
+        hasSynthid: req.hasSynthid,
+        keyType: req.keyType || principal.keyType || 'live',
+        tokens: req.tokens,
+        pending: req.pending,
+      });
       return record(row);
     },
 
-    async commitExecutionImages(req, { principal, logger }) {
+    async commitExecutionImages(req, call) {
+      const { principal } = call;
       const tenantId = tenantOf(principal, req.tenantId);
       if (!req.executionId) throw invalidPayload(['execution_id is required']);
-      const committed = await commitExecutionImages(
-        { sql, storage: ctx.storage, config: ctx.config, logger },
-        tenantId,
-        req.executionId,
-        req.imageIds,
-      );
+      const committed = await commitExecutionImages(writeDeps(call), tenantId, req.executionId, req.imageIds);
       return { committed };
     },
 
@@ -188,14 +192,16 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
       return { images: r.rows.map(record), missingIds: r.missing };
     },
 
-    async deleteImage(req, { principal, logger }) {
-      const row = await deleteImage({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantOf(principal), req.imageId);
+    async deleteImage(req, call) {
+      const { principal } = call;
+      const row = await deleteImage(writeDeps(call), tenantOf(principal), req.imageId);
       return { id: row.id };
     },
 
-    async deleteImages(req, { principal, logger }) {
+    async deleteImages(req, call) {
+      const { principal } = call;
       if (req.imageIds.length > 100) throw badRequest('Too many image ids', ['at most 100 ids']);
-      return deleteImages({ sql, storage: ctx.storage, config: ctx.config, logger }, tenantOf(principal), req.imageIds);
+      return deleteImages(writeDeps(call), tenantOf(principal), req.imageIds);
     },
 
     async touchSession(req, { principal }) {
