@@ -497,8 +497,8 @@ describe('two replicas of every service', () => {
     // Webhooks: exactly two deliveries per tenant (warning, exceeded), no webhook-id twice; usage counts each upload once.
     const uploadStatuses = await Promise.all(uploads);
     for (const u of uploadStatuses) {
-      expect(u.at(-1)).toBe(200);
-      for (const s of u.slice(0, -1)) expect(s).toBe(503);
+      expect(u.at(-1), JSON.stringify(uploadStatuses)).toBe(200);
+      for (const s of u.slice(0, -1)) expect(s, JSON.stringify(uploadStatuses)).toBe(503);
     }
     await waitFor('every quota webhook', async () => hooks.every((h) => rx.on(h.path).length >= 2), 60_000, 250);
     await sleep(2000); // a duplicate would arrive now
@@ -510,8 +510,9 @@ describe('two replicas of every service', () => {
         events: got.map((r) => JSON.parse(r.body).event).sort(),
       };
     });
-    for (const d of deliveries) expect(d).toEqual({ n: 2, ids: 2, events: ['quota.exceeded', 'quota.warning'] });
-    for (const h of hooks) expect((await usageOf(j, h.w)).images).toBe(1);
+    for (const d of deliveries)
+      expect(d, JSON.stringify(deliveries)).toEqual({ n: 2, ids: 2, events: ['quota.exceeded', 'quota.warning'] });
+    for (const h of hooks) expect((await usageOf(j, h.w)).images, h.path).toBe(1);
 
     // Nothing died that the test did not kill.
     for (const [name, list] of j.instances) {
