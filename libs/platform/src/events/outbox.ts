@@ -167,12 +167,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
       // event before its earlier one. The other replicas get no rows and poll again. The lock is taken in
-      // the same statement as the claim (a CTE with a volatile function is evaluated once, before the scan).
+      // the claiming statement, once and before any row is read: a one-time filter (InitPlan) on a
+      // MATERIALIZED CTE.
       const rows = (await tx`
-        WITH relaying AS (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
-        SELECT o.id, o.subject, o.payload, o.headers, o.attempts FROM relaying, ${tx(schema)}.outbox o
-        WHERE relaying.ok AND o.published_at IS NULL ORDER BY o.created_at
-        LIMIT ${batch} FOR UPDATE OF o SKIP LOCKED`) as unknown as Row[];
+        WITH relaying AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
+        SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
+        WHERE (SELECT ok FROM relaying) AND published_at IS NULL ORDER BY created_at
+        LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
       let retryInMs: number | undefined;
       for (const r of rows) {
