@@ -155,10 +155,10 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
   const port = await freePort();
   const adminToken = `adm_${randomBytes(16).toString('hex')}`;
   // BENCH_CPU_PROF=<dir>: the stack writes a V8 CPU profile there when it stops (where its CPU goes).
-  const prof = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const nodeFlags = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // BENCH_NODE_FLAGS: more node flags for the timed stack (e.g. --trace-gc), split on spaces.
-  if (process.env.BENCH_NODE_FLAGS && !proxy) prof.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
-  const child: ChildProcess = spawn(process.execPath, [...prof, '--import', 'tsx', 'services/stack/src/main.ts'], {
+  if (process.env.BENCH_NODE_FLAGS && !proxy) nodeFlags.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'services/stack/src/main.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

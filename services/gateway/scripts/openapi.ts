@@ -6,16 +6,20 @@ import { buildApp } from '../src/app.js';
  * The gateway's OpenAPI document without a running stack: builds the app (no service is called) and prints
  * /docs/json, or writes it to the file given as the first argument. `pnpm client` uses it.
  */
-export async function offlineApp() {
+/** A service context for building the gateway app without a stack: no events, storage or reachable services. */
+export function offlineContext(name = 'openapi'): ServiceContext {
   const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
-  const ctx = {
+  return {
     config,
-    logger: createLogger('openapi', 'silent'),
+    logger: createLogger(name, 'silent'),
     events: {} as ServiceContext['events'],
     storage: {} as ServiceContext['storage'],
     resolve: createResolver(config, {}),
   } as ServiceContext;
-  const app = await buildApp(ctx);
+}
+
+export async function offlineApp() {
+  const app = await buildApp(offlineContext());
   await app.ready();
   return app;
 }

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
-import { createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
 import { expect, it } from 'vitest';
+import { offlineContext } from '../scripts/openapi.js';
 import { buildApp } from '../src/app.js';
 
 /** Writes raw HTTP/1.1 requests on one keep-alive connection and collects what comes back. */
@@ -19,15 +19,7 @@ function rawConnection(port: number) {
 }
 
 it('while draining, a request on an open keep-alive connection gets the envelope 503 with Retry-After and Connection: close', async () => {
-  const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
-  const ctx = {
-    config,
-    logger: createLogger('drain', 'silent'),
-    events: {} as ServiceContext['events'],
-    storage: {} as ServiceContext['storage'],
-    resolve: createResolver(config, {}),
-  } as ServiceContext;
-  const app = await buildApp(ctx);
+  const app = await buildApp(offlineContext('drain'));
   let release: () => void = () => {};
   const slow = new Promise<void>((r) => {
     release = r;

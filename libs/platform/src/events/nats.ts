@@ -355,8 +355,7 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     // Connected again, but the stream is not back yet (a node restarted with an empty store and the
     // reconnect check has not re-created it): create it now rather than failing the subscription.
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-    await c.ensure();
-    await ensureConsumer();
+    await recover();
   }
 
   let stopped = false;
@@ -478,6 +477,7 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
     }
   })();
 
+  /** The stream (re-created when gone, a reset announced when it was), then our consumer. */
   async function recover() {
     await c.ensure();
     await ensureConsumer();
