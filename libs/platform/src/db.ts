@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { telemetryRunning, traceSql } from './telemetry.js';
 
@@ -141,61 +142,22 @@ export const NO_TRANSACTION_MARKER = '-- migrate: no-transaction';
  * Applies `NNN_name.sql` files from `dir` in order, each once, under an advisory lock so concurrent replicas
  * never migrate twice. Consecutive ordinary files are applied in one transaction (all or none); a file marked
  * NO_TRANSACTION_MARKER is applied on its own, outside any transaction, after those before it committed.
+ *
+ * The lock is a session lock taken with pg_try_advisory_lock in a loop, never waited for inside a statement or
+ * a transaction: a `CREATE INDEX CONCURRENTLY` run by the replica holding it waits for every transaction older
+ * than its snapshot, and a replica waiting for the lock in one would be such a transaction (a deadlock).
  */
 export async function migrate(sql: Sql, schema: string, dir?: string): Promise<string[]> {
   const names = dir ? (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort() : [];
   const files = await Promise.all(names.map(async (name) => ({ name, text: await readFile(join(dir as string, name), 'utf8') })));
-  const applied: string[] = [];
-  for (let next = 0; ; ) {
-    // Ordinary files up to the next unapplied no-transaction one (and the platform tables), in one transaction.
-    let stop = files.length;
-    await sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(hashtext(${`imagegen-migrate:${schema}`}))`;
-      await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-      await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
-      await tx.unsafe(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      await tx.unsafe(PLATFORM_TABLES);
-      const done = new Set((await tx`SELECT name FROM schema_migrations`).map((r) => r.name as string));
-      for (let i = next; i < files.length; i++) {
-        const file = files[i];
-        if (done.has(file.name)) continue;
-        if (file.text.startsWith(NO_TRANSACTION_MARKER)) {
-          stop = i;
-          break;
-        }
-        await tx.unsafe(file.text);
-        await tx`INSERT INTO schema_migrations (name) VALUES (${file.name})`;
-        applied.push(file.name);
-      }
-    });
-    if (stop >= files.length) return applied;
-    if (await applyWithoutTransaction(sql, schema, files[stop])) applied.push(files[stop].name);
-    next = stop + 1;
-  }
-}
-
-/** One NO_TRANSACTION_MARKER file, under the session form of the migration lock; false when another replica applied it. */
-async function applyWithoutTransaction(sql: Sql, schema: string, file: { name: string; text: string }): Promise<boolean> {
   const conn = await sql.reserve();
   const lock = `imagegen-migrate:${schema}`;
   try {
-    await conn`SELECT pg_advisory_lock(hashtext(${lock}))`;
+    while (!(await conn`SELECT pg_try_advisory_lock(hashtext(${lock})) AS locked`)[0].locked) {
+      await sleep(MIGRATION_LOCK_POLL_MS + Math.random() * MIGRATION_LOCK_POLL_MS);
+    }
     try {
-      const [done] = await conn`SELECT 1 FROM ${conn(schema)}.schema_migrations WHERE name = ${file.name}`;
-      if (done) return false;
-      await conn.unsafe(`SET search_path TO "${schema}"`);
-      // A concurrent build that failed or was interrupted leaves an INVALID index, which IF NOT EXISTS would take
-      // as built: drop those of this schema first (no other migration runs now: we hold the lock).
-      const invalid = await conn`
-        SELECT format('%I.%I', n.nspname, c.relname) AS name FROM pg_index i
-        JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE NOT i.indisvalid AND n.nspname = ${schema}`;
-      for (const r of invalid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${r.name}`);
-      for (const statement of splitStatements(file.text)) await conn.unsafe(statement);
-      await conn`INSERT INTO schema_migrations (name) VALUES (${file.name})`;
-      return true;
+      return await applyMigrations(conn, schema, files);
     } finally {
       await conn.unsafe('RESET search_path').catch(() => {});
       await conn`SELECT pg_advisory_unlock(hashtext(${lock}))`.catch(() => {});
@@ -203,6 +165,57 @@ async function applyWithoutTransaction(sql: Sql, schema: string, file: { name: s
   } finally {
     conn.release();
   }
+}
+
+const MIGRATION_LOCK_POLL_MS = 100;
+
+/** The body of migrate(), on its reserved connection that holds the migration lock. */
+async function applyMigrations(conn: postgres.ReservedSql, schema: string, files: { name: string; text: string }[]) {
+  const applied: string[] = [];
+  let inTransaction = false;
+  try {
+    // The platform tables and the record of applied files, with the first batch of ordinary files.
+    await conn.unsafe('BEGIN');
+    inTransaction = true;
+    await conn.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await conn.unsafe(`SET search_path TO "${schema}"`);
+    await conn.unsafe(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await conn.unsafe(PLATFORM_TABLES);
+    const done = new Set((await conn`SELECT name FROM schema_migrations`).map((r) => r.name as string));
+    for (const file of files) {
+      if (done.has(file.name)) continue;
+      if (file.text.startsWith(NO_TRANSACTION_MARKER)) {
+        if (inTransaction) await conn.unsafe('COMMIT');
+        inTransaction = false;
+        await applyWithoutTransaction(conn, schema, file.text);
+      } else {
+        if (!inTransaction) await conn.unsafe('BEGIN');
+        inTransaction = true;
+        await conn.unsafe(file.text);
+      }
+      await conn`INSERT INTO schema_migrations (name) VALUES (${file.name})`;
+      applied.push(file.name);
+    }
+    if (inTransaction) await conn.unsafe('COMMIT');
+    return applied;
+  } catch (err) {
+    if (inTransaction) await conn.unsafe('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/** One NO_TRANSACTION_MARKER file, statement by statement (the caller holds the migration lock). */
+async function applyWithoutTransaction(conn: postgres.ReservedSql, schema: string, text: string): Promise<void> {
+  // A concurrent build that failed or was interrupted leaves an INVALID index, which IF NOT EXISTS would take
+  // as built: drop those of this schema first (no other migration runs now: we hold the lock).
+  const invalid = await conn`
+    SELECT format('%I.%I', n.nspname, c.relname) AS name FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE NOT i.indisvalid AND n.nspname = ${schema}`;
+  for (const r of invalid) await conn.unsafe(`DROP INDEX CONCURRENTLY IF EXISTS ${r.name}`);
+  for (const statement of splitStatements(text)) await conn.unsafe(statement);
 }
 
 /** The statements of a NO_TRANSACTION_MARKER file: split after each `;` that ends a line; comment-only parts dropped. */

@@ -151,6 +151,52 @@ test('a no-transaction migration that failed halfway is run again, its invalid i
   }
 });
 
+test('a replica waiting for the migration lock does not deadlock with the concurrent index build of the one holding it', async () => {
+  // CI once saw this: replica A builds an index concurrently under the lock; replica B waits for the lock; the
+  // build waits for every transaction older than its snapshot, so B must not wait inside one.
+  const d = mkdtempSync(join(tmpdir(), 'migrations-cic3-'));
+  const [a, b, writer] = [0, 1, 2].map(() => createDb(db.url, { schema: 'cic3' }));
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  try {
+    writeFileSync(join(d, '001_rows.sql'), 'CREATE TABLE rows (id int PRIMARY KEY, v text);');
+    await migrate(a, 'cic3', d);
+    writeFileSync(join(d, '002_index.sql'), `${NO_TRANSACTION_MARKER}\nCREATE INDEX CONCURRENTLY IF NOT EXISTS rows_v ON rows (v);\n`);
+    // A writer's open transaction holds the build in its first phase, so B arrives while A holds the lock.
+    let inserted!: () => void;
+    const insertedP = new Promise<void>((r) => {
+      inserted = r;
+    });
+    const tx = writer.begin(async (t) => {
+      await t`INSERT INTO rows VALUES (1, 'x')`;
+      inserted();
+      await held;
+    });
+    await insertedP;
+    const first = migrate(a, 'cic3', d);
+    await expect
+      .poll(
+        async () =>
+          (
+            await a`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`
+          )[0].n,
+      )
+      .toBe(1);
+    const second = migrate(b, 'cic3', d);
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await tx;
+    expect([...(await first), ...(await second)]).toEqual(['002_index.sql']);
+    const [built] = await a`SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'rows_v'`;
+    expect(built.indisvalid).toBe(true);
+  } finally {
+    release();
+    await Promise.all([a.end(), b.end(), writer.end()]);
+  }
+});
+
 test('statements of a no-transaction migration split at line-ending semicolons', () => {
   expect(splitStatements('-- head\nCREATE INDEX a ON t (x);\n\n-- only a comment\nDROP INDEX IF EXISTS b; -- why\nSELECT 1;')).toEqual([
     '-- head\nCREATE INDEX a ON t (x)',
