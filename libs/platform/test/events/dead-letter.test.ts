@@ -151,12 +151,14 @@ describe('outbox dead letters', () => {
 
   it('replays a dead letter with the documented SQL (docs/design/ops.md)', async () => {
     const r = await setup();
-    const ids = await r.write([
-      { subject: 'imagegen.library.x', data: bytes('x') },
-      { subject: 'imagegen.library.y', data: bytes('y') },
-    ]);
-    // The subject has no stream for now (say, the stream's subjects were misconfigured).
+    // The subject has no stream for now (say, the stream's subjects were misconfigured). The failure is set
+    // before the write: a relay round running as the write commits may publish the rows before the test goes on.
+    const ids = [randomUUID(), randomUUID()];
     r.fail.set(ids[0], () => new PermanentPublishError('no_stream', 'no stream captures the subject'));
+    await r.write([
+      { id: ids[0], subject: 'imagegen.library.x', data: bytes('x') },
+      { id: ids[1], subject: 'imagegen.library.y', data: bytes('y') },
+    ]);
     await until(() => r.received.length === 1);
     await until(async () => (await r.relay.deadLetters()) === 1);
     expect(r.received[0].id).toBe(ids[1]);
