@@ -19,3 +19,4 @@ export * from './service.js';
 export * from './standalone.js';
 export * from './storage/index.js';
 export * from './telemetry.js';
+export * from './ttl-cache.js';

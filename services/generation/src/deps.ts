@@ -8,7 +8,7 @@ import {
 } from '@imagegen/contracts/library/v1/library';
 import { TenancyServiceService, type Tenant } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { type CheckQuotaResponse, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
-import { type Client, createClient, type Principal, type ServiceContext } from '@imagegen/platform';
+import { type Client, createClient, type Principal, type ServiceContext, TtlCache } from '@imagegen/platform';
 import type { Provider } from './models.js';
 
 /**
@@ -61,5 +61,21 @@ export function grpcCollaborators(ctx: ServiceContext): Collaborators {
       library.close();
       usage.close();
     },
+  };
+}
+
+/**
+ * The tenant and its provider keys, read on every generation, kept `ttlMs` (API_KEY_CACHE_TTL_MS, 3 s): the
+ * gateway's API-key cache already lets a deactivation apply that late, and a model or key change made by an
+ * admin applies within the same bound. Saves two gRPC calls (and their SQL) per request, one of them ahead
+ * of everything else. Quota checks, sessions and stores are never cached.
+ */
+export function withTenantCache(c: Collaborators, ttlMs: number): Collaborators {
+  const tenants = new TtlCache<string, Awaited<ReturnType<Collaborators['getTenant']>>>(ttlMs);
+  const keys = new TtlCache<string, string[]>(ttlMs);
+  return {
+    ...c,
+    getTenant: (p, tenantId) => tenants.get(tenantId, () => c.getTenant(p, tenantId)),
+    getProviderKeys: (p, tenantId, provider) => keys.get(`${tenantId}\0${provider}`, () => c.getProviderKeys(p, tenantId, provider)),
   };
 }

@@ -16,7 +16,7 @@ import {
 } from '@imagegen/platform';
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
-import { type Collaborators, grpcCollaborators } from './deps.js';
+import { type Collaborators, grpcCollaborators, withTenantCache } from './deps.js';
 import { drainPendingFailures } from './executions.js';
 import { generationHandlers } from './grpc.js';
 import { GenerationPipeline, type PipelineDeps } from './pipeline.js';
@@ -91,7 +91,8 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       timeoutMs: settings.provBTimeoutMs,
     }),
   };
-  const collaborators = opts.collaborators ?? withQuotaFallback(grpcCollaborators(ctx), { logger });
+  const collaborators =
+    opts.collaborators ?? withQuotaFallback(withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs), { logger });
   const instanceId = randomUUID();
   await heartbeat(sql, instanceId);
   const deps: PipelineDeps = {

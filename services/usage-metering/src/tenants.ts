@@ -1,5 +1,5 @@
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { AppError, createClient, internalPrincipal, type ServiceContext } from '@imagegen/platform';
+import { AppError, createClient, internalPrincipal, type ServiceContext, TtlCache } from '@imagegen/platform';
 
 export interface TenantLimits {
   tenantName: string;
@@ -32,23 +32,16 @@ export function tenancySource(ctx: ServiceContext): { source: TenantLimitsSource
  * same tenant share one call.
  */
 export class TenantLimitsCache {
-  private readonly entries = new Map<string, { at: number; value: Promise<TenantLimits | null> }>();
+  private readonly cache: TtlCache<string, TenantLimits | null>;
   constructor(
     private readonly source: TenantLimitsSource,
-    private readonly ttlMs = 5000,
-  ) {}
+    ttlMs = 5000,
+  ) {
+    this.cache = new TtlCache(ttlMs);
+  }
 
   get(tenantId: string): Promise<TenantLimits | null> {
-    const now = Date.now();
-    const e = this.entries.get(tenantId);
-    if (e && now - e.at < this.ttlMs) return e.value;
-    const value = this.source(tenantId);
-    this.entries.set(tenantId, { at: now, value });
-    value.catch(() => this.entries.get(tenantId)?.value === value && this.entries.delete(tenantId));
-    if (this.entries.size > 10_000) {
-      for (const [k, v] of this.entries) if (now - v.at >= this.ttlMs) this.entries.delete(k);
-    }
-    return value;
+    return this.cache.get(tenantId, this.source);
   }
 
   /** Like get, but a tenant unknown to tenancy is a 404. */
@@ -59,6 +52,6 @@ export class TenantLimitsCache {
   }
 
   invalidate(tenantId: string): void {
-    this.entries.delete(tenantId);
+    this.cache.invalidate(tenantId);
   }
 }

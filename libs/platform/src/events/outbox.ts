@@ -4,6 +4,7 @@ import type postgres from 'postgres';
 import type { Sql, TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
+import { pipelinedTransaction } from './pipelined-tx.js';
 import { injectContext, publishTraced } from './trace.js';
 import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
 
@@ -163,7 +164,8 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
   async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
-    const result = await sql.begin(async (tx) => {
+    // Two round trips when rows go out: BEGIN with the claim, then the marks with COMMIT (pipelinedTransaction).
+    const result = await pipelinedTransaction(sql, async (tx, commit) => {
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
       // event before its earlier one. The other replicas get no rows and poll again. The lock is taken in
@@ -206,12 +208,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           break; // keep order: nothing after this row goes out before it
         }
       }
+      const last: PromiseLike<unknown>[] = [];
       if (done.length > 0) {
-        await tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`;
+        last.push(tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`);
       }
       for (const d of dead) {
         // Moved aside in the same transaction as the marks: payload and headers kept for inspection and replay.
-        await tx`WITH moved AS (
+        last.push(tx`WITH moved AS (
             DELETE FROM ${tx(schema)}.outbox WHERE id = ${d.row.id}
             RETURNING id, subject, payload, headers, created_at
           )
@@ -219,8 +222,9 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           SELECT id, subject, payload, headers, created_at, ${d.attempts}, ${d.reason}, ${d.error} FROM moved
           ON CONFLICT (id) DO UPDATE SET subject = excluded.subject, payload = excluded.payload, headers = excluded.headers,
             created_at = excluded.created_at, attempts = excluded.attempts, reason = excluded.reason, error = excluded.error,
-            dead_lettered_at = now()`;
+            dead_lettered_at = now()`);
       }
+      if (last.length > 0) await commit(...last);
       if (retryInMs === undefined && failing && done.length > 0) {
         log.info('outbox publishing again');
         failing = false;
