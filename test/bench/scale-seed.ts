@@ -83,7 +83,9 @@ export async function seedScale(
   opts: { tenants: { id: string; count: number }[]; others: number; otherTenants: number },
 ): Promise<{ ms: number; rows: number }> {
   const t0 = performance.now();
-  const sql = createDb(databaseUrl, { schema: 'library', max: 1 });
+  // Two connections (the machine's two cores): the tenants' rows and the others' load side by side, and the
+  // index builds are shared between them, largest table scans interleaved.
+  const sql = createDb(databaseUrl, { schema: 'library', max: 2 });
   try {
     const defs = (await sql`
       SELECT indexname, indexdef FROM pg_indexes
@@ -92,29 +94,38 @@ export async function seedScale(
       indexdef: string;
     }[];
     for (const d of defs) await sql.unsafe(`DROP INDEX library."${d.indexname}"`);
-    let rows = 0;
-    for (const t of opts.tenants) {
-      await sql.unsafe(
-        `INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
-         SELECT $1::text, 'scale-' || $1::text || '-' || s, false, LEAST(1000, $2::int - s * 1000),
-           now() - make_interval(days => 365) + make_interval(secs => s * 1000 * 31536000.0 / $2::int),
-           now() - make_interval(secs => s * 1000 * 31536000.0 / $2::int)
-         FROM generate_series(0, ($2::int - 1) / 1000) s ON CONFLICT DO NOTHING`,
-        [t.id, t.count],
-      );
-      // After the sessions: the insert trigger adds the images to their sessions' totals (migration 180).
-      await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql('$1::text', String(t.count))}`, [t.id]);
-      rows += t.count;
-    }
-    if (opts.others > 0) {
-      // Interleaved with nothing in particular: tenant = row number modulo the tenant count.
-      await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql(`('scale-other-' || (i % ${opts.otherTenants}))`, String(opts.others))}`);
-      rows += opts.others;
-    }
-    await sql.unsafe(`SET maintenance_work_mem = '256MB'`);
-    for (const d of defs) await sql.unsafe(d.indexdef);
-    await sql`VACUUM (ANALYZE) images`;
-    await sql`VACUUM (ANALYZE) sessions`;
+    const seedTenants = async () => {
+      for (const t of opts.tenants) {
+        await sql.unsafe(
+          `INSERT INTO sessions (tenant_id, session_id, is_active, image_count, created_at, last_activity_at)
+           SELECT $1::text, 'scale-' || $1::text || '-' || s, false, LEAST(1000, $2::int - s * 1000),
+             now() - make_interval(days => 365) + make_interval(secs => s * 1000 * 31536000.0 / $2::int),
+             now() - make_interval(secs => s * 1000 * 31536000.0 / $2::int)
+           FROM generate_series(0, ($2::int - 1) / 1000) s ON CONFLICT DO NOTHING`,
+          [t.id, t.count],
+        );
+        // After the sessions: the insert trigger adds the images to their sessions' totals (migration 180).
+        await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql('$1::text', String(t.count))}`, [t.id]);
+      }
+    };
+    // Interleaved with nothing in particular: tenant = row number modulo the tenant count.
+    const seedOthers = async () => {
+      if (opts.others > 0)
+        await sql.unsafe(
+          `INSERT INTO images (${COLUMNS}) ${rowsSql(`('scale-other-' || (i % ${opts.otherTenants}))`, String(opts.others))}`,
+        );
+    };
+    await Promise.all([seedTenants(), seedOthers()]);
+    const rows = opts.tenants.reduce((a, t) => a + t.count, 0) + opts.others;
+    const queue = [...defs];
+    const build = async () => {
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL maintenance_work_mem = '256MB'`);
+        for (let d = queue.shift(); d; d = queue.shift()) await tx.unsafe(d.indexdef);
+      });
+    };
+    await Promise.all([build(), build()]);
+    await Promise.all([sql`VACUUM (ANALYZE) images`, sql`VACUUM (ANALYZE) sessions`]);
     return { ms: performance.now() - t0, rows };
   } finally {
     await sql.end();
