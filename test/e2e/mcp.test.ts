@@ -99,7 +99,8 @@ async function expectError(client: Client, name: string, args: Record<string, un
 }
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  // With Redis, as deployed: rate limits (REST and MCP in one count per tenant) and idempotency records live there.
+  stack = await startTestStack({ env: process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {} });
   // generous per-tenant limits: this file makes far more than 60 tool calls a minute
   [a, b] = await Promise.all([stack.createTenant({ rate_limit_per_minute: 1000 }), stack.createTenant({ rate_limit_per_minute: 1000 })]);
   mcp = await mcpClient(stack.baseUrl, a.liveKey);
@@ -311,6 +312,22 @@ describe('protocol', () => {
       for (let i = 0; i < 3; i++) await expectOk(client, 'list_models');
       const r = await expectError(client, 'list_models', {}, /^Rate limit exceeded\. Try again in \d+ seconds\.$/);
       expect(r.error).toMatchObject({ status: 429, retryAfter: expect.any(Number) });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it.runIf(process.env.REDIS_URL)('counts REST requests and tool calls in one per-tenant limit (shared through Redis)', async () => {
+    const t = await stack.createTenant({ rate_limit_per_minute: 4 });
+    const client = await mcpClient(stack.baseUrl, t.liveKey);
+    try {
+      for (let i = 0; i < 2; i++) expect((await stack.api('/api/webhooks', { key: t.liveKey })).status).toBe(200);
+      for (let i = 0; i < 2; i++) await expectOk(client, 'list_models');
+      // The fifth request of the minute, by either way, is refused.
+      await expectError(client, 'list_models', {}, /^Rate limit exceeded\. Try again in \d+ seconds\.$/);
+      const rest = await stack.api('/api/webhooks', { key: t.liveKey });
+      expect(rest.status).toBe(429);
+      expect(rest.body.error).toMatch(/^Rate limit exceeded\. Try again in \d+ seconds\.$/);
     } finally {
       await client.close();
     }

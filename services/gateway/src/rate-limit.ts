@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import { AppError, type Config } from '@imagegen/platform';
+import { AppError, type Config, rateLimitNamespace, tenantRateBuckets } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
@@ -79,17 +79,13 @@ function tenantBucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
   const out: Applied[] = [];
   const tenantId = req.principal?.tenantId;
   if (tenantId && (req.principal?.source === 'tenant_api' || route.startsWith('/api/'))) {
-    const perTenant = req.apiKeyInfo?.rateLimitPerMinute;
-    const rate = perTenant && perTenant > 0 ? perTenant : s.defaultPerMinute;
-    // Scaled with the tenant's configured rate (SPEC defaults at 60/min), never below the defaults.
-    const scaled = (base: number) => Math.max(base, Math.floor((base * rate) / 60));
-    out.push({ bucket: 'api', key: `api:${tenantId}`, max: rate });
-    if (method === 'POST' && GENERATION_ROUTES.has(route)) {
-      out.push({ bucket: 'generation', key: `gen:${tenantId}`, max: scaled(s.generationsPerMinute) });
-    }
-    if (method === 'POST' && UPLOAD_ROUTES.has(route)) {
-      out.push({ bucket: 'upload', key: `upload:${tenantId}`, max: scaled(s.uploadsPerMinute) });
-    }
+    const kind =
+      method === 'POST' && GENERATION_ROUTES.has(route)
+        ? 'generation'
+        : method === 'POST' && UPLOAD_ROUTES.has(route)
+          ? 'upload'
+          : undefined;
+    out.push(...tenantRateBuckets(tenantId, req.apiKeyInfo?.rateLimitPerMinute, kind, s));
   }
   return out;
 }
@@ -145,7 +141,7 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
       await redis?.quit().catch(() => redis?.disconnect());
     });
   }
-  const prefix = `${s.prefix ?? ctx.config.eventsPrefix}:rl:`;
+  const prefix = rateLimitNamespace(ctx.config);
   await app.register(rateLimit, {
     global: false,
     // A Redis outage must not take the API down: requests pass uncounted meanwhile.

@@ -1,11 +1,15 @@
-import type { Config } from '@imagegen/platform';
+import rateLimit from '@fastify/rate-limit';
+import { type Config, type Logger, tenantRateBuckets } from '@imagegen/platform';
+import Fastify from 'fastify';
+import { Redis } from 'ioredis';
 
 /**
- * Per-tenant limits of MCP tool calls (SPEC 8), with the gateway's buckets and wording: every call
- * counts as an API request (the tenant's rate_limit_per_minute, default 60); generation tools also
- * count against 30/min and upload_image_for_editing against 20/min (scaled up for tenants above
- * 60/min, as the gateway does). Fixed one-minute windows, in memory per mcp process (the REST
- * gateway's counters live in its own store). RATE_LIMIT_DISABLED=1 turns them off like the gateway's.
+ * Per-tenant limits of MCP tool calls (SPEC 8), in the very buckets of the REST API (tenantRateBuckets):
+ * every call counts as an API request at the tenant's rate_limit_per_minute (default 60), generation tools
+ * also against the generations bucket and upload_image_for_editing against the uploads one. The counters are
+ * @fastify/rate-limit's, in Redis under the gateway's keys when REDIS_URL is set, so a tenant's limit holds
+ * across every mcp and gateway process and across REST and MCP together; in memory per process otherwise.
+ * A Redis outage lets calls pass uncounted, as the gateway does. RATE_LIMIT_DISABLED=1 turns them off.
  */
 export const GENERATION_TOOLS = new Set([
   'generate_image',
@@ -16,53 +20,66 @@ export const GENERATION_TOOLS = new Set([
 ]);
 export const UPLOAD_TOOLS = new Set(['upload_image_for_editing']);
 
-export interface ToolLimiterSettings {
-  disabled: boolean;
-  defaultPerMinute: number;
-  generationsPerMinute: number;
-  uploadsPerMinute: number;
-  windowMs: number;
-}
+export type ToolLimiterSettings = Pick<
+  Config['rateLimits'],
+  'disabled' | 'defaultPerMinute' | 'generationsPerMinute' | 'uploadsPerMinute'
+> & { windowMs: number };
 
 /** From Config.rateLimits (RATE_LIMIT_DISABLED, RATE_LIMIT_DEFAULT/GENERATIONS/UPLOADS_PER_MINUTE), as the gateway. */
 export function toolLimiterSettings(config: Config): ToolLimiterSettings {
-  const r = config.rateLimits;
-  return {
-    disabled: r.disabled,
-    defaultPerMinute: r.defaultPerMinute,
-    generationsPerMinute: r.generationsPerMinute,
-    uploadsPerMinute: r.uploadsPerMinute,
-    windowMs: 60_000,
-  };
+  return { ...config.rateLimits, windowMs: 60_000 };
 }
 
 export type ToolLimiter = (
   tenantId: string,
   tenantRatePerMinute: number | undefined,
   tool: string,
-) => { allowed: true } | { allowed: false; retryAfter: number };
+) => Promise<{ allowed: true } | { allowed: false; retryAfter: number }>;
 
-export function createToolLimiter(s: ToolLimiterSettings): ToolLimiter {
-  const windows = new Map<string, { start: number; count: number }>();
-  const hit = (key: string, max: number, now: number) => {
-    let w = windows.get(key);
-    if (!w || now - w.start >= s.windowMs) {
-      if (windows.size > 100_000) windows.clear();
-      w = { start: now, count: 0 };
-      windows.set(key, w);
+/** What the plugin's limiter reads from the "request" it is given: the bucket being counted. */
+interface BucketCall {
+  routeOptions: { config: Record<string, never> };
+  bucket: { key: string; max: number };
+}
+
+export async function createToolLimiter(
+  s: ToolLimiterSettings,
+  opts: { redisUrl?: string; namespace: string; logger: Logger },
+): Promise<{ limiter: ToolLimiter; close(): Promise<void> }> {
+  if (s.disabled) return { limiter: async () => ({ allowed: true }), close: async () => {} };
+  const redis = opts.redisUrl
+    ? new Redis(opts.redisUrl, {
+        connectTimeout: 2000,
+        commandTimeout: 1000,
+        maxRetriesPerRequest: 1,
+        connectionName: 'imagegen-mcp-ratelimit',
+      })
+    : undefined;
+  redis?.on('error', (err) => opts.logger.debug({ err }, 'rate-limit redis error'));
+  // The plugin's counting (store, windows, Redis script) is reached through a fastify instance of its own: the
+  // MCP app's requests are not the unit counted here, tool calls are.
+  const counter = Fastify({ logger: false });
+  await counter.register(rateLimit, { global: false, skipOnError: true, ...(redis ? { redis, nameSpace: opts.namespace } : {}) });
+  await counter.ready();
+  const count = counter.createRateLimit({
+    keyGenerator: (req) => (req as unknown as BucketCall).bucket.key,
+    max: (req) => (req as unknown as BucketCall).bucket.max,
+    timeWindow: s.windowMs,
+  });
+  const limiter: ToolLimiter = async (tenantId, tenantRate, tool) => {
+    const kind = GENERATION_TOOLS.has(tool) ? 'generation' : UPLOAD_TOOLS.has(tool) ? 'upload' : undefined;
+    let retryAfter = 0;
+    for (const bucket of tenantRateBuckets(tenantId, tenantRate, kind, s)) {
+      const r = await count({ routeOptions: { config: {} }, bucket } as unknown as Parameters<typeof count>[0]);
+      if (!r.isAllowed && r.isExceeded) retryAfter = Math.max(retryAfter, Math.max(1, r.ttlInSeconds));
     }
-    w.count += 1;
-    return w.count <= max ? 0 : Math.max(1, Math.ceil((w.start + s.windowMs - now) / 1000));
-  };
-  return (tenantId, tenantRate, tool) => {
-    if (s.disabled) return { allowed: true };
-    const now = Date.now();
-    const rate = tenantRate && tenantRate > 0 ? tenantRate : s.defaultPerMinute;
-    const scaled = (base: number) => Math.max(base, Math.floor((base * rate) / 60));
-    const waits = [hit(`api:${tenantId}`, rate, now)];
-    if (GENERATION_TOOLS.has(tool)) waits.push(hit(`gen:${tenantId}`, scaled(s.generationsPerMinute), now));
-    if (UPLOAD_TOOLS.has(tool)) waits.push(hit(`upload:${tenantId}`, scaled(s.uploadsPerMinute), now));
-    const retryAfter = Math.max(...waits);
     return retryAfter ? { allowed: false, retryAfter } : { allowed: true };
+  };
+  return {
+    limiter,
+    close: async () => {
+      await counter.close();
+      await redis?.quit().catch(() => redis.disconnect());
+    },
   };
 }

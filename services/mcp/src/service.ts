@@ -1,5 +1,5 @@
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, createIdempotencyStore, type StartService } from '@imagegen/platform';
+import { createClient, createIdempotencyStore, rateLimitNamespace, type StartService } from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
@@ -21,6 +21,11 @@ export const start: StartService = async (ctx) => {
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
     logger,
   });
+  const limits = await createToolLimiter(toolLimiterSettings(config), {
+    redisUrl: config.redisUrl,
+    namespace: rateLimitNamespace(config),
+    logger,
+  });
   const idempotency = createIdempotencyStore({ redisUrl: config.redisUrl, prefix: config.eventsPrefix, name: 'mcp', logger });
   const { app, closeSessions } = await buildMcpApp({
     tools: {
@@ -28,7 +33,7 @@ export const start: StartService = async (ctx) => {
       logger,
       publicBaseUrl: config.publicBaseUrl,
       runs: new AsyncRuns(),
-      limiter: createToolLimiter(toolLimiterSettings(config)),
+      limiter: limits.limiter,
       idempotency,
     },
     authenticator,
@@ -47,6 +52,7 @@ export const start: StartService = async (ctx) => {
       tenancy.close();
       clients.close();
       await idempotency.close();
+      await limits.close();
     },
   };
 };

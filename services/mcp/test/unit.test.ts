@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { AppError, createLogger } from '@imagegen/platform';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AuthFailure, createAuthenticator } from '../src/auth.js';
@@ -58,25 +60,44 @@ describe('argument errors use the REST wording', () => {
 });
 
 describe('per-tenant tool limits', () => {
-  it('counts API requests and generations separately, scaled with the tenant rate', () => {
-    const limit = createToolLimiter({
-      disabled: false,
-      defaultPerMinute: 60,
-      generationsPerMinute: 2,
-      uploadsPerMinute: 1,
-      windowMs: 60_000,
-    });
-    expect(limit('t1', 60, 'generate_image').allowed).toBe(true);
-    expect(limit('t1', 60, 'generate_image').allowed).toBe(true);
-    const refused = limit('t1', 60, 'generate_image');
-    expect(refused.allowed).toBe(false);
-    expect(!refused.allowed && refused.retryAfter).toBeGreaterThan(0);
-    expect(limit('t1', 60, 'list_images').allowed).toBe(true);
-    expect(limit('t2', 60, 'generate_image').allowed).toBe(true);
-    for (let i = 0; i < 3; i++) expect(limit('t3', 3, 'list_images').allowed).toBe(true);
-    expect(limit('t3', 3, 'list_images').allowed).toBe(false);
-    const off = createToolLimiter({ disabled: true, defaultPerMinute: 1, generationsPerMinute: 1, uploadsPerMinute: 1, windowMs: 60_000 });
-    for (let i = 0; i < 5; i++) expect(off('t', 1, 'generate_image').allowed).toBe(true);
+  const settings = { disabled: false, defaultPerMinute: 60, generationsPerMinute: 2, uploadsPerMinute: 1, windowMs: 60_000 };
+  it('counts API requests and generations separately, scaled with the tenant rate', async () => {
+    const { limiter: limit, close } = await createToolLimiter(settings, { namespace: 'unit:rl:', logger });
+    try {
+      expect((await limit('t1', 60, 'generate_image')).allowed).toBe(true);
+      expect((await limit('t1', 60, 'generate_image')).allowed).toBe(true);
+      const refused = await limit('t1', 60, 'generate_image');
+      expect(refused.allowed).toBe(false);
+      expect(!refused.allowed && refused.retryAfter).toBeGreaterThan(0);
+      expect((await limit('t1', 60, 'list_images')).allowed).toBe(true);
+      expect((await limit('t2', 60, 'generate_image')).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await limit('t3', 3, 'list_images')).allowed).toBe(true);
+      expect((await limit('t3', 3, 'list_images')).allowed).toBe(false);
+    } finally {
+      await close();
+    }
+    const off = await createToolLimiter({ ...settings, disabled: true }, { namespace: 'unit:rl:', logger });
+    for (let i = 0; i < 5; i++) expect((await off.limiter('t', 1, 'generate_image')).allowed).toBe(true);
+  });
+
+  it.runIf(process.env.REDIS_URL)('two mcp processes share one tenant limit through Redis (and the gateway keys)', async () => {
+    const namespace = `unit-${randomUUID().slice(0, 8)}:rl:`;
+    const opts = { redisUrl: process.env.REDIS_URL, namespace, logger };
+    const [a, b] = await Promise.all([createToolLimiter(settings, opts), createToolLimiter(settings, opts)]);
+    const redis = new Redis(process.env.REDIS_URL as string);
+    try {
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, 'list_images')).allowed);
+      expect(answers).toEqual([true, true, true, true, true, false]);
+      // One counter for the tenant's API bucket, under the gateway's namespace and key (tenantRateBuckets).
+      const keys = await redis.keys(`${namespace}*`);
+      expect(keys).toHaveLength(1);
+      expect(keys[0].endsWith('-api:shared')).toBe(true);
+      expect(Number(await redis.get(keys[0]))).toBe(6);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await redis.quit();
+    }
   });
 });
 

@@ -232,7 +232,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
           required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
         });
       }
-      const limit = deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.name);
+      const limit = await deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.name);
       if (limit && !limit.allowed) {
         return toolError(429, { error: `Rate limit exceeded. Try again in ${limit.retryAfter} seconds.`, retryAfter: limit.retryAfter });
       }
