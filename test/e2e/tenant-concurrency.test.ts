@@ -11,6 +11,7 @@ import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { lastSandboxId, receivedSince, sleep } from './generation-support.js';
+import { callTool, mcpClient } from './mcp-support.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CAPS = { TENANT_MAX_STREAMS: '2', TENANT_MAX_GENERATIONS_IN_FLIGHT: '2', RATE_LIMIT_DISABLED: '1' };
@@ -83,6 +84,19 @@ async function eventually<T>(fn: () => Promise<T | undefined | false>, ms: numbe
 const upstreamGot = (s: TestStack, since: number, n: number) =>
   eventually(async () => (await receivedSince(s, since)).length >= n, 15_000, `${n} upstream requests`);
 
+/** Retries a generation while the tenant is at its cap (429) until one is accepted (200) once the slow ones ended. */
+const generationAccepted = (s: TestStack, t: TestTenant, prompt: string) =>
+  eventually(
+    async () => {
+      const r = await call(s.baseUrl, '/api/images', t.liveKey, { prompt });
+      if (r.status === 429) return false;
+      expect(r.status).toBe(200);
+      return true;
+    },
+    SLOW_MS + 10_000,
+    'a free generation slot',
+  );
+
 describe('tenant concurrency caps (one gateway, memory)', () => {
   let s: TestStack;
   let T: TestTenant;
@@ -134,19 +148,46 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     // The gateway still waits for (and bills) both generations: the tenant is still at its cap.
     expectGenerationCap(await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'while they run' }));
     // ... until they end: then both slots are back.
-    await eventually(
-      async () => {
-        const r = await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'after they ended' });
-        if (r.status === 429) return false;
-        expect(r.status).toBe(200);
-        return true;
-      },
-      SLOW_MS + 10_000,
-      'a free generation slot',
-    );
+    await generationAccepted(s, T, 'after they ended');
     expect(Date.now() - abandonedAt).toBeGreaterThan(SLOW_MS / 2);
     const both = await Promise.all([1, 2].map((i) => call(s.baseUrl, '/api/images', T.liveKey, { prompt: `both ${i}` })));
     expect(both.map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  it('MCP generation tools hold the same slots: refused at the cap; an async one holds its slot until its execution ends', async () => {
+    const client = await mcpClient(s.baseUrl, T.liveKey);
+    try {
+      // Two slow REST generations hold both slots: the MCP tools are refused, with the REST body.
+      let since = await lastSandboxId(s);
+      const slow = [1, 2].map((i) => call(s.baseUrl, '/api/images', T.liveKey, { prompt: `[[delay:${SLOW_MS}]] rest ${i}` }));
+      await upstreamGot(s, since, 2);
+      for (const [name, args] of [
+        ['generate_image', { prompt: 'one too many' }],
+        ['upload_image_for_editing', { image_url: 'https://example.com/a.png' }],
+      ] as const) {
+        const r = await callTool(client, name, args);
+        expect(r.ok, name).toBe(false);
+        expect(r.error, name).toEqual({
+          status: 429,
+          error: 'Too many generations in progress',
+          details: [expect.stringContaining('at most 2 generations per tenant')],
+          retryAfter: 5,
+        });
+      }
+      for (const r of await Promise.all(slow)) expect(r.status).toBe(200);
+
+      // Two async MCP generations answer at once but hold both slots until their executions end.
+      since = await lastSandboxId(s);
+      const started = await Promise.all(
+        [1, 2].map((i) => callTool(client, 'generate_image', { prompt: `[[delay:${SLOW_MS}]] async ${i}`, async: true })),
+      );
+      for (const r of started) expect(r.json?.status, r.text).toBe('running');
+      await upstreamGot(s, since, 2);
+      expectGenerationCap(await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'while the async ones run' }));
+      await generationAccepted(s, T, 'after the async ones');
+    } finally {
+      await client.close();
+    }
   });
 
   it('event streams: the third of a tenant is 429 while another tenant streams; a disconnect gives the slot back', async () => {

@@ -20,4 +20,5 @@ export * from './service.js';
 export * from './standalone.js';
 export * from './storage/index.js';
 export * from './telemetry.js';
+export * from './tenant-slots.js';
 export * from './ttl-cache.js';

@@ -1,9 +1,8 @@
 import rateLimit from '@fastify/rate-limit';
-import { AppError, type Config, rateLimitNamespace, tenantRateBuckets } from '@imagegen/platform';
+import { AppError, type Config, rateLimitNamespace, tenantRateBuckets, watchRedis } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
-import { watchRedis } from './tenant-concurrency.js';
 
 /**
  * Rate limits (SPEC 8), fixed one-minute windows counted with @fastify/rate-limit's stores (Redis when

@@ -5,10 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { createLogger, freePort } from '@imagegen/platform';
+import { createLogger, freePort, memorySlotStore, redisSlotStore, watchRedis } from '@imagegen/platform';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { memorySlotStore, redisSlotStore, watchRedis } from '../src/tenant-concurrency.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,5 +1,5 @@
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, createIdempotencyStore, rateLimitNamespace, type StartService } from '@imagegen/platform';
+import { createClient, createIdempotencyStore, createSlotStore, rateLimitNamespace, type StartService } from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
@@ -26,6 +26,7 @@ export const start: StartService = async (ctx) => {
     namespace: rateLimitNamespace(config),
     logger,
   });
+  const slots = await createSlotStore({ redisUrl: config.redisUrl, eventsPrefix: config.eventsPrefix, logger, who: 'mcp' });
   const idempotency = createIdempotencyStore({ redisUrl: config.redisUrl, prefix: config.eventsPrefix, name: 'mcp', logger });
   const { app, closeSessions } = await buildMcpApp({
     tools: {
@@ -34,6 +35,7 @@ export const start: StartService = async (ctx) => {
       publicBaseUrl: config.publicBaseUrl,
       runs: new AsyncRuns(),
       limiter: limits.limiter,
+      generationSlots: { store: slots, max: config.tenantLimits.maxGenerationsInFlight },
       idempotency,
     },
     authenticator,
@@ -53,6 +55,7 @@ export const start: StartService = async (ctx) => {
       clients.close();
       await idempotency.close();
       await limits.close();
+      await slots.close();
     },
   };
 };

@@ -3,6 +3,7 @@ import { ID_MAX, INT32_MAX } from '@imagegen/api-schemas';
 import type { Scope } from '@imagegen/platform';
 import {
   AppError,
+  concurrencyRefusal,
   holdClaim,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_LEASE_MS,
@@ -13,6 +14,7 @@ import {
   type Logger,
   type Principal,
   requestFingerprint,
+  type SlotStore,
 } from '@imagegen/platform';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -20,7 +22,7 @@ import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations
 import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
 import type { Clients } from '../clients.js';
-import type { ToolLimiter } from '../rate-limit.js';
+import { GENERATION_TOOLS, type ToolLimiter, UPLOAD_TOOLS } from '../rate-limit.js';
 import { TOOL_OUTPUTS } from './outputs.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -47,6 +49,11 @@ export interface ToolDeps {
   limiter?: ToolLimiter;
   /** Records of `idempotency_key` arguments (Redis when REDIS_URL is set; memory otherwise). */
   idempotency?: IdempotencyStore;
+  /**
+   * The tenant's generations in flight (TENANT_MAX_GENERATIONS_IN_FLIGHT), in the gateway's slots: a generation
+   * or upload tool holds one while it runs (an async one until its execution ends). Absent or max 0: no cap.
+   */
+  generationSlots?: { store: SlotStore; max: number };
 }
 
 /**
@@ -84,6 +91,8 @@ export interface ToolContext {
   extra: Extra;
   /** Sends notifications/progress when the client gave a progressToken (no-op otherwise). */
   progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** The call's work goes on after the tool answers (async generation): its concurrency slot is held until `work` settles. */
+  continuesWith(work: Promise<unknown>): void;
 }
 
 export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
@@ -253,11 +262,15 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
         source: 'mcp',
       };
       const progressToken = extra._meta?.progressToken;
+      let continuing: Promise<unknown> | undefined;
       const ctx: ToolContext = {
         principal,
         auth,
         deps,
         extra,
+        continuesWith: (work) => {
+          continuing = work.catch(() => {});
+        },
         progress: async (progress, total, message) => {
           if (progressToken === undefined) return;
           await extra
@@ -266,10 +279,21 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
         },
       };
       const call = async (): Promise<CallToolResult> => {
+        // After the idempotency check (a replay holds no slot), as the gateway takes its slot after validation.
+        const slots = deps.generationSlots;
+        const capped = slots && slots.max > 0 && (GENERATION_TOOLS.has(tool.name) || UPLOAD_TOOLS.has(tool.name));
+        const slot = capped ? await slots.store.acquire(`generation:${auth.tenantId}`, slots.max) : undefined;
+        if (capped && !slot) {
+          const refusal = concurrencyRefusal('generation', slots.max);
+          return toolError(refusal.status, refusal.body);
+        }
         try {
           return toolResult(await tool.run(args as never, ctx));
         } catch (err) {
           return errorResult(err, deps.logger, tool.name);
+        } finally {
+          if (continuing) continuing.finally(() => slot?.release());
+          else slot?.release();
         }
       };
       if (typeof idempotencyKey !== 'string' || !deps.idempotency || !auth.tenantId) return call();

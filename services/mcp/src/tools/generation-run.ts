@@ -64,6 +64,7 @@ export async function runGeneration(
       const e = await ctx.deps.clients.generation.getExecution({ executionId, includeLogs: false }, principal);
       if (opts.async) {
         ctx.deps.runs.add(executionId, principal.tenantId ?? '', result);
+        ctx.continuesWith(result);
         return {
           data: {
             executionId,
