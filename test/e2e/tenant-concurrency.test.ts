@@ -4,7 +4,7 @@
  * requests end, when a stream's client disconnects, and (for a generation whose client disconnected) when the
  * generation the gateway still waits for ends. Shared by two gateways through Redis.
  *
- * The 429s are read with plain fetch: the OpenAPI document's 429 (issue 14) declares the rate-limit body only.
+ * The answers are read with plain fetch (the streams are held open, and aborted, by the test itself).
  */
 import { createLogger } from '@imagegen/platform';
 import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
@@ -117,6 +117,8 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     const slow = [1, 2].map((i) => call(s.baseUrl, '/api/images', T.liveKey, { prompt: `[[delay:${SLOW_MS}]] slow ${i}` }));
     await upstreamGot(s, since, 2);
     expectGenerationCap(await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'one too many' }));
+    // The same answer through the contract-checked client: the document declares this 429 body and its headers.
+    expect((await s.api('/api/images', { method: 'POST', key: T.liveKey, body: { prompt: 'checked' } })).status).toBe(429);
     // Every generating route counts against the same cap (refused before its handler runs).
     expectGenerationCap(await call(s.baseUrl, '/api/edit-image', T.liveKey, { image_id: 1, prompt: 'edit it' }));
     expectGenerationCap(await call(s.baseUrl, '/api/upload-for-editing', T.liveKey, { image_url: 'https://example.com/a.png' }));
