@@ -9,7 +9,7 @@ import {
 import { TenancyServiceService, type Tenant } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { type CheckQuotaResponse, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { type Client, createClient, type Principal, type ServiceContext, TtlCache } from '@imagegen/platform';
-import type { Provider } from './models.js';
+import { PROMPT_LIMITS, type Provider } from './models.js';
 
 /**
  * What generation needs from the other services, behind one interface so service tests can run the
@@ -67,15 +67,21 @@ export function grpcCollaborators(ctx: ServiceContext): Collaborators {
 /**
  * The tenant and its provider keys, read on every generation, kept `ttlMs` (API_KEY_CACHE_TTL_MS, 3 s): the
  * gateway's API-key cache already lets a deactivation apply that late, and a model or key change made by an
- * admin applies within the same bound. Saves two gRPC calls (and their SQL) per request, one of them ahead
- * of everything else. Quota checks, sessions and stores are never cached.
+ * admin applies within the same bound (at once where tenancy's TenantChanged reaches `invalidate`). Saves two
+ * gRPC calls (and their SQL) per request, one of them ahead of everything else. Quota checks, sessions and
+ * stores are never cached.
  */
-export function withTenantCache(c: Collaborators, ttlMs: number): Collaborators {
+export function withTenantCache(c: Collaborators, ttlMs: number): Collaborators & { invalidate(tenantId: string): void } {
   const tenants = new TtlCache<string, Awaited<ReturnType<Collaborators['getTenant']>>>(ttlMs);
   const keys = new TtlCache<string, string[]>(ttlMs);
+  const keyOf = (tenantId: string, provider: Provider) => `${tenantId}\0${provider}`;
   return {
     ...c,
     getTenant: (p, tenantId) => tenants.get(tenantId, () => c.getTenant(p, tenantId)),
-    getProviderKeys: (p, tenantId, provider) => keys.get(`${tenantId}\0${provider}`, () => c.getProviderKeys(p, tenantId, provider)),
+    getProviderKeys: (p, tenantId, provider) => keys.get(keyOf(tenantId, provider), () => c.getProviderKeys(p, tenantId, provider)),
+    invalidate(tenantId) {
+      tenants.invalidate(tenantId);
+      for (const provider of Object.keys(PROMPT_LIMITS) as Provider[]) keys.invalidate(keyOf(tenantId, provider));
+    },
   };
 }

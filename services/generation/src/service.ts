@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { TenantChanged } from '@imagegen/contracts/events/v1/events';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import {
   type BreakerState,
   bind,
   createDb,
   dbReadiness,
+  decodeOrSkip,
   durationFromEnv,
   migrate,
   type ServiceContext,
@@ -13,6 +15,7 @@ import {
   setBreakerState,
   startGrpcServer,
   startOutboxRelay,
+  subjectFor,
 } from '@imagegen/platform';
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
@@ -27,6 +30,9 @@ import { ProvBAdapter } from './providers/provb.js';
 import { withQuotaFallback } from './quota-fallback.js';
 import { type GenerationSettings, loadSettings } from './settings.js';
 import { failOrphanedExecutions, heartbeat, removeInstance } from './store.js';
+
+/** Generation's (per-process) consumer of TenantChanged, which drops the tenant from its cache. */
+export const TENANT_CHANGED_DURABLE = 'generation-tenant-changed';
 
 /** Liveness: each process moves its heartbeat this often ... */
 export const HEARTBEAT_MS = durationFromEnv('EXECUTION_HEARTBEAT_MS', 5_000);
@@ -91,8 +97,8 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       timeoutMs: settings.provBTimeoutMs,
     }),
   };
-  const collaborators =
-    opts.collaborators ?? withQuotaFallback(withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs), { logger });
+  const tenantCache = opts.collaborators ? undefined : withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs);
+  const collaborators = opts.collaborators ?? withQuotaFallback(tenantCache as Collaborators, { logger });
   const instanceId = randomUUID();
   await heartbeat(sql, instanceId);
   const deps: PipelineDeps = {
@@ -115,6 +121,18 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     logger,
     ready: dbReady,
   });
+  // A tenant updated, deactivated or with a key revoked: this process drops what it cached of it at once.
+  const tenantChanged = tenantCache
+    ? await ctx.events.subscribe({
+        durable: TENANT_CHANGED_DURABLE,
+        subjects: [subjectFor(ctx.config.eventsPrefix, 'tenancy.tenant_changed')],
+        perInstance: true,
+        handler: async (m) => {
+          const e = decodeOrSkip(TenantChanged, m, logger);
+          if (e?.tenantId) tenantCache.invalidate(e.tenantId);
+        },
+      })
+    : undefined;
   const relay = await startOutboxRelay({
     sql,
     schema: 'generation',
@@ -164,6 +182,7 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       await drainPendingFailures(5000);
       await removeInstance(sql, instanceId).catch((err) => logger.warn({ err }, 'could not remove the liveness row'));
       await relay.stop();
+      await tenantChanged?.stop();
       collaborators.close();
       await sql.end({ timeout: 5 });
     },

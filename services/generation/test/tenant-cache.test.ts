@@ -71,3 +71,13 @@ test('a TTL of 0 turns the cache off', async () => {
   await c.getTenant(p, 't1');
   expect(f.calls.getTenant).toBe(2);
 });
+
+test('invalidate (TenantChanged) drops the tenant and its keys of every provider, and no other tenant', async () => {
+  const f = counting();
+  const c = withTenantCache(f.c, 60_000);
+  await Promise.all([c.getTenant(p, 't1'), c.getTenant(p, 't2'), c.getProviderKeys(p, 't1', 'provA'), c.getProviderKeys(p, 't1', 'provB')]);
+  c.invalidate('t1');
+  await Promise.all([c.getTenant(p, 't1'), c.getTenant(p, 't2'), c.getProviderKeys(p, 't1', 'provA'), c.getProviderKeys(p, 't1', 'provB')]);
+  expect(f.calls.getTenant).toBe(3);
+  expect(f.calls.getProviderKeys).toBe(4);
+});

@@ -283,6 +283,8 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     subs.push(
       await d.events.subscribe({
         durable: TENANT_CHANGED_DURABLE,
+        // Every replica holds its own cache of tenant limits: each must drop the tenant.
+        perInstance: true,
         subjects: [s.tenantChanged],
         handler: async (m) => {
           const e = decodeOrSkip(TenantChanged, m, log);

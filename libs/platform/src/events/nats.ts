@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   AckPolicy,
   type ConsumerConfig,
@@ -133,6 +134,7 @@ async function connectWaiting(opts: NatsTransportOptions, log: Logger) {
 export async function createNatsTransport(opts: NatsTransportOptions): Promise<EventTransport> {
   const log = opts.logger.child({ transport: 'nats', stream: opts.streamName });
   const retry = opts.retry ?? DEFAULT_RETRY;
+  const instanceId = randomUUID().slice(0, 8);
   const nc = await connectWaiting(opts, log);
   let connected = true;
   /** Set below, once the stream check exists: a reconnect may find the stream re-created. */
@@ -228,6 +230,7 @@ export async function createNatsTransport(opts: NatsTransportOptions): Promise<E
           multiFilter,
           retry,
           pullExpiresMs: Math.max(1000, opts.pullExpiresMs ?? DEFAULT_PULL_EXPIRES_MS),
+          instanceId,
         },
         o,
       );
@@ -319,10 +322,15 @@ interface ConsumerCtx {
   multiFilter: boolean;
   retry: RetryPolicy;
   pullExpiresMs: number;
+  /** This transport's own id: the durable suffix of its perInstance subscriptions. */
+  instanceId: string;
 }
 
+/** A perInstance consumer left behind by a process that died is removed by the server after this long unused. */
+const PER_INSTANCE_INACTIVE_MS = 3_600_000;
+
 async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subscription> {
-  const durable = sanitizeDurable(o.durable);
+  const durable = sanitizeDurable(o.perInstance ? `${o.durable}-${c.instanceId}` : o.durable);
   const log = c.log.child({ durable });
   const ackWaitMs = o.ackWaitMs ?? 30_000;
   const filter: Partial<ConsumerConfig> =
@@ -338,7 +346,10 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
       await c.jsm.consumers.add(c.streamName, {
         durable_name: durable,
         ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
+        // A process's own consumer starts with what is published from now on, and goes when it is unused.
+        ...(o.perInstance
+          ? { deliver_policy: DeliverPolicy.New, inactive_threshold: nanos(PER_INSTANCE_INACTIVE_MS) }
+          : { deliver_policy: DeliverPolicy.All }),
         ...mutable,
       });
     } catch (err) {
@@ -490,6 +501,7 @@ async function startConsumer(c: ConsumerCtx, o: SubscribeOptions): Promise<Subsc
       stopped = true;
       wake?.();
       await loop;
+      if (o.perInstance) await c.jsm.consumers.delete(c.streamName, durable).catch(() => {});
     },
   };
 }

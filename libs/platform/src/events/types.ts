@@ -26,6 +26,12 @@ export interface SubscribeOptions {
   maxDeliver?: number;
   /** How long a delivery may stay unacked before the broker redelivers it (default 30 s). */
   ackWaitMs?: number;
+  /**
+   * Every process gets every message (cache invalidation), instead of the replicas sharing the durable's
+   * messages: on NATS the durable gets this process's id as a suffix, starts at new messages and is removed
+   * on stop (or by the server an hour after its process died). The in-process transport is one process.
+   */
+  perInstance?: boolean;
 }
 
 export interface EventTransport {

@@ -1,0 +1,45 @@
+/**
+ * Generation keeps a tenant and its provider keys for API_KEY_CACHE_TTL_MS (services/generation/src/deps.ts,
+ * withTenantCache), and drops them when tenancy's TenantChanged arrives. With a TTL of a minute here, only the
+ * event can make an admin's change visible within the test.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../support/stack.js';
+
+let s: TestStack;
+beforeAll(async () => {
+  s = await startTestStack({ env: { API_KEY_CACHE_TTL_MS: '60000', RATE_LIMIT_DISABLED: '1' } });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const generate = (key: string, model: string) =>
+  fetch(`${s.baseUrl}/api/images`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'a cached tenant', model_id: model }),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: string; details?: string[] } }));
+
+async function eventually(cond: () => Promise<boolean>, what: string): Promise<void> {
+  const end = Date.now() + 15_000;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+it("an admin's change of allowed models applies at once (TenantChanged), not after the cache's minute", async () => {
+  const t = await s.createTenant({ allowed_models: ['provA-flash-lite-image', 'provB-image-2'], model_id: 'provA-flash-lite-image' });
+  expect((await generate(t.liveKey, 'provB-image-2')).status).toBe(200); // the tenant is cached now
+  const patched = await s.api(`/admin/tenants/${t.tenantId}`, {
+    method: 'PATCH',
+    admin: true,
+    body: { allowed_models: ['provA-flash-lite-image'] },
+  });
+  expect(patched.status).toBe(200);
+  await eventually(async () => (await generate(t.liveKey, 'provB-image-2')).status === 400, 'the narrowed allowlist');
+  const refused = await generate(t.liveKey, 'provB-image-2');
+  expect(refused.body.details).toEqual(['model_id provB-image-2 is not allowed for this tenant (allowed: provA-flash-lite-image)']);
+  expect((await generate(t.liveKey, 'provA-flash-lite-image')).status).toBe(200);
+});
