@@ -43,3 +43,20 @@ it("an admin's change of allowed models applies at once (TenantChanged), not aft
   expect(refused.body.details).toEqual(['model_id provB-image-2 is not allowed for this tenant (allowed: provA-flash-lite-image)']);
   expect((await generate(t.liveKey, 'provA-flash-lite-image')).status).toBe(200);
 });
+
+it('a deactivation applies at once on REST and MCP (TenantChanged clears the gateway and mcp key caches), not after their minute', async () => {
+  const t = await s.createTenant();
+  const rest = () => fetch(`${s.baseUrl}/api/webhooks`, { headers: { 'x-api-key': t.liveKey } }).then((r) => r.status);
+  const mcp = () =>
+    fetch(`${s.baseUrl}/mcp`, {
+      method: 'POST',
+      headers: { 'x-api-key': t.liveKey, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    }).then(async (r) => {
+      await r.text();
+      return r.status;
+    });
+  expect([await rest(), await mcp()]).toEqual([200, 200]); // both caches hold the key now
+  expect((await s.api(`/admin/tenants/${t.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: false } })).status).toBe(200);
+  await eventually(async () => (await rest()) === 403 && (await mcp()) === 403, 'the deactivation on REST and MCP');
+});

@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { TenantChanged } from '@imagegen/contracts/events/v1/events';
 import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import {
   type BreakerState,
   bind,
   createDb,
   dbReadiness,
-  decodeOrSkip,
   durationFromEnv,
   migrate,
+  onTenantChanged,
   type ServiceContext,
   type StartService,
   setBreakerState,
   startGrpcServer,
   startOutboxRelay,
-  subjectFor,
 } from '@imagegen/platform';
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
@@ -123,15 +121,9 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
   });
   // A tenant updated, deactivated or with a key revoked: this process drops what it cached of it at once.
   const tenantChanged = tenantCache
-    ? await ctx.events.subscribe({
-        durable: TENANT_CHANGED_DURABLE,
-        subjects: [subjectFor(ctx.config.eventsPrefix, 'tenancy.tenant_changed')],
-        perInstance: true,
-        handler: async (m) => {
-          const e = decodeOrSkip(TenantChanged, m, logger);
-          if (e?.tenantId) tenantCache.invalidate(e.tenantId);
-        },
-      })
+    ? await onTenantChanged(ctx.events, { eventsPrefix: ctx.config.eventsPrefix, durable: TENANT_CHANGED_DURABLE, logger }, (id) =>
+        tenantCache.invalidate(id),
+      )
     : undefined;
   const relay = await startOutboxRelay({
     sql,

@@ -174,6 +174,11 @@ export function createAuthenticator(opts: AuthenticatorOptions) {
       if (API_KEY_PREFIX.test(bearer)) return apiKey(bearer, requestId);
       return oauth(bearer, requestId);
     },
+    /** Forgets what is cached of a tenant (its keys, its tokens' introspections): TenantChanged. */
+    dropTenant(tenantId: string) {
+      for (const [hash, e] of keyCache) if (e.auth?.tenantId === tenantId) keyCache.delete(hash);
+      for (const [token, e] of tokenCache) if (e.result.tenant_id === tenantId) tokenCache.delete(token);
+    },
     async stop() {
       clearInterval(flushTimer);
       await flushUses();

@@ -1,5 +1,12 @@
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, createIdempotencyStore, createSlotStore, rateLimitNamespace, type StartService } from '@imagegen/platform';
+import {
+  createClient,
+  createIdempotencyStore,
+  createSlotStore,
+  onTenantChanged,
+  rateLimitNamespace,
+  type StartService,
+} from '@imagegen/platform';
 import { createAuthenticator } from './auth.js';
 import { createClients } from './clients.js';
 import { buildMcpApp } from './http.js';
@@ -21,6 +28,12 @@ export const start: StartService = async (ctx) => {
     apiKeyCacheTtlMs: config.apiKeyCacheTtlMs,
     logger,
   });
+  // A tenant deactivated or a key revoked: this process forgets its cached credentials of the tenant at once.
+  const tenantChanged = await onTenantChanged(
+    ctx.events,
+    { eventsPrefix: config.eventsPrefix, durable: 'mcp-tenant-changed', logger },
+    (id) => authenticator.dropTenant(id),
+  );
   const limits = await createToolLimiter(toolLimiterSettings(config), {
     redisUrl: config.redisUrl,
     namespace: rateLimitNamespace(config),
@@ -50,6 +63,7 @@ export const start: StartService = async (ctx) => {
     async stop() {
       await closeSessions();
       await app.close();
+      await tenantChanged.stop();
       await authenticator.stop();
       tenancy.close();
       clients.close();

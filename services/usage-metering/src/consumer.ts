@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { ExecutionFinished, ImageDeleted, ImageStored, QuotaCrossed, TenantChanged } from '@imagegen/contracts/events/v1/events';
+import { ExecutionFinished, ImageDeleted, ImageStored, QuotaCrossed } from '@imagegen/contracts/events/v1/events';
 import {
-  decodeOrSkip,
   type EventMessage,
   type EventTransport,
   type Logger,
+  onTenantChanged,
   pipelinedTransaction,
   type Sql,
   type Subscription,
@@ -56,7 +56,6 @@ export function usageSubjects(prefix: string) {
     deleted: subjectFor(prefix, 'library.image_deleted'),
     finished: subjectFor(prefix, 'generation.execution_finished'),
     quotaCrossed: subjectFor(prefix, 'usage.quota_crossed'),
-    tenantChanged: subjectFor(prefix, 'tenancy.tenant_changed'),
   };
 }
 
@@ -279,18 +278,11 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     for (const r of rest) if (r.status === 'fulfilled') subs.push(r.value);
     const failed = rest.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    // Quota or rate-limit changes: drop the cached tenant so the next lookup sees the new values.
+    // Quota or rate-limit changes: every replica drops its cached tenant so the next lookup sees the new values.
     subs.push(
-      await d.events.subscribe({
-        durable: TENANT_CHANGED_DURABLE,
-        // Every replica holds its own cache of tenant limits: each must drop the tenant.
-        perInstance: true,
-        subjects: [s.tenantChanged],
-        handler: async (m) => {
-          const e = decodeOrSkip(TenantChanged, m, log);
-          if (e?.tenantId) d.tenants.invalidate(e.tenantId);
-        },
-      }),
+      await onTenantChanged(d.events, { eventsPrefix: d.eventsPrefix, durable: TENANT_CHANGED_DURABLE, logger: log }, (id) =>
+        d.tenants.invalidate(id),
+      ),
     );
   } catch (err) {
     await Promise.allSettled(subs.map((x) => x.stop()));
