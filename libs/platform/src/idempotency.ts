@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { AppError } from './errors.js';
+import { redisClient } from './redis.js';
 
 /**
  * Idempotency records (the IETF httpapi Idempotency-Key draft, with Stripe's semantics), shared by the
@@ -148,12 +148,7 @@ export function redisIdempotencyStore(redis: RedisCommands, prefix: string): Ide
  */
 export function createIdempotencyStore(opts: { redisUrl?: string; prefix: string; name: string; logger: Logger }): IdempotencyStore {
   if (!opts.redisUrl) return memoryIdempotencyStore();
-  const redis = new Redis(opts.redisUrl, {
-    connectTimeout: 2000,
-    commandTimeout: 1000,
-    maxRetriesPerRequest: 1,
-    connectionName: `imagegen-${opts.name}-idempotency`,
-  });
+  const redis = redisClient(opts.redisUrl, `${opts.name}-idempotency`);
   redis.on('error', (err) => opts.logger.debug({ err }, 'idempotency redis error'));
   const store = redisIdempotencyStore(redis, `${opts.prefix}:idem:`);
   return {

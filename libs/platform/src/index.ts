@@ -12,6 +12,7 @@ export * from './models.js';
 export * from './net.js';
 export * from './present.js';
 export * from './rate-limits.js';
+export * from './redis.js';
 export * from './runtime.js';
 export * from './safe-fetch.js';
 export * from './scene-prompt.js';

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { redactUrl } from './config.js';
 import { AppError } from './errors.js';
 import type { Logger } from './logger.js';
+import { redisClient } from './redis.js';
 
 /**
  * Per-tenant caps on work held open at once (issue 15: one tenant cannot degrade another), counted in slots:
@@ -201,12 +202,7 @@ function processSlotStore(eventsPrefix: string): SlotStore {
 export async function createSlotStore(opts: { redisUrl?: string; eventsPrefix: string; logger: Logger; who: string }): Promise<SlotStore> {
   const memory = processSlotStore(opts.eventsPrefix);
   if (!opts.redisUrl) return memory;
-  const redis = new Redis(opts.redisUrl, {
-    connectTimeout: 2000,
-    commandTimeout: 1000,
-    maxRetriesPerRequest: 1,
-    connectionName: `imagegen-${opts.who}-concurrency`,
-  });
+  const redis = redisClient(opts.redisUrl, `${opts.who}-concurrency`);
   let lastWarn = 0;
   const store = redisSlotStore(redis, `${opts.eventsPrefix}:conc:`, memory, (err) => {
     if (Date.now() - lastWarn < 30_000) return;

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
+import { createInProcessTransport, createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
 import { buildApp } from '../src/app.js';
 
 /**
@@ -9,10 +9,11 @@ import { buildApp } from '../src/app.js';
 /** A service context for building the gateway app without a stack: no events, storage or reachable services. */
 export function offlineContext(name = 'openapi'): ServiceContext {
   const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
+  const logger = createLogger(name, 'silent');
   return {
     config,
-    logger: createLogger(name, 'silent'),
-    events: {} as ServiceContext['events'],
+    logger,
+    events: createInProcessTransport({ logger }),
     storage: {} as ServiceContext['storage'],
     resolve: createResolver(config, {}),
   } as ServiceContext;

@@ -178,17 +178,15 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
   const timer = setInterval(() => void flushUses(), USAGE_FLUSH_MS);
   timer.unref();
   // A tenant deactivated or a key revoked: this gateway forgets the tenant's cached keys at once (the TTL stays
-  // the bound). A context without a bus (the offline OpenAPI build) has nothing to follow.
-  if (typeof ctx.events?.subscribe === 'function') {
-    const tenantChanged = await onTenantChanged(
-      ctx.events,
-      { eventsPrefix: config.eventsPrefix, durable: 'gateway-tenant-changed', logger: ctx.logger },
-      (tenantId) => {
-        for (const [hash, e] of cache) if (e.tenantId === tenantId) cache.delete(hash);
-      },
-    );
-    app.addHook('onClose', () => tenantChanged.stop());
-  }
+  // the bound).
+  const tenantChanged = await onTenantChanged(
+    ctx.events,
+    { eventsPrefix: config.eventsPrefix, durable: 'gateway-tenant-changed', logger: ctx.logger },
+    (tenantId) => {
+      for (const [hash, e] of cache) if (e.tenantId === tenantId) cache.delete(hash);
+    },
+  );
+  app.addHook('onClose', () => tenantChanged.stop());
   app.addHook('onClose', async () => {
     clearInterval(timer);
     await flushUses();

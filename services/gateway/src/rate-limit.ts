@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
-import { AppError, type Config, rateLimitNamespace, tenantRateBuckets, watchRedis } from '@imagegen/platform';
+import { AppError, type Config, rateLimitNamespace, redisClient, tenantRateBuckets, watchRedis } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
 
 /**
@@ -128,12 +128,7 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
   }
   let redis: Redis | undefined;
   if (ctx.config.redisUrl) {
-    redis = new Redis(ctx.config.redisUrl, {
-      connectTimeout: 2000,
-      commandTimeout: 1000,
-      maxRetriesPerRequest: 1,
-      connectionName: 'imagegen-gateway-ratelimit',
-    });
+    redis = redisClient(ctx.config.redisUrl, 'gateway-ratelimit');
     redis.on('error', (err) => ctx.logger.debug({ err }, 'rate-limit redis error'));
     await watchRedis(redis, ctx.logger, ctx.config.redisUrl, 'rate limits are NOT enforced (requests pass uncounted) until it is back');
     app.addHook('onClose', async () => {

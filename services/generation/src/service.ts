@@ -96,7 +96,7 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
     }),
   };
   const tenantCache = opts.collaborators ? undefined : withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs);
-  const collaborators = opts.collaborators ?? withQuotaFallback(tenantCache as Collaborators, { logger });
+  const collaborators = tenantCache ? withQuotaFallback(tenantCache, { logger }) : (opts.collaborators as Collaborators);
   const instanceId = randomUUID();
   await heartbeat(sql, instanceId);
   const deps: PipelineDeps = {

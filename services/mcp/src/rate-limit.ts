@@ -1,7 +1,6 @@
 import rateLimit from '@fastify/rate-limit';
-import { type Config, type Logger, tenantRateBuckets } from '@imagegen/platform';
+import { type Config, type Logger, redisClient, tenantRateBuckets } from '@imagegen/platform';
 import Fastify from 'fastify';
-import { Redis } from 'ioredis';
 
 /**
  * Per-tenant limits of MCP tool calls (SPEC 8), in the very buckets of the REST API (tenantRateBuckets):
@@ -47,14 +46,7 @@ export async function createToolLimiter(
   opts: { redisUrl?: string; namespace: string; logger: Logger },
 ): Promise<{ limiter: ToolLimiter; close(): Promise<void> }> {
   if (s.disabled) return { limiter: async () => ({ allowed: true }), close: async () => {} };
-  const redis = opts.redisUrl
-    ? new Redis(opts.redisUrl, {
-        connectTimeout: 2000,
-        commandTimeout: 1000,
-        maxRetriesPerRequest: 1,
-        connectionName: 'imagegen-mcp-ratelimit',
-      })
-    : undefined;
+  const redis = opts.redisUrl ? redisClient(opts.redisUrl, 'mcp-ratelimit') : undefined;
   redis?.on('error', (err) => opts.logger.debug({ err }, 'rate-limit redis error'));
   // The plugin's counting (store, windows, Redis script) is reached through a fastify instance of its own: the
   // MCP app's requests are not the unit counted here, tool calls are.
