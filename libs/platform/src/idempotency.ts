@@ -106,7 +106,7 @@ elseif ARGV[2] == 'release' then
 end
 return 1`;
 
-/** The few ioredis commands the Redis store uses (libs/platform does not depend on ioredis itself). */
+/** The few ioredis commands the Redis store uses (tests give it a fake). */
 export interface RedisCommands {
   set(key: string, value: string, px: 'PX', ms: number, nx: 'NX'): Promise<'OK' | null>;
   get(key: string): Promise<string | null>;
