@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,6 +195,23 @@ describe('fs storage layout', () => {
       const storage = createFsStorage({ dir, publicBaseUrl: 'http://x' });
       await storage.put('tenants/t1/images/raw.png', Buffer.from('raw bytes'), 'image/png');
       expect((await readFile(join(dir, 'tenants/t1/images/raw.png'))).toString()).toBe('raw bytes');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('fs storage of fresh keys', () => {
+  it('writes a fresh key in place (no temp file), also into a directory removed behind its back', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'storage-fresh-'));
+    try {
+      const storage = createFsStorage({ dir, publicBaseUrl: 'http://x' });
+      await storage.put('tenants/t1/images/a.png', Buffer.from('first'), 'image/png', { fresh: true });
+      expect(await readdir(join(dir, 'tenants/t1/images'))).toEqual(['a.png']);
+      await rm(join(dir, 'tenants/t1/images'), { recursive: true });
+      await storage.put('tenants/t1/images/b.png', Buffer.from('second'), 'image/png', { fresh: true });
+      expect(await readdir(join(dir, 'tenants/t1/images'))).toEqual(['b.png']);
+      expect((await storage.get('tenants/t1/images/b.png')).toString()).toBe('second');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -333,15 +333,18 @@ export class GenerationPipeline {
     exec.step('storing', 80, `Received ${produced.length} image(s) from ${model.provider}; checking the quota and storing`);
 
     const incoming = produced.reduce((a, x) => a + x.data.length, 0);
-    const quota = await collaborators.checkQuota(principal, tenantId, incoming);
-    if (!quota.allowed) throw quotaExceeded();
+    // The quota is checked while the pictures are stored: they are stored pending (neither listed nor billed
+    // until the execution completes), so a refusal fails the execution and its pending images are discarded,
+    // and the thumbnails render during the check instead of after it.
+    const quotaCheck = collaborators.checkQuota(principal, tenantId, incoming);
+    quotaCheck.catch(() => {}); // awaited below, once the stores have settled
 
     const perImageTokens = Math.round(tokens / produced.length);
     const operation = source ? 'edit' : 'generate';
     // Each picture is stored on its own: when some stores fail (e.g. the session filled up meanwhile) the
     // others are already in the library, so they are reported (generated < requested) rather than hidden
     // behind an error; only when none was stored does the call fail.
-    const settledStores = await Promise.allSettled(
+    const storing = Promise.allSettled(
       produced.map((x) =>
         collaborators.storeImage(principal, {
           tenantId,
@@ -368,6 +371,16 @@ export class GenerationPipeline {
         }),
       ),
     );
+    // Both settle before either outcome is acted on: the execution fails only once no store is in flight.
+    const [quotaR, settledStores] = await Promise.all([
+      quotaCheck.then(
+        (q) => ({ ok: true as const, allowed: q.allowed }),
+        (err: unknown) => ({ ok: false as const, err }),
+      ),
+      storing,
+    ]);
+    if (!quotaR.ok) throw quotaR.err;
+    if (!quotaR.allowed) throw quotaExceeded();
     const stored: ImageRecord[] = [];
     let storeError: unknown;
     for (const r of settledStores) {

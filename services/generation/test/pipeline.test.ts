@@ -415,13 +415,18 @@ describe('failures', () => {
     expect(rows[0].error).toMatch(/Content blocked/);
   });
 
-  it('402 when the quota is used up: nothing stored', async () => {
+  it('402 when the quota is used up: the picture stored pending while the quota was checked is never committed', async () => {
     const t = newTenant();
     world.quotaAllowed = false;
     const err = await fails(gen.pipeline.generate({ prompt: 'over quota' }, principal(t)));
     expect(err.status).toBe(402);
     expect(err.body).toEqual({ error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });
-    expect(world.stored.filter((s) => s.tenantId === t)).toHaveLength(0);
+    // Stored side by side with the check, pending: the failed execution's images are discarded, never listed.
+    const stores = world.stored.filter((s) => s.tenantId === t);
+    expect(stores.map((s) => s.pending)).toEqual([true]);
+    expect(world.committed).not.toContain(stores[0].executionId);
+    const [row] = await gen.deps.sql`SELECT status FROM executions WHERE execution_id = ${stores[0].executionId}`;
+    expect(row.status).toBe('failed');
   });
 
   it('times out with 504 and opens the breaker after repeated upstream failures, then recovers', async () => {

@@ -522,6 +522,8 @@ describe('adapters against the sandbox upstream', () => {
     await a.call(reqA(), 'k', s).catch((err) => {
       caught = err;
     });
-    expect(transportFailure(caught, s, 'provA', 5000).kind).toBe('network');
+    const failure = transportFailure(caught, s, 'provA', 5000);
+    expect(failure.kind).toBe('network');
+    expect(failure.message).toBe('provA request failed: ECONNREFUSED');
   });
 });

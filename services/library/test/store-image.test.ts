@@ -166,6 +166,22 @@ describe('StoreImage', () => {
     expect(filesUnder('tBad').length).toBe(before);
   });
 
+  it('refuses bytes that announce a PNG but do not decode, removing the original written during the image work', async () => {
+    const good = await makeImage(64, 64);
+    // A valid signature and header, then garbage where the image data should be: the original's write starts
+    // as soon as the session check passes, and sharp fails only afterwards.
+    const corrupt = Buffer.concat([good.subarray(0, 33), Buffer.alloc(4000, 0x5a)]);
+    const before = filesUnder('tCorrupt').length;
+    const err = await h.client.storeImage(req({ tenantId: 'tCorrupt', data: corrupt }), h.principal('tCorrupt')).catch((e) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.status).toBe(400);
+    expect(err.body.error).toBe('Invalid image data');
+    expect(filesUnder('tCorrupt').length).toBe(before);
+    // Nothing left for the sweeper either: the keys were claimed when their files were removed.
+    const [gc] = await h.sql`SELECT count(*)::int AS n FROM object_gc WHERE object_key LIKE 'tenants/tCorrupt/%'`;
+    expect(gc.n).toBe(0);
+  });
+
   it('refuses the 1,001st image of a session and removes the files it wrote', async () => {
     await h.client.touchSession({ sessionId: 'full', tenantId: 'tFull' }, h.principal('tFull'));
     await h.sql`UPDATE sessions SET image_count = 999 WHERE tenant_id = 'tFull' AND session_id = 'full'`;

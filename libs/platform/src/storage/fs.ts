@@ -38,21 +38,26 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
 
   // Temp file + rename, so readers never see a half-written object.
   async function writeAtomic(path: string, data: Buffer | string): Promise<void> {
-    const dir = dirname(path);
-    const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+    const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      try {
-        await writeFile(tmp, data);
-      } catch (e) {
-        if (!isEnoent(e) || !knownDirs.has(dir)) throw e;
-        knownDirs.delete(dir);
-        await ensureDir(dir);
-        await writeFile(tmp, data);
-      }
+      await writeInKnownDir(tmp, data);
       await rename(tmp, path);
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
+    }
+  }
+
+  /** writeFile into a directory ensureDir() made; one removed behind our back is made again and the write retried. */
+  async function writeInKnownDir(path: string, data: Buffer | string): Promise<void> {
+    try {
+      await writeFile(path, data);
+    } catch (e) {
+      const dir = dirname(path);
+      if (!isEnoent(e) || !knownDirs.has(dir)) throw e;
+      knownDirs.delete(dir);
+      await ensureDir(dir);
+      await writeFile(path, data);
     }
   }
 
@@ -102,7 +107,11 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
       if (contentType === contentTypeFromKey(key)) {
         if (!opts?.fresh) await unlinkIfPresent(sidecar);
       } else await writeAtomic(sidecar, contentType);
-      await writeAtomic(path, data);
+      // A fresh key is unknown to every reader until put() resolves (its row is written after), so the bytes
+      // go straight to their place: no temp file, no rename. A write cut short by a crash leaves a file no
+      // row names, which the caller's object_gc entry removes.
+      if (opts?.fresh) await writeInKnownDir(path, data);
+      else await writeAtomic(path, data);
     },
 
     async get(key) {

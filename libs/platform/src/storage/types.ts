@@ -2,8 +2,10 @@ export type ObjectStream = NodeJS.ReadableStream & AsyncIterable<Buffer>;
 
 export interface PutOptions {
   /**
-   * The key was just made unique (a random uuid in it) and nothing was ever stored under it: the filesystem
-   * storage then has no stale content-type sidecar to remove (one syscall less per object).
+   * The key was just made unique (a random uuid in it), nothing was ever stored under it, and nothing names it
+   * before put() resolves: the filesystem storage then has no stale content-type sidecar to remove and writes
+   * the bytes in place instead of through a temp file and a rename (two syscalls less per object). The caller
+   * must have the key scheduled for removal (object_gc) in case the write is cut short.
    */
   fresh?: boolean;
 }

@@ -6,8 +6,9 @@ import {
   ProviderError,
   type ProviderRequest,
   type ProviderResult,
-  readBody,
+  postUpstream,
   retryAfterHeader,
+  type UpstreamAnswer,
   type UpstreamBody,
 } from './types.js';
 
@@ -59,14 +60,14 @@ export class ProvAAdapter implements ProviderAdapter {
     const base = this.baseUrl().replace(/\/+$/, '');
     // Model names may be configured in resource form ("models/x"); the path wants the bare id.
     const model = req.model.replace(/^models\//, '');
-    const res = await fetch(`${base}/v1beta/models/${encodeURIComponent(model)}:generateContent`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-goog-api-key': apiKey },
-      body: JSON.stringify(this.buildBody(req)),
-      signal,
-    });
-    const body = await readBody(res, 'provA', this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES);
-    if (!res.ok) throw classify(res.status, body, res.headers);
+    const res = await postUpstream(
+      `${base}/v1beta/models/${encodeURIComponent(model)}:generateContent`,
+      { headers: { 'content-type': 'application/json', 'x-goog-api-key': apiKey }, body: JSON.stringify(this.buildBody(req)), signal },
+      'provA',
+      this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES,
+    );
+    const body = res.body;
+    if (!res.ok) throw classify(res.status, body, res.header);
     if (!body.json || typeof body.json !== 'object') {
       throw new ProviderError('server', `provA answered ${res.status} without a JSON body: ${body.summary ?? 'empty body'}`, res.status);
     }
@@ -83,7 +84,7 @@ function retryDelay(details: any[]): number | undefined {
   return undefined;
 }
 
-function classify(status: number, body: UpstreamBody, headers: Headers): ProviderError {
+function classify(status: number, body: UpstreamBody, header: UpstreamAnswer['header']): ProviderError {
   const err = body.json?.error ?? {};
   const message: string = typeof err.message === 'string' ? err.message : (body.summary ?? `HTTP ${status}`);
   const details: any[] = Array.isArray(err.details) ? err.details : [];
@@ -98,7 +99,7 @@ function classify(status: number, body: UpstreamBody, headers: Headers): Provide
     const perMinute = quotaIds.some((q) => /PerMinute|PerSecond/i.test(q));
     const perDay = quotaIds.some((q) => /PerDay|PerMonth/i.test(q));
     const rate = perMinute || (!perDay && (reasons.includes('RATE_LIMIT_EXCEEDED') || /rate limit|too many requests/i.test(message)));
-    return new ProviderError(rate ? 'rate_limit' : 'quota', text, status, undefined, retryDelay(details) ?? retryAfterHeader(headers));
+    return new ProviderError(rate ? 'rate_limit' : 'quota', text, status, undefined, retryDelay(details) ?? retryAfterHeader(header));
   }
   if (status === 408 || status >= 500) return new ProviderError('server', text, status);
   return new ProviderError('bad_request', text, status);

@@ -5,8 +5,9 @@ import {
   ProviderError,
   type ProviderRequest,
   type ProviderResult,
-  readBody,
+  postUpstream,
   retryAfterHeader,
+  type UpstreamAnswer,
   type UpstreamBody,
 } from './types.js';
 
@@ -40,14 +41,10 @@ export class ProvBAdapter implements ProviderAdapter {
   async call(req: ProviderRequest, apiKey: string, signal: AbortSignal): Promise<ProviderResult> {
     const base = this.baseUrl().replace(/\/+$/, '');
     const fields = this.fields(req);
-    let res: Response;
+    const url = `${base}/v1/images/${req.images.length === 0 ? 'generations' : 'edits'}`;
+    let init: Parameters<typeof postUpstream>[1];
     if (req.images.length === 0) {
-      res = await fetch(`${base}/v1/images/generations`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-        body: JSON.stringify(fields),
-        signal,
-      });
+      init = { headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body: JSON.stringify(fields), signal };
     } else {
       const form = new FormData();
       for (const [k, v] of Object.entries(fields)) form.set(k, String(v));
@@ -58,10 +55,11 @@ export class ProvBAdapter implements ProviderAdapter {
           `image-${i + 1}.${EXT[img.mimeType] ?? 'png'}`,
         );
       });
-      res = await fetch(`${base}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form, signal });
+      init = { headers: { authorization: `Bearer ${apiKey}` }, body: form, signal };
     }
-    const body = await readBody(res, 'provB', this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES);
-    if (!res.ok) throw classify(res.status, body, res.headers);
+    const res = await postUpstream(url, init, 'provB', this.opts.maxResponseBytes ?? MAX_RESPONSE_BYTES);
+    const body = res.body;
+    if (!res.ok) throw classify(res.status, body, res.header);
     const json = body.json;
     if (!json || typeof json !== 'object') {
       throw new ProviderError('server', `provB answered ${res.status} without a JSON body: ${body.summary ?? 'empty body'}`, res.status);
@@ -78,17 +76,17 @@ export class ProvBAdapter implements ProviderAdapter {
 /** Error codes of an account that has run out of money (a 400 for the hard billing limit, 429 otherwise). */
 const QUOTA_CODES = new Set(['insufficient_quota', 'billing_hard_limit_reached', 'billing_not_active']);
 
-function classify(status: number, body: UpstreamBody, headers: Headers): ProviderError {
+function classify(status: number, body: UpstreamBody, header: UpstreamAnswer['header']): ProviderError {
   const err = body.json?.error ?? {};
   const message: string = typeof err.message === 'string' ? err.message : (body.summary ?? `HTTP ${status}`);
   const code = String(err.code ?? '');
   const type = String(err.type ?? '');
   const text = `provB answered ${status}: ${message}`;
   if (status === 401 || status === 403 || code === 'invalid_api_key') return new ProviderError('auth', text, status);
-  if (QUOTA_CODES.has(code) || QUOTA_CODES.has(type)) return new ProviderError('quota', text, status, undefined, retryAfterHeader(headers));
+  if (QUOTA_CODES.has(code) || QUOTA_CODES.has(type)) return new ProviderError('quota', text, status, undefined, retryAfterHeader(header));
   if (status === 429) {
     const quota = /quota|billing/i.test(message);
-    return new ProviderError(quota ? 'quota' : 'rate_limit', text, status, undefined, retryAfterHeader(headers));
+    return new ProviderError(quota ? 'quota' : 'rate_limit', text, status, undefined, retryAfterHeader(header));
   }
   if (
     code === 'moderation_blocked' ||

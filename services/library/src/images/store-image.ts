@@ -145,15 +145,25 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const announced = FORMATS[sniffFormat(input.data) ?? ''];
   let keys: string[] | undefined;
   let img: ProcessedImage;
+  /** The original's write, started while libvips renders the thumbnail (under the announced format's key). */
+  let originalWrite: Promise<void> | undefined;
   if (announced) {
     keys = keysFor(announced.ext);
-    // The image work (libvips threads) runs while the main thread does the session check: a full session
-    // wastes one thumbnail, every other store saves a round trip of latency.
+    // The image work (libvips threads) runs while the main thread does the session check and writes the
+    // original: a full session wastes one thumbnail, every other store saves those round trips of latency.
     const processing = processImage(input.data);
     processing.catch(() => {}); // awaited below, unless the session check throws first
     const count = await scheduleUnlessFull(sql, tenantId, sessionId, keys);
     if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
-    img = await processing;
+    // Fresh keys (a new uuid): no stale sidecar to look for, nothing names them before the row.
+    originalWrite = storage.put(keys[0], input.data, announced.mime, { fresh: true });
+    originalWrite.catch(() => {}); // awaited below
+    try {
+      img = await processing;
+    } catch (err) {
+      await removeWritten({ sql, storage, logger: deps.logger }, keys, originalWrite);
+      throw err;
+    }
   } else {
     const count = await sessionImageCount(sql, tenantId, sessionId);
     if (count >= MAX_IMAGES_PER_SESSION) throw sessionFullError(sessionId, count);
@@ -161,18 +171,20 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   }
 
   if (!keys || img.ext !== announced?.ext) {
-    // (Keys scheduled under another extension are never written: the sweeper drops their entries.)
+    // sharp disagrees with the first bytes (or they announced nothing): keys under sharp's format. Keys
+    // scheduled under another extension lose their file now (or the sweeper drops their entries).
+    if (keys && originalWrite) await removeWritten({ sql, storage, logger: deps.logger }, keys, originalWrite);
+    originalWrite = undefined;
     keys = keysFor(img.ext);
     await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   }
   const [objectKey, thumbnailKey] = keys;
   const written = keys;
   await Promise.all([
-    // Fresh keys (a new uuid): no stale sidecar to look for.
-    storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
+    originalWrite ?? storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]).catch(async (err) => {
-    await removeObjects({ sql, storage, logger: deps.logger }, written);
+    await removeWritten({ sql, storage, logger: deps.logger }, written, originalWrite);
     throw err;
   });
 
@@ -209,6 +221,12 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     await removeObjects({ sql, storage, logger: deps.logger }, keys);
     throw err;
   }
+}
+
+/** Removes the files of `keys` once the original's write in flight (if any) has ended, so none is left behind. */
+async function removeWritten(deps: Parameters<typeof removeObjects>[0], keys: string[], inFlight?: Promise<void>): Promise<void> {
+  await inFlight?.catch(() => {});
+  await removeObjects(deps, keys);
 }
 
 /**
