@@ -318,21 +318,35 @@ describe('protocol', () => {
   });
 
   it.runIf(process.env.REDIS_URL)('counts REST requests and tool calls in one per-tenant limit (shared through Redis)', async () => {
-    const t = await stack.createTenant({ rate_limit_per_minute: 4 });
-    const client = await mcpClient(stack.baseUrl, t.liveKey);
+    await expectOneLimitForRestAndMcp(stack);
+  });
+
+  it('counts REST requests and tool calls in one per-tenant limit in one process without Redis (pnpm start)', async () => {
+    const memoryOnly = await startTestStack({});
     try {
-      for (let i = 0; i < 2; i++) expect((await stack.api('/api/webhooks', { key: t.liveKey })).status).toBe(200);
-      for (let i = 0; i < 2; i++) await expectOk(client, 'list_models');
-      // The fifth request of the minute, by either way, is refused.
-      await expectError(client, 'list_models', {}, /^Rate limit exceeded\. Try again in \d+ seconds\.$/);
-      const rest = await stack.api('/api/webhooks', { key: t.liveKey });
-      expect(rest.status).toBe(429);
-      expect(rest.body.error).toMatch(/^Rate limit exceeded\. Try again in \d+ seconds\.$/);
+      await expectOneLimitForRestAndMcp(memoryOnly);
     } finally {
-      await client.close();
+      await memoryOnly.stop();
     }
   });
 });
+
+/** A tenant at 4 requests a minute: two REST requests and two tool calls use it up, the fifth is refused by either way. */
+async function expectOneLimitForRestAndMcp(on: TestStack): Promise<void> {
+  const t = await on.createTenant({ rate_limit_per_minute: 4 });
+  const client = await mcpClient(on.baseUrl, t.liveKey);
+  try {
+    for (let i = 0; i < 2; i++) expect((await on.api('/api/webhooks', { key: t.liveKey })).status).toBe(200);
+    for (let i = 0; i < 2; i++) await expectOk(client, 'list_models');
+    // The fifth request of the minute, by either way, is refused.
+    await expectError(client, 'list_models', {}, /^Rate limit exceeded\. Try again in \d+ seconds\.$/);
+    const rest = await on.api('/api/webhooks', { key: t.liveKey });
+    expect(rest.status).toBe(429);
+    expect(rest.body.error).toMatch(/^Rate limit exceeded\. Try again in \d+ seconds\.$/);
+  } finally {
+    await client.close();
+  }
+}
 
 describe('images', () => {
   let imageId: number;

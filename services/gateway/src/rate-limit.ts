@@ -1,5 +1,13 @@
 import rateLimit from '@fastify/rate-limit';
-import { AppError, type Config, rateLimitNamespace, redisClient, tenantRateBuckets, watchRedis } from '@imagegen/platform';
+import {
+  AppError,
+  type Config,
+  processRateLimitStore,
+  rateLimitNamespace,
+  redisClient,
+  tenantRateBuckets,
+  watchRedis,
+} from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { GatewayDeps } from './app.js';
@@ -140,7 +148,8 @@ export async function registerRateLimits(app: FastifyInstance<any, any, any, any
     global: false,
     // A Redis outage must not take the API down: requests pass uncounted meanwhile.
     skipOnError: true,
-    ...(redis ? { redis, nameSpace: prefix } : {}),
+    // Without Redis: this process's counters of the deployment, shared with the mcp service if it runs here too.
+    ...(redis ? { redis, nameSpace: prefix } : { store: processRateLimitStore(prefix) }),
   });
 
   const limiter = app.createRateLimit({

@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import { type Config, type Logger, redisClient, tenantRateBuckets } from '@imagegen/platform';
+import { type Config, type Logger, processRateLimitStore, redisClient, tenantRateBuckets } from '@imagegen/platform';
 import Fastify from 'fastify';
 
 /**
@@ -7,7 +7,8 @@ import Fastify from 'fastify';
  * every call counts as an API request at the tenant's rate_limit_per_minute (default 60), generation tools
  * also against the generations bucket and upload_image_for_editing against the uploads one. The counters are
  * @fastify/rate-limit's, in Redis under the gateway's keys when REDIS_URL is set, so a tenant's limit holds
- * across every mcp and gateway process and across REST and MCP together; in memory per process otherwise.
+ * across every mcp and gateway process and across REST and MCP together; in this process's memory otherwise
+ * (processRateLimitStore: shared with a gateway in the same process, as in `pnpm start`).
  * A Redis outage lets calls pass uncounted, as the gateway does. RATE_LIMIT_DISABLED=1 turns them off.
  */
 export const GENERATION_TOOLS = new Set([
@@ -51,7 +52,12 @@ export async function createToolLimiter(
   // The plugin's counting (store, windows, Redis script) is reached through a fastify instance of its own: the
   // MCP app's requests are not the unit counted here, tool calls are.
   const counter = Fastify({ logger: false });
-  await counter.register(rateLimit, { global: false, skipOnError: true, ...(redis ? { redis, nameSpace: opts.namespace } : {}) });
+  await counter.register(rateLimit, {
+    global: false,
+    skipOnError: true,
+    // Without Redis: this process's counters of the deployment, shared with the gateway if it runs here too.
+    ...(redis ? { redis, nameSpace: opts.namespace } : { store: processRateLimitStore(opts.namespace) }),
+  });
   await counter.ready();
   const count = counter.createRateLimit({
     keyGenerator: (req) => (req as unknown as BucketCall).bucket.key,

@@ -80,6 +80,23 @@ describe('per-tenant tool limits', () => {
     for (let i = 0; i < 5; i++) expect((await off.limiter('t', 1, 'generate_image')).allowed).toBe(true);
   });
 
+  it('without Redis, limiters of one deployment in one process share the counters (another deployment has its own)', async () => {
+    const namespace = `unit-${randomUUID().slice(0, 8)}:rl:`;
+    const [a, b, other] = await Promise.all([
+      createToolLimiter(settings, { namespace, logger }),
+      createToolLimiter(settings, { namespace, logger }),
+      createToolLimiter(settings, { namespace: `${namespace}other:`, logger }),
+    ]);
+    try {
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, 'list_images')).allowed);
+      expect(answers).toEqual([true, true, true, true, true, false]);
+      expect((await other.limiter('shared', 5, 'list_images')).allowed).toBe(true);
+    } finally {
+      await Promise.all([a.close(), b.close(), other.close()]);
+    }
+  });
+
   it.runIf(process.env.REDIS_URL)('two mcp processes share one tenant limit through Redis (and the gateway keys)', async () => {
     const namespace = `unit-${randomUUID().slice(0, 8)}:rl:`;
     const opts = { redisUrl: process.env.REDIS_URL, namespace, logger };
