@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { dependencyUnavailable, invalidPayload, isAppError, type Logger, type Sql } from '@imagegen/platform';
+import { dependencyUnavailable, invalidPayload, isAppError, type Logger, lazyChildLogger, type Sql } from '@imagegen/platform';
 import {
   appendLogs,
   createExecution,
@@ -70,7 +70,15 @@ export class ExecutionTracker {
     const startedAt = e.startedAt ?? new Date();
     await createExecution(sql, { ...e, startedAt });
     const facts = { sessionId: e.sessionId, toolName: e.toolName, keyType: e.keyType, startedAt };
-    return new ExecutionTracker(sql, e.executionId, e.tenantId, facts, eventsPrefix, logger.child({ executionId: e.executionId }));
+    // Lazy: only failures log, and a pino child (its bindings through redaction) would cost every execution.
+    return new ExecutionTracker(
+      sql,
+      e.executionId,
+      e.tenantId,
+      facts,
+      eventsPrefix,
+      lazyChildLogger(logger, { executionId: e.executionId }),
+    );
   }
 
   /** Records a log line; resolves once it is stored (callers need not wait). Never rejects. */
