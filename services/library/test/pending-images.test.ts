@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/events';
 import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
-import { subjectFor, writeOutbox } from '@imagegen/platform';
+import { createDb, metricsText, subjectFor, writeOutbox } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleRemoval, sweepObjects } from '../src/images/object-gc.js';
-import { discardStalePending } from '../src/images/pending.js';
+import { commitExecutionImages, committedHere, discardStalePending } from '../src/images/pending.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
 
 /**
@@ -184,6 +184,43 @@ describe('pending images', () => {
     await until(async () => (await listed('tP10')) === 1 && !existsSync(file(none.objectKey)), 10_000);
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP10'));
     expect(page.images.map((i) => i.id)).toEqual([legacy.id]);
+  });
+
+  it("the consumer of a completed event leaves the database alone when this process's commit call moved its images", async () => {
+    const rec = await h.client.storeImage(req('tP11', 'exec-own'), h.principal('tP11'));
+    const own = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-own', imageIds: [rec.id] }, h.principal('tP11'));
+    expect(own.committed).toBe(1);
+    const consumed = async () => {
+      const { body } = await metricsText();
+      return body
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith('imagegen_events_consumed_total') &&
+            l.includes('durable="library-execution-outcomes"') &&
+            l.includes('outcome="ok"'),
+        )
+        .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    };
+    const before = await consumed();
+    // With pending_images locked, any query of the consumer would wait: the event is handled without one.
+    await h.sql.begin(async (tx) => {
+      await tx`LOCK TABLE pending_images IN ACCESS EXCLUSIVE MODE`;
+      await finish('tP11', 'exec-own', 'completed', [rec.id]);
+      await until(async () => (await consumed()) > before, 5_000);
+    });
+    expect(await listed('tP11')).toBe(1);
+  });
+
+  it('a commit call of this process that failed leaves the consumer its check', async () => {
+    const down = createDb('postgres://postgres@127.0.0.1:1/none', { schema: 'library', max: 1 });
+    try {
+      const deps = { sql: down, storage: h.ctx.storage, config: h.ctx.config };
+      await expect(commitExecutionImages(deps, 'tP12', 'exec-broken', [1])).rejects.toBeDefined();
+      expect(await committedHere('exec-broken')).toBe(false);
+    } finally {
+      await down.end();
+    }
   });
 
   it('with no outcome after the maximum age are discarded', async () => {

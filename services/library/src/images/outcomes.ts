@@ -1,7 +1,7 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import { decodeOrSkip, type EventTransport, type Logger, subjectFor } from '@imagegen/platform';
 import { OBJECT_GC_SWEEP_MS, sweepObjects } from './object-gc.js';
-import { commitExecutionImages, discardExecutionImages, discardStalePending, type PendingDeps } from './pending.js';
+import { commitExecutionImages, committedHere, discardExecutionImages, discardStalePending, type PendingDeps } from './pending.js';
 
 /** Durable consumer name of the library on generation's ExecutionFinished. */
 export const EXECUTION_OUTCOMES_DURABLE = 'library-execution-outcomes';
@@ -28,6 +28,8 @@ export async function startExecutionOutcomes(
       // A completed execution lists exactly the images its caller was told of (imageIds; the rest is discarded).
       // An event written before imageIds existed names none while it counts some: all its pending images then.
       if (e.status === 'completed' && (e.imageIds.length > 0 || e.images > 0)) {
+        // Generation's own call through this process moved them: nothing is left to look for.
+        if (e.imageIds.length > 0 && (await committedHere(e.executionId))) return;
         const n = await commitExecutionImages(deps, e.tenantId, e.executionId, e.imageIds, { checkFirst: true });
         if (n > 0) logger.info({ executionId: e.executionId, images: n }, 'committed pending images of a completed execution');
       } else {

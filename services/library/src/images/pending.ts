@@ -23,6 +23,35 @@ export interface PendingDeps {
 export const PENDING_MAX_AGE_MS = durationFromEnv('PENDING_IMAGE_MAX_AGE_MS', 3_600_000);
 
 /**
+ * Commits of reported images made by this process, by execution id, while they run and for a while after they
+ * succeeded: the ExecutionFinished consumer of this process then has nothing left to look for (generation's own
+ * call moved the reported images and discarded the others), which spares it a query per execution. Only a
+ * success is kept; a failed or unknown commit leaves the consumer its usual check.
+ */
+const ownCommits = new Map<string, Promise<boolean>>();
+/** Executions remembered at most (the oldest go first); their events follow their commits within moments. */
+const OWN_COMMITS_KEPT = 10_000;
+
+/** Whether this process committed the execution's reported images (waiting for a commit still running). */
+export async function committedHere(executionId: string): Promise<boolean> {
+  const commit = ownCommits.get(executionId);
+  if (!commit) return false;
+  ownCommits.delete(executionId);
+  return commit;
+}
+
+function rememberCommit(executionId: string, commit: Promise<unknown>): void {
+  if (ownCommits.size >= OWN_COMMITS_KEPT) ownCommits.delete(ownCommits.keys().next().value as string);
+  ownCommits.set(
+    executionId,
+    commit.then(
+      () => true,
+      () => false,
+    ),
+  );
+}
+
+/**
  * Moves the execution's pending images into the gallery with their ImageStored events; returns how many.
  * With `imageIds` (the images the execution reported to its caller), only those move, and the execution's
  * other pending images (a store whose answer was lost, so never reported) are discarded with their files.
@@ -36,6 +65,22 @@ export async function commitExecutionImages(
 ): Promise<number> {
   if (!executionId) return 0;
   const reported = imageIds?.length ? imageIds : undefined;
+  if (reported && !opts.checkFirst) {
+    // Generation's call, with the images it reported: what this process's consumer of the event may skip.
+    const commit = movePending(deps, tenantId, executionId, reported);
+    rememberCommit(executionId, commit);
+    return commit;
+  }
+  return movePending(deps, tenantId, executionId, reported, opts);
+}
+
+async function movePending(
+  deps: PendingDeps,
+  tenantId: string,
+  executionId: string,
+  reported: number[] | undefined,
+  opts: { checkFirst?: boolean } = {},
+): Promise<number> {
   if (!reported || opts.checkFirst) {
     // The ExecutionFinished consumer: generation's own call usually came first and left nothing (no transaction then).
     const [left] = await deps.sql`SELECT 1 FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} LIMIT 1`;
