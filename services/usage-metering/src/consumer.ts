@@ -11,7 +11,7 @@ import {
   subjectFor,
   writeOutbox,
 } from '@imagegen/platform';
-import { applyEvents, type EventDelta, insertQuotaAlert, MIB, type MonthDelta, monthOf, timeOf } from './store.js';
+import { applyEvents, type EventDelta, insertQuotaAlert, MIB, type MonthDelta, monthOf, stoppedByThresholdGuard, timeOf } from './store.js';
 import type { TenantLimits, TenantLimitsCache } from './tenants.js';
 
 export const USAGE_DURABLE = 'usage-metering';
@@ -198,9 +198,17 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     const storing = [...new Set(events.filter((e) => e.stored).map((e) => e.tenantId))];
     const limits = new Map<string, TenantLimits | null>();
     await Promise.all(storing.map(async (t) => limits.set(t, await d.tenants.get(t))));
-    // The batch statement alone is atomic: a transaction only when stored bytes may cross a quota threshold,
-    // whose alert and QuotaCrossed must commit with the usage update (then BEGIN travels with the statement).
-    if (!events.some((e) => e.stored && limits.get(e.tenantId))) return (await applyEvents(d.sql, USAGE_DURABLE, events)).fresh;
+    // The batch statement alone is atomic: a transaction only when stored bytes reach a quota threshold not yet
+    // alerted, whose alert and QuotaCrossed must commit with the usage update. The statement's guard tells: it
+    // fails whole when that happens, and the batch goes again in a transaction (BEGIN travels with the statement).
+    const guarded = storing.filter((t) => limits.get(t));
+    if (guarded.length === 0) return (await applyEvents(d.sql, USAGE_DURABLE, events)).fresh;
+    try {
+      const quotaBytes = guarded.map((t) => (limits.get(t) as TenantLimits).monthlyQuotaMb * MIB);
+      return (await applyEvents(d.sql, USAGE_DURABLE, events, { tenantIds: guarded, quotaBytes, thresholds: THRESHOLDS })).fresh;
+    } catch (err) {
+      if (!stoppedByThresholdGuard(err)) throw err;
+    }
     const reachedAll: string[] = [];
     const fresh = await pipelinedTransaction(d.sql, async (tx) => {
       const { fresh, totals } = await applyEvents(tx, USAGE_DURABLE, events);

@@ -47,13 +47,40 @@ export interface EventDelta extends Omit<MonthDelta, 'tenantId' | 'month'> {
  * rows (aggregated, in key order so concurrent writers never deadlock). `events` must have unique
  * ids. Returns the new ids and the month totals (tenant|month -> total_bytes) after the update.
  */
+/**
+ * Quotas to hold a statement of applyEvents to: it fails whole with THRESHOLD_GUARD_CODE when a month of one of
+ * these tenants it updates reaches one of the thresholds (percent of quotaBytes) and that threshold has no
+ * quota_alerts row yet (migration 002).
+ */
+export interface ThresholdGuard {
+  tenantIds: string[];
+  quotaBytes: number[];
+  thresholds: readonly number[];
+}
+
+/** SQLSTATE of a statement stopped by its ThresholdGuard (nothing of it was applied). */
+export const THRESHOLD_GUARD_CODE = 'UQ001';
+
+export const stoppedByThresholdGuard = (err: unknown): boolean => (err as { code?: string })?.code === THRESHOLD_GUARD_CODE;
+
 export async function applyEvents(
   tx: Sql | TransactionSql,
   consumer: string,
   events: EventDelta[],
+  guard?: ThresholdGuard,
 ): Promise<{ fresh: Set<string>; totals: Map<string, number> }> {
   if (events.length === 0) return { fresh: new Set(), totals: new Map() };
   const col = <K extends keyof EventDelta>(k: K) => events.map((e) => e[k]);
+  // A SELECT CTE runs only when read: `guarded` below reads it, and the function raises on its first row.
+  const guardCte = guard
+    ? tx`, guard AS (
+      SELECT quota_threshold_unalerted() FROM months
+      JOIN unnest(${guard.tenantIds}::text[], ${guard.quotaBytes}::bigint[]) AS g(t, q) ON g.t = months.tenant_id
+      CROSS JOIN unnest(${guard.thresholds as number[]}::int[]) AS th(p)
+      WHERE months.total_bytes > 0 AND months.total_bytes * 100 >= th.p::bigint * g.q
+        AND NOT EXISTS (SELECT 1 FROM quota_alerts a WHERE a.tenant_id = months.tenant_id AND a.billing_period = months.month AND a.threshold = th.p)
+    )`
+    : tx``;
   const [row] = await tx`
     WITH ev AS (
       SELECT * FROM unnest(
@@ -93,11 +120,11 @@ export async function applyEvents(
         images = hh.images + EXCLUDED.images,
         bytes = hh.bytes + EXCLUDED.bytes
       RETURNING 1
-    )
+    )${guardCte}
     SELECT
       coalesce((SELECT json_agg(event_id) FROM claimed), '[]'::json) AS fresh,
       coalesce((SELECT json_agg(json_build_array(tenant_id, month, total_bytes)) FROM months), '[]'::json) AS totals,
-      (SELECT count(*) FROM hours) AS hours`;
+      (SELECT count(*) FROM hours) AS hours${guard ? tx`, (SELECT count(*) FROM guard) AS guarded` : tx``}`;
   const fresh = new Set<string>(row.fresh as string[]);
   const totals = new Map<string, number>();
   for (const [t, m, b] of row.totals as [string, string, number | string][]) totals.set(`${t}|${m}`, Number(b));

@@ -16,6 +16,7 @@ import {
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startUsageMetering, type UsageOptions } from '../src/service.js';
+import { applyEvents, stoppedByThresholdGuard } from '../src/store.js';
 import type { TenantLimits } from '../src/tenants.js';
 import { deletedEvent, finishedEvent, MIB, storedEvent, testConfig, testContext, until } from './helpers.js';
 
@@ -140,6 +141,42 @@ describe('usage-metering on JetStream', () => {
     await until(() => applied === 10 && skipped === 5, 20_000, 'redeliveries');
     expect(await monthRow(tenant)).toMatchObject({ total_images: 10, total_bytes: 70 });
     await svc.stop();
+  });
+
+  it('applies a batch in one statement until it reaches a threshold without an alert, then nothing of it', async () => {
+    await (await start()).stop(); // the schema and its migrations (stopped: the next tests count their own deliveries)
+    const tenant = 'guarded';
+    const month = new Date().toISOString().slice(0, 7);
+    const delta = (id: string, bytes: number) => ({
+      id,
+      tenantId: tenant,
+      month,
+      hour: null,
+      operations: 0,
+      hourOperations: 0,
+      failedOperations: 0,
+      images: 1,
+      bytes,
+      durationMs: 0,
+      durationCount: 0,
+      deletedImages: 0,
+      deletedBytes: 0,
+    });
+    const guard = { tenantIds: [tenant], quotaBytes: [10 * MIB], thresholds: [80, 100] };
+    const claimed = async (id: string) => (await sql`SELECT 1 FROM processed_events WHERE event_id = ${id}`).length === 1;
+    await applyEvents(sql, 'guard-test', [delta('g1', 7 * MIB)], guard); // 70%
+    expect((await monthRow(tenant))?.total_bytes).toBe(7 * MIB);
+    const stopped = await applyEvents(sql, 'guard-test', [delta('g2', 1 * MIB)], guard).catch((e) => e); // would be 80%
+    expect(stoppedByThresholdGuard(stopped)).toBe(true);
+    expect((await monthRow(tenant))?.total_bytes).toBe(7 * MIB);
+    expect(await claimed('g2')).toBe(false);
+    // Once 80% has its alert, the same batch goes through; 100% would stop it again.
+    await sql`INSERT INTO quota_alerts (tenant_id, billing_period, threshold, usage_bytes, quota_mb, event_id)
+      VALUES (${tenant}, ${month}, 80, ${8 * MIB}, 10, gen_random_uuid())`;
+    await applyEvents(sql, 'guard-test', [delta('g2', 1 * MIB)], guard);
+    expect((await monthRow(tenant))?.total_bytes).toBe(8 * MIB);
+    expect(await claimed('g2')).toBe(true);
+    expect(stoppedByThresholdGuard(await applyEvents(sql, 'guard-test', [delta('g3', 2 * MIB)], guard).catch((e) => e))).toBe(true);
   });
 
   it('sends exactly one QuotaCrossed at exactly 80% and 100% per month, none after a restart or replay', async () => {
