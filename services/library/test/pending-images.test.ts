@@ -5,7 +5,7 @@ import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@ima
 import { createDb, metricsText, subjectFor, writeOutbox } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduleRemoval, sweepObjects } from '../src/images/object-gc.js';
-import { commitExecutionImages, committedHere, discardStalePending } from '../src/images/pending.js';
+import { commitExecutionImages, committedHere, discardStalePending, forgetPendingImages } from '../src/images/pending.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
 
 /**
@@ -91,6 +91,33 @@ describe('pending images', () => {
     ).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(storedEventsOf('tP1')).toHaveLength(1);
+  });
+
+  it('the same ImageStored events whether the commit knew the images (one statement) or read them back', async () => {
+    const eventsOf = (tenantId: string) =>
+      storedEventsOf(tenantId)
+        .map((m) => ImageStored.decode(m.data))
+        .map(({ tenantId: _t, ...e }) => e)
+        .sort((a, b) => a.imageId - b.imageId);
+    const commitBoth = async (tenantId: string, forget: boolean) => {
+      const a = await h.client.storeImage(req(tenantId, `exec-${tenantId}`, { sessionId: 'same' }), h.principal(tenantId));
+      const b = await h.client.storeImage(req(tenantId, `exec-${tenantId}`, { sessionId: 'same' }), h.principal(tenantId));
+      if (forget) forgetPendingImages(); // as a library replica that did not store them
+      const c = await h.client.commitExecutionImages(
+        { tenantId: '', executionId: `exec-${tenantId}`, imageIds: [b.id, a.id] },
+        h.principal(tenantId),
+      );
+      expect(c.committed).toBe(2);
+      await until(() => storedEventsOf(tenantId).length === 2);
+      return eventsOf(tenantId).map((e, i) => ({ ...e, imageId: i, occurredAt: e.occurredAt.length }));
+    };
+    const known = await commitBoth('tP13', false);
+    const readBack = await commitBoth('tP14', true);
+    expect(known).toEqual(readBack);
+    expect(known[0]).toMatchObject({ sizeBytes: png.length, operation: 'generate', modelId: 'provA-flash-lite-image', sessionId: 'same' });
+    // Each event names its own image, with the row's creation time.
+    const rows = await h.sql`SELECT id, created_at FROM images WHERE tenant_id = 'tP13' ORDER BY id`;
+    expect(eventsOf('tP13').map((e) => [e.imageId, e.occurredAt])).toEqual(rows.map((r) => [Number(r.id), r.created_at.toISOString()]));
   });
 
   it('with the reported image ids, commits those and discards the rest (a store whose answer was lost)', async () => {

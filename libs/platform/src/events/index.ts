@@ -8,6 +8,8 @@ export {
   type OutboxRelayOptions,
   outboxChannel,
   outboxInsert,
+  outboxInsertKeyed,
+  type SqlFragment,
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';

@@ -26,7 +26,8 @@ export function outboxChannel(schema: string): string {
 const toBuffer = (d: Uint8Array) => Buffer.from(d.buffer, d.byteOffset, d.byteLength);
 
 /** A piece of SQL to interpolate into a statement. */
-type Fragment = postgres.PendingQuery<postgres.Row[]>;
+export type SqlFragment = postgres.PendingQuery<postgres.Row[]>;
+type Fragment = SqlFragment;
 
 /** The outbox table of `schema`, or of the connection's search_path. */
 const outboxTable = (tx: Sql | TransactionSql, schema?: string): Fragment => (schema ? tx`${tx(schema)}.outbox` : tx`outbox`);
@@ -53,6 +54,29 @@ export function outboxInsert(
   const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, event.schema)} (id, subject, payload, headers, created_at)
     SELECT ${id}, ${event.subject}, ${toBuffer(event.data)}, ${tx.json(headers)}, clock_timestamp() ${onePerRowOf ? tx`FROM ${tx(onePerRowOf)}` : tx``}`;
   return { id, insert, notify: notifyRelay(tx, event.schema) };
+}
+
+/**
+ * Outbox rows of several events of one subject for a data-modifying CTE, each written only when its `key` is
+ * among the `column` values of the CTE named `onlyFor` (e.g. the rows the same statement actually moved), in the
+ * order given; with the NOTIFY expression to select with them. The events' payloads are made before the
+ * statement, so a state change and its events still go out as one statement.
+ */
+export function outboxInsertKeyed(
+  tx: Sql | TransactionSql,
+  subject: string,
+  events: { key: number; data: Uint8Array }[],
+  onlyFor: { cte: string; column: string },
+  schema?: string,
+): { insert: Fragment; notify: Fragment } {
+  const headers = injectContext({});
+  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, schema)} (id, subject, payload, headers, created_at)
+    SELECT gen_random_uuid(), ${subject}, decode(e.payload, 'base64'), ${tx.json(headers)}, clock_timestamp()
+    FROM unnest(${events.map((e) => e.key)}::bigint[], ${events.map((e) => toBuffer(e.data).toString('base64'))}::text[])
+      WITH ORDINALITY AS e(k, payload, n)
+    JOIN ${tx(onlyFor.cte)} AS c ON c.${tx(onlyFor.column)} = e.k
+    ORDER BY e.n`;
+  return { insert, notify: notifyRelay(tx, schema) };
 }
 
 /**

@@ -1,8 +1,18 @@
-import { type Config, durationFromEnv, type Logger, type ObjectStorage, pipelinedTransaction, type Sql } from '@imagegen/platform';
+import {
+  type Config,
+  durationFromEnv,
+  type Logger,
+  type ObjectStorage,
+  outboxInsertKeyed,
+  type PipelinedSql,
+  pipelinedTransaction,
+  type Sql,
+  type SqlFragment,
+} from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
-import { writeImageStored } from './events.js';
+import { imageStoredData, imageStoredSubject, type StoredImage, writeImageStored } from './events.js';
 import { removeObjects, scheduleRemoval } from './object-gc.js';
-import { IMAGE_COLUMNS, rowFromDb } from './types.js';
+import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 /**
  * The second phase of storing an execution's images (pending_images, migration 200): an image is listed
@@ -86,22 +96,77 @@ async function movePending(
     const [left] = await deps.sql`SELECT 1 FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} LIMIT 1`;
     if (!left) return 0;
   }
-  const only = reported ? deps.sql`AND id = ANY(${reported}::bigint[])` : deps.sql``;
-  // Two round trips: BEGIN with the move (which also counts the pending images the execution did not report),
-  // then the events with COMMIT.
-  const { committed, unreported } = await pipelinedTransaction(deps.sql, async (tx, commit) => {
-    const rows = await tx`
-      WITH moved AS (
-        DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
-        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
-      ), ins AS (
-        INSERT INTO images (${tx.unsafe(IMAGE_COLUMNS)}) SELECT ${tx.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
-        RETURNING ${tx.unsafe(IMAGE_COLUMNS)}
-      )
-      SELECT others.n AS unreported_count, ins.* FROM (
-        SELECT count(*)::int AS n FROM pending_images
-        WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} AND ${reported ? tx`NOT (id = ANY(${reported}::bigint[]))` : tx`false`}
-      ) AS others LEFT JOIN ins ON true`;
+  const known = reported && !opts.checkFirst ? knownPendingEvents(tenantId, executionId, reported) : undefined;
+  let moved: { committed: number; unreported: number };
+  try {
+    moved = known
+      ? await moveWithKnownEvents(deps, tenantId, executionId, known)
+      : await moveThenWriteEvents(deps, tenantId, executionId, reported);
+  } finally {
+    for (const id of reported ?? []) pendingEvents.delete(id);
+  }
+  if (moved.unreported > 0) {
+    const n = await discardExecutionImages(deps, tenantId, executionId);
+    if (n > 0) deps.logger?.warn({ executionId, images: n }, 'discarded pending images the execution never reported');
+  }
+  return moved.committed;
+}
+
+/**
+ * The move: the execution's pending images (only the reported ones when given) into `images`, and the count of its
+ * pending images it did not report; `events` adds data-modifying CTEs that read the moved rows (`ins`).
+ */
+function moveStatement(
+  sql: Sql | PipelinedSql,
+  tenantId: string,
+  executionId: string,
+  reported: number[] | undefined,
+  events?: { ctes: SqlFragment; notify: SqlFragment },
+) {
+  const only = reported ? sql`AND id = ANY(${reported}::bigint[])` : sql``;
+  return sql`
+    WITH moved AS (
+      DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
+      RETURNING ${sql.unsafe(IMAGE_COLUMNS)}
+    ), ins AS (
+      INSERT INTO images (${sql.unsafe(IMAGE_COLUMNS)}) SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
+      RETURNING ${sql.unsafe(IMAGE_COLUMNS)}
+    )${events ? sql`, ${events.ctes}` : sql``}
+    SELECT others.n AS unreported_count, ${events ? sql`${events.notify} AS notified, ` : sql``}ins.* FROM (
+      SELECT count(*)::int AS n FROM pending_images
+      WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} AND ${reported ? sql`NOT (id = ANY(${reported}::bigint[]))` : sql`false`}
+    ) AS others LEFT JOIN ins ON true`;
+}
+
+const movedCount = (rows: Record<string, unknown>[]) => rows.filter((r) => r.id !== null).length;
+
+/**
+ * One statement when this process stored every reported image (the usual case: generation stores and commits
+ * through the same library): their ImageStored payloads are known beforehand, so the move and the events of the
+ * rows it moved are one atomic statement, and one round trip.
+ */
+async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executionId: string, known: StoredImage[]) {
+  const ordered = [...known].sort((a, b) => a.imageId - b.imageId);
+  const { insert, notify } = outboxInsertKeyed(
+    deps.sql,
+    imageStoredSubject(deps.config.eventsPrefix),
+    ordered.map((e) => ({ key: e.imageId, data: imageStoredData(e) })),
+    { cte: 'ins', column: 'id' },
+  );
+  const rows = await moveStatement(
+    deps.sql,
+    tenantId,
+    executionId,
+    ordered.map((e) => e.imageId),
+    { ctes: deps.sql`ev AS (${insert})`, notify },
+  );
+  return { committed: movedCount(rows), unreported: Number(rows[0]?.unreported_count ?? 0) };
+}
+
+/** Two round trips: BEGIN with the move, then the events of the moved rows (read back) with COMMIT. */
+async function moveThenWriteEvents(deps: PendingDeps, tenantId: string, executionId: string, reported: number[] | undefined) {
+  return pipelinedTransaction(deps.sql, async (tx, commit) => {
+    const rows = await moveStatement(tx, tenantId, executionId, reported);
     const images = rows
       .filter((r) => r.id !== null)
       .map((r) => rowFromDb(r as Record<string, unknown>))
@@ -110,11 +175,50 @@ async function movePending(
     await commit(...images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
     return { committed: images.length, unreported: Number(rows[0]?.unreported_count ?? 0) };
   });
-  if (unreported > 0) {
-    const n = await discardExecutionImages(deps, tenantId, executionId);
-    if (n > 0) deps.logger?.warn({ executionId, images: n }, 'discarded pending images the execution never reported');
+}
+
+/**
+ * What ImageStored says of the pending images this process stored, by image id, until their execution's commit:
+ * the commit then writes the events in the statement that moves the rows. The oldest go first past the bound (a
+ * commit made elsewhere, or never); a miss only costs the commit its second round trip.
+ */
+const pendingEvents = new Map<number, { executionId: string; event: StoredImage }>();
+const PENDING_EVENTS_KEPT = 10_000;
+
+/** Called by storeImage for a pending image it inserted. */
+export function rememberPendingImage(row: ImageRow): void {
+  if (!row.executionId) return;
+  if (pendingEvents.size >= PENDING_EVENTS_KEPT) pendingEvents.delete(pendingEvents.keys().next().value as number);
+  pendingEvents.set(row.id, {
+    executionId: row.executionId,
+    event: {
+      tenantId: row.tenantId,
+      imageId: row.id,
+      sizeBytes: row.sizeBytes,
+      thumbnailSizeBytes: row.thumbnailSizeBytes,
+      createdAt: row.createdAt,
+      modelId: row.modelId,
+      operation: row.operation,
+      sessionId: row.sessionId,
+      keyType: row.keyType,
+    },
+  });
+}
+
+/** The events of every reported image when all are known here (for this tenant and execution), else undefined. */
+function knownPendingEvents(tenantId: string, executionId: string, reported: number[]): StoredImage[] | undefined {
+  const out: StoredImage[] = [];
+  for (const id of reported) {
+    const p = pendingEvents.get(id);
+    if (!p || p.executionId !== executionId || p.event.tenantId !== tenantId) return undefined;
+    out.push(p.event);
   }
-  return committed;
+  return out;
+}
+
+/** Tests: forgets the pending images this process stored (as a process that did not store them). */
+export function forgetPendingImages(): void {
+  pendingEvents.clear();
 }
 
 /** Deletes the pending images of a failed execution (rows, session counts, then files); returns how many. */

@@ -15,6 +15,7 @@ import sharp, { type Metadata } from 'sharp';
 import { MAX_IMAGES_PER_SESSION, newSessionId, sessionFullError, sessionImageCount, validateSessionId } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
 import { OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
+import { rememberPendingImage } from './pending.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
@@ -205,7 +206,10 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   try {
     // A pending image is one statement (no event yet); a listed one adds its ImageStored event in the same transaction.
     const stored = input.pending
-      ? await insertImage(sql, 'pending_images', row)
+      ? await insertImage(sql, 'pending_images', row).then((r) => {
+          if (r) rememberPendingImage(r); // its commit writes ImageStored in the statement that moves it
+          return r;
+        })
       : await sql.begin(async (tx) => {
           const r = await insertImage(tx, 'images', row);
           if (r) await writeImageStored(tx, config.eventsPrefix, { ...r, imageId: r.id, tenantId, sessionId });
