@@ -151,6 +151,21 @@ describe('PostgreSQL outage under generation load', () => {
         `first success ${recoveryMs ?? 'never'} ms after the restart; dead processes ${dead.map((d) => `${d.name}(${d.proc?.exitCode ?? d.proc?.signalCode})`).join(', ') || 'none'}`,
     );
 
+    if (failed.some((s) => s.status === 0)) {
+      // A request that hung (seen once in CI, never reproduced): where its generation stood, and what the services said.
+      const diag = createDb(j.env.DATABASE_URL, { schema: 'public', max: 1 });
+      try {
+        const rows = await diag`SELECT execution_id, status, current_step, started_at, updated_at FROM generation.executions
+          WHERE tenant_id = ${t.tenantId} AND started_at >= ${new Date(down - 5000)} ORDER BY started_at`;
+        console.log(
+          `[db-outage] hung requests ${JSON.stringify(failed.filter((s) => s.status === 0))}\n` +
+            `[db-outage] executions since the stop ${JSON.stringify(rows)}\n` +
+            READY_CHECKED.map((svc) => `--- ${svc} log (tail)\n${j.logs(svc).slice(-4000)}`).join('\n'),
+        );
+      } finally {
+        await diag.end();
+      }
+    }
     expect(dead.map((d) => `${d.name}: exit ${d.proc?.exitCode ?? d.proc?.signalCode}\n${j.logs(d.name).slice(-3000)}`)).toEqual([]);
     expect(failedInOutage.length).toBeGreaterThan(0);
     for (const s of failed) {
