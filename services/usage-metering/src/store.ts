@@ -42,15 +42,9 @@ export interface EventDelta extends Omit<MonthDelta, 'tenantId' | 'month'> {
 }
 
 /**
- * Applies a batch of events in ONE statement: marks them processed (processed_events, the dedupe
- * table consumeOnce uses) and adds the increments of the ones that were new to their month and hour
- * rows (aggregated, in key order so concurrent writers never deadlock). `events` must have unique
- * ids. Returns the new ids and the month totals (tenant|month -> total_bytes) after the update.
- */
-/**
  * Quotas to hold a statement of applyEvents to: it fails whole with THRESHOLD_GUARD_CODE when a month of one of
  * these tenants it updates reaches one of the thresholds (percent of quotaBytes) and that threshold has no
- * quota_alerts row yet (migration 002).
+ * quota_alerts row yet (migration 002): the same test as the consumer's thresholds(), made in the statement.
  */
 export interface ThresholdGuard {
   tenantIds: string[];
@@ -63,6 +57,12 @@ export const THRESHOLD_GUARD_CODE = 'UQ001';
 
 export const stoppedByThresholdGuard = (err: unknown): boolean => (err as { code?: string })?.code === THRESHOLD_GUARD_CODE;
 
+/**
+ * Applies a batch of events in ONE statement: marks them processed (processed_events, the dedupe
+ * table consumeOnce uses) and adds the increments of the ones that were new to their month and hour
+ * rows (aggregated, in key order so concurrent writers never deadlock). `events` must have unique
+ * ids. Returns the new ids and the month totals (tenant|month -> total_bytes) after the update.
+ */
 export async function applyEvents(
   tx: Sql | TransactionSql,
   consumer: string,

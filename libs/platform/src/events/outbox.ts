@@ -70,6 +70,7 @@ export function outboxInsertKeyed(
   schema?: string,
 ): { insert: Fragment; notify: Fragment } {
   const headers = injectContext({});
+  // The payloads travel as base64 text: postgres.js does not send an array of Buffers as bytea[].
   const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, schema)} (id, subject, payload, headers, created_at)
     SELECT gen_random_uuid(), ${subject}, decode(e.payload, 'base64'), ${tx.json(headers)}, clock_timestamp()
     FROM unnest(${events.map((e) => e.key)}::bigint[], ${events.map((e) => toBuffer(e.data).toString('base64'))}::text[])

@@ -140,12 +140,8 @@ export async function postUpstream(
   return { status: res.statusCode, ok, header, body };
 }
 
-interface RawAnswer {
-  status: number;
-  ok: boolean;
-  header(name: string): string | undefined;
-  body: AsyncIterable<Uint8Array> & { destroy(err?: Error): unknown };
-}
+/** An answer whose body is still the stream. */
+type RawAnswer = Omit<UpstreamAnswer, 'body'> & { body: AsyncIterable<Uint8Array> & { destroy(err?: Error): unknown } };
 
 /**
  * Reads an upstream answer with a size cap. Successful answers above `maxBytes` (by Content-Length or while

@@ -50,15 +50,10 @@ export async function committedHere(executionId: string): Promise<boolean> {
   return commit;
 }
 
-function rememberCommit(executionId: string, commit: Promise<unknown>): void {
-  if (ownCommits.size >= OWN_COMMITS_KEPT) ownCommits.delete(ownCommits.keys().next().value as string);
-  ownCommits.set(
-    executionId,
-    commit.then(
-      () => true,
-      () => false,
-    ),
-  );
+/** Sets `key` in a map kept to `max` entries: past it, the oldest entry goes. */
+function setBounded<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  if (map.size >= max) map.delete(map.keys().next().value as K);
+  map.set(key, value);
 }
 
 /**
@@ -75,13 +70,21 @@ export async function commitExecutionImages(
 ): Promise<number> {
   if (!executionId) return 0;
   const reported = imageIds?.length ? imageIds : undefined;
-  if (reported && !opts.checkFirst) {
-    // Generation's call, with the images it reported: what this process's consumer of the event may skip.
-    const commit = movePending(deps, tenantId, executionId, reported);
-    rememberCommit(executionId, commit);
-    return commit;
+  // Generation's call, with the images it reported: what this process's consumer of the event may skip.
+  const ownCall = reported !== undefined && !opts.checkFirst;
+  const commit = movePending(deps, tenantId, executionId, reported, ownCall);
+  if (ownCall) {
+    setBounded(
+      ownCommits,
+      executionId,
+      commit.then(
+        () => true,
+        () => false,
+      ),
+      OWN_COMMITS_KEPT,
+    );
   }
-  return movePending(deps, tenantId, executionId, reported, opts);
+  return commit;
 }
 
 async function movePending(
@@ -89,14 +92,14 @@ async function movePending(
   tenantId: string,
   executionId: string,
   reported: number[] | undefined,
-  opts: { checkFirst?: boolean } = {},
+  ownCall: boolean,
 ): Promise<number> {
-  if (!reported || opts.checkFirst) {
+  if (!ownCall) {
     // The ExecutionFinished consumer: generation's own call usually came first and left nothing (no transaction then).
     const [left] = await deps.sql`SELECT 1 FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} LIMIT 1`;
     if (!left) return 0;
   }
-  const known = reported && !opts.checkFirst ? knownPendingEvents(tenantId, executionId, reported) : undefined;
+  const known = ownCall && reported ? knownPendingEvents(tenantId, executionId, reported) : undefined;
   let moved: { committed: number; unreported: number };
   try {
     moved = known
@@ -138,7 +141,10 @@ function moveStatement(
     ) AS others LEFT JOIN ins ON true`;
 }
 
-const movedCount = (rows: Record<string, unknown>[]) => rows.filter((r) => r.id !== null).length;
+/** What a moveStatement answered: the moved rows (none is a row of NULLs) and the count of unreported pending images. */
+function moveOutcome(rows: Record<string, unknown>[]): { moved: Record<string, unknown>[]; unreported: number } {
+  return { moved: rows.filter((r) => r.id !== null), unreported: Number(rows[0]?.unreported_count ?? 0) };
+}
 
 /**
  * One statement when this process stored every reported image (the usual case: generation stores and commits
@@ -160,20 +166,18 @@ async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executio
     ordered.map((e) => e.imageId),
     { ctes: deps.sql`ev AS (${insert})`, notify },
   );
-  return { committed: movedCount(rows), unreported: Number(rows[0]?.unreported_count ?? 0) };
+  const { moved, unreported } = moveOutcome(rows);
+  return { committed: moved.length, unreported };
 }
 
 /** Two round trips: BEGIN with the move, then the events of the moved rows (read back) with COMMIT. */
 async function moveThenWriteEvents(deps: PendingDeps, tenantId: string, executionId: string, reported: number[] | undefined) {
   return pipelinedTransaction(deps.sql, async (tx, commit) => {
-    const rows = await moveStatement(tx, tenantId, executionId, reported);
-    const images = rows
-      .filter((r) => r.id !== null)
-      .map((r) => rowFromDb(r as Record<string, unknown>))
-      .sort((a, b) => a.id - b.id);
+    const { moved, unreported } = moveOutcome(await moveStatement(tx, tenantId, executionId, reported));
+    const images = moved.map((r) => rowFromDb(r)).sort((a, b) => a.id - b.id);
     // The events go out together with COMMIT (one pipelined write on the transaction's connection), in id order.
     await commit(...images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
-    return { committed: images.length, unreported: Number(rows[0]?.unreported_count ?? 0) };
+    return { committed: images.length, unreported };
   });
 }
 
@@ -188,21 +192,19 @@ const PENDING_EVENTS_KEPT = 10_000;
 /** Called by storeImage for a pending image it inserted. */
 export function rememberPendingImage(row: ImageRow): void {
   if (!row.executionId) return;
-  if (pendingEvents.size >= PENDING_EVENTS_KEPT) pendingEvents.delete(pendingEvents.keys().next().value as number);
-  pendingEvents.set(row.id, {
-    executionId: row.executionId,
-    event: {
-      tenantId: row.tenantId,
-      imageId: row.id,
-      sizeBytes: row.sizeBytes,
-      thumbnailSizeBytes: row.thumbnailSizeBytes,
-      createdAt: row.createdAt,
-      modelId: row.modelId,
-      operation: row.operation,
-      sessionId: row.sessionId,
-      keyType: row.keyType,
-    },
-  });
+  // Only the event's fields, not the whole row (its prompt among them).
+  const event: StoredImage = {
+    tenantId: row.tenantId,
+    imageId: row.id,
+    sizeBytes: row.sizeBytes,
+    thumbnailSizeBytes: row.thumbnailSizeBytes,
+    createdAt: row.createdAt,
+    modelId: row.modelId,
+    operation: row.operation,
+    sessionId: row.sessionId,
+    keyType: row.keyType,
+  };
+  setBounded(pendingEvents, row.id, { executionId: row.executionId, event }, PENDING_EVENTS_KEPT);
 }
 
 /** The events of every reported image when all are known here (for this tenant and execution), else undefined. */
