@@ -107,6 +107,7 @@ const schema = z.object({
   USAGE_TENANT_CACHE_MS: int(5000),
   USAGE_CONSUMER_CONCURRENCY: int(64, 1),
   USAGE_CONSUMER_PARALLEL_BATCHES: int(2, 1),
+  USAGE_BATCH_LINGER_MS: int(10),
   OUTBOX_MAX_ATTEMPTS: int(10, 1),
   TENANT_MAX_STREAMS: int(10),
   TENANT_MAX_GENERATIONS_IN_FLIGHT: int(10),
@@ -183,7 +184,7 @@ export interface Config {
     uploadTimeoutMs: number;
   };
   /** usage-metering: tenant quota cache lifetime and the consumer's parallelism. */
-  usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number };
+  usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number; batchLingerMs: number };
   /**
    * Outbox relay: failed publishes of one event with an unclassified error before it is dead-lettered
    * (OUTBOX_MAX_ATTEMPTS; bus outages never count). startOutboxRelay reads the same variable by default.
@@ -356,6 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tenantCacheMs: e.USAGE_TENANT_CACHE_MS,
       consumerConcurrency: e.USAGE_CONSUMER_CONCURRENCY,
       consumerParallelBatches: e.USAGE_CONSUMER_PARALLEL_BATCHES,
+      batchLingerMs: e.USAGE_BATCH_LINGER_MS,
     },
     outboxMaxAttempts: e.OUTBOX_MAX_ATTEMPTS,
     tenantLimits: { maxStreams: e.TENANT_MAX_STREAMS, maxGenerationsInFlight: e.TENANT_MAX_GENERATIONS_IN_FLIGHT },

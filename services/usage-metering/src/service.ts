@@ -32,6 +32,10 @@ export interface UsageOptions {
   durable?: string;
   /** Called after each event's transaction committed (benchmarks). */
   onApplied?: (m: EventMessage, applied: boolean) => void;
+  /** How long an event at rest waits for the ones behind it (default: Config.usage.batchLingerMs, USAGE_BATCH_LINGER_MS). */
+  batchLingerMs?: number;
+  /** Called with the size of each batch applied (tests). */
+  onBatch?: (messages: number) => void;
 }
 
 /**
@@ -78,6 +82,8 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       logger,
       concurrency: opts.concurrency ?? ctx.config.usage.consumerConcurrency,
       parallelBatches: ctx.config.usage.consumerParallelBatches,
+      lingerMs: opts.batchLingerMs ?? ctx.config.usage.batchLingerMs,
+      onBatch: opts.onBatch,
       onApplied: opts.onApplied,
       durable: opts.durable,
     });

@@ -288,6 +288,36 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     ).toBe(3);
   });
 
+  it('an event at rest waits for the one right behind it: an ExecutionFinished and its ImageStored go in one batch', async () => {
+    // Each side on its own transport (its own durable), so the two consumers do not share the messages.
+    const batchesWith = async (lingerMs: number): Promise<number[]> => {
+      const config = testConfig(db.url, { NATS_URL: '' });
+      const own = createInProcessTransport({ logger: createLogger('t', 'silent'), duplicateWindowMs: 0 });
+      const batches: number[] = [];
+      const s = await startUsageMetering(await testContext(config, own), {
+        tenantLimits,
+        tenantCacheMs: 0,
+        batchLingerMs: lingerMs,
+        onBatch: (n) => batches.push(n),
+      });
+      try {
+        setTenant('linger', 100);
+        await own.publish(finishedEvent(config.eventsPrefix, { tenantId: 'linger', durationMs: 900 }));
+        await new Promise((r) => setTimeout(r, 3));
+        await own.publish(storedEvent(config.eventsPrefix, { tenantId: 'linger', sizeBytes: 700 }));
+        await until(() => batches.reduce((a, b) => a + b, 0) >= 2, 10_000, 'both events applied');
+        return batches;
+      } finally {
+        await s.stop();
+        await own.close();
+      }
+    };
+    expect(await batchesWith(50)).toEqual([2]);
+    // Without the wait each event is its own statement: what the linger saves.
+    expect(await batchesWith(0)).toEqual([1, 1]);
+    expect(await monthRow('linger')).toMatchObject({ total_images: 2, total_bytes: 1400, total_operations: 2 });
+  });
+
   it('GetUsage: months newest first, limit, avg duration, rolling 30 days, quota', async () => {
     const t = 'report';
     setTenant(t, 2, 120);
