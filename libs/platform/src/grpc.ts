@@ -129,9 +129,37 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
     return new AppError(status, body, h ? JSON.parse(Buffer.from(h as Buffer).toString('utf8')) : {});
   }
   const status = GRPC_TO_HTTP[err.code] ?? 500;
-  if (status === 503) return new AppError(503, { error: 'Service temporarily unavailable', requestId }, { 'retry-after': '2' });
-  if (status === 504) return new AppError(504, { error: 'Upstream service timed out', requestId });
-  return new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
+  const app =
+    status === 503
+      ? new AppError(503, { error: 'Service temporarily unavailable', requestId }, { 'retry-after': '2' })
+      : status === 504
+        ? new AppError(504, { error: 'Upstream service timed out', requestId })
+        : new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
+  // No handler's body: grpc-js made this status itself (see answerLost).
+  transportStatuses.set(app, { code: err.code, details: err.details ?? '' });
+  return app;
+}
+
+/** The gRPC status of errors no handler sent (fromServiceError found no error body): what answerLost reads. */
+const transportStatuses = new WeakMap<AppError, { code: grpc.status; details: string }>();
+
+/**
+ * True when a failed call's error says that the server went away while the call was in flight (or before it got
+ * there), so the handler may have done its work without its answer arriving: a status grpc-js made itself, never a
+ * handler's answer (handlers always send their error body, see toServiceError). Precisely:
+ * - UNAVAILABLE: the connection dropped (the server process died: 'Connection dropped'), was reset or refused, or a
+ *   write failed;
+ * - CANCELLED from the server's side: a forced shutdown resets its streams ('Call cancelled'); a cancel of the
+ *   caller's own ('Cancelled on client', CallOptions.signal) is not a lost answer;
+ * - INTERNAL from a reset stream ('Received RST_STREAM with code ...').
+ * DEADLINE_EXCEEDED is not: the server sees the call cancelled and ends its work as failed. Neither is anything else.
+ */
+export function answerLost(err: unknown): boolean {
+  const t = err instanceof AppError ? transportStatuses.get(err) : undefined;
+  if (!t) return false;
+  if (t.code === grpc.status.UNAVAILABLE) return true;
+  if (t.code === grpc.status.CANCELLED) return t.details !== 'Cancelled on client';
+  return t.code === grpc.status.INTERNAL && t.details.startsWith('Received RST_STREAM');
 }
 
 // ---- replicas: per-call balancing, retries, connection lifetime ----
@@ -149,7 +177,8 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
  * Everything else (Create*, Update*, Delete*, StoreImage, GenerateImages, EditImage, UploadForEditing,
  * RecordApiKeyUsage, MarkAssetsUsed, AdminLogin, AcceptInvitation, TestWebhook, ...) is not repeated: a failure
  * whose replica died answers 503 with Retry-After (fromServiceError), and the client decides (with an
- * Idempotency-Key where the API offers one). grpc-js also repeats any call transparently when the stream never
+ * Idempotency-Key where the API offers one); GenerateImages and EditImage callers first ask another replica whether
+ * the execution completed (answerLost, generation-calls.ts). grpc-js also repeats any call transparently when the stream never
  * reached the server (REFUSED_STREAM, a connection closing with GOAWAY): that is safe for every method.
  */
 export const RETRYABLE_METHODS: ReadonlySet<string> = new Set(

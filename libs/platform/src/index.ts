@@ -3,6 +3,7 @@ export * from './db.js';
 export * from './env.js';
 export * from './errors.js';
 export * from './events/index.js';
+export * from './generation-calls.js';
 export * from './grpc.js';
 export * from './idempotency.js';
 export * from './image-guard.js';

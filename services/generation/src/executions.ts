@@ -4,8 +4,6 @@ import {
   appendLogs,
   createExecution,
   type ExecutionFacts,
-  executionExists,
-  executionIdTaken,
   executionStatus,
   finishExecution,
   type LogLine,
@@ -19,16 +17,15 @@ const requestedId = new AsyncLocalStorage<{ executionId: string; taken: boolean 
 
 /**
  * Runs `fn` (one generate or edit call) so that the execution it starts gets the caller's `executionId`
- * (lower-cased) instead of a random one. The id must be a UUID (400) and unused (409), checked here before
- * any work; the insert's unique key settles two concurrent calls with the same id. Without an id, `fn` as is.
+ * (lower-cased) instead of a random one. The id must be a UUID (400, checked here) and unused: the execution's
+ * insert answers 409 when it is taken (its unique key; no look-up before it, since every gateway and MCP call now
+ * names its execution and a look-up would be one more round trip on each). Without an id, `fn` as is.
  * (Carried in async context rather than as a parameter so the pipeline's startExecution picks it up as it is.)
  */
-export async function withRequestedExecutionId<T>(sql: Sql, executionId: string | undefined, fn: () => Promise<T>): Promise<T> {
+export async function withRequestedExecutionId<T>(executionId: string | undefined, fn: () => Promise<T>): Promise<T> {
   if (executionId === undefined) return fn();
   if (!UUID.test(executionId)) throw invalidPayload(['execution_id must be a UUID']);
-  const id = executionId.toLowerCase();
-  if (await executionIdTaken(sql, id)) throw executionExists(id);
-  return requestedId.run({ executionId: id, taken: false }, fn);
+  return requestedId.run({ executionId: executionId.toLowerCase(), taken: false }, fn);
 }
 
 /**
@@ -135,9 +132,11 @@ export class ExecutionTracker {
    * Writes the final 'completed' state (retrying a database that is briefly away, for up to
    * COMPLETE_RETRY_MS). When it cannot be written, or the execution is no longer running (a reaper failed
    * it while this process could not reach the database), the execution ends failed and this throws 503:
-   * the caller is then told the work failed, and nothing of it is listed or billed.
+   * the caller is then told the work failed, and nothing of it is listed or billed. `imageIds` (the images the
+   * caller is told of) and `requested` (how many it asked for; default: as many) are kept on the row, so a caller
+   * whose answer is lost can still be given it (GetExecution).
    */
-  async complete(message: string, summary: string, imageIds: number[]): Promise<void> {
+  async complete(message: string, summary: string, imageIds: number[], requested?: number): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     const earlier = await this.remainingLines();
@@ -152,6 +151,7 @@ export class ExecutionTracker {
             message,
             resultSummary: summary,
             imageIds,
+            requested,
             eventsPrefix: this.eventsPrefix,
             execution: this.facts,
             earlier: earlier.lines,

@@ -16,11 +16,11 @@ export function generationHandlers(
   return {
     generateImages: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.generate(req, principal, signal));
+      return withRequestedExecutionId(req.executionId, () => pipeline.generate(req, principal, signal));
     },
     editImage: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(deps.sql, req.executionId, () => pipeline.edit(req, principal, signal));
+      return withRequestedExecutionId(req.executionId, () => pipeline.edit(req, principal, signal));
     },
     uploadForEditing: (req, { principal, signal }) => uploadForEditing(pipeline, deps, req, principal, signal),
 

@@ -19,6 +19,7 @@ import {
   type Principal,
   quotaExceeded,
   type Sql,
+  toGeneratedImage,
   unauthorized,
 } from '@imagegen/platform';
 import sharp from 'sharp';
@@ -52,30 +53,6 @@ export function requireTenant(p: Principal): string {
 
 /** The principal with its session replaced (calls to library carry the session being used). */
 const withSession = (p: Principal, sessionId: string): Principal => ({ ...p, sessionId });
-
-export function toGeneratedImage(r: ImageRecord): GeneratedImage {
-  return {
-    recordId: r.id,
-    fullUrl: r.fullUrl,
-    thumbnailUrl: r.thumbnailUrl,
-    width: r.width,
-    height: r.height,
-    sizeBytes: r.sizeBytes,
-    format: r.format,
-    prompt: r.prompt,
-    negativePrompt: r.negativePrompt,
-    hasSynthid: r.hasSynthid,
-    createdAt: r.createdAt,
-    mimeType: r.mimeType,
-    objectKey: r.objectKey,
-    parentImageId: r.parentImageId,
-    aspectRatio: r.aspectRatio,
-    modelId: r.modelId,
-    resolutionTier: r.resolutionTier,
-    sessionId: r.sessionId,
-    thumbnailKey: r.thumbnailKey,
-  };
-}
 
 /** The prompt sent upstream: neither protocol has a negative prompt, so it is folded into the text. */
 export function upstreamPrompt(prompt: string, negative?: string): string {
@@ -133,11 +110,11 @@ export class GenerationPipeline {
   async completeWithImages(
     exec: ExecutionTracker,
     principal: Principal,
-    done: { message: string; summary: string; imageIds: number[] },
+    done: { message: string; summary: string; imageIds: number[]; requested?: number },
     signal?: AbortSignal,
   ): Promise<void> {
     if (signal?.aborted) throw dependencyUnavailable(1);
-    await exec.complete(done.message, done.summary, done.imageIds);
+    await exec.complete(done.message, done.summary, done.imageIds, done.requested);
     try {
       // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.
       await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId, done.imageIds);
@@ -396,7 +373,7 @@ export class GenerationPipeline {
     await this.completeWithImages(
       exec,
       principal,
-      { message: `Completed: ${summary}`, summary, imageIds: records.map((r) => r.id) },
+      { message: `Completed: ${summary}`, summary, imageIds: records.map((r) => r.id), requested: plan.n },
       signal,
     );
     if (composition.afterSuccess) {

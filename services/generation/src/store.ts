@@ -37,6 +37,9 @@ interface Row {
   result_summary: string | null;
   error: string | null;
   log_count: number;
+  /** Read by getExecution only (lists leave them out). */
+  image_ids?: (string | number)[] | null;
+  images_requested?: number | null;
 }
 
 const COLUMNS = `execution_id, session_id, tool_name, tool_source, status, progress_percent, current_step, model_id,
@@ -59,19 +62,12 @@ function toExecution(r: Row, logs: LogEntry[] = []): Execution {
     error: r.error ?? undefined,
     modelId: r.model_id,
     logCount: r.log_count,
+    imageIds: (r.image_ids ?? []).map(Number),
+    imagesRequested: r.images_requested ?? 0,
   };
 }
 
 export const executionExists = (executionId: string): AppError => conflict(`Execution ${executionId} already exists`);
-
-/**
- * True when an execution has this id. Ids are unique across tenants (caller-chosen ones too), so this looks
- * at every tenant; callers answer the same 409 whoever owns it and never show another tenant's execution.
- */
-export async function executionIdTaken(sql: Sql, executionId: string): Promise<boolean> {
-  const [r] = await sql`SELECT 1 FROM executions WHERE execution_id = ${executionId}`;
-  return !!r;
-}
 
 /**
  * The execution row and its first log line, in one statement (hence one transaction). An id that is taken
@@ -157,6 +153,8 @@ export interface Finish {
   error?: string;
   /** The images reported to the caller (completed executions; none for a failed one). */
   imageIds: number[];
+  /** How many images the call asked for (completed executions; kept with imageIds, see GetExecution). */
+  requested?: number;
   eventsPrefix: string;
   execution: ExecutionFacts;
   /** Log lines said before the end and not written yet: stored before the final line, in order. */
@@ -213,6 +211,8 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
         result_summary = ${f.resultSummary ?? null},
         error = ${f.error ?? null},
         images = ${f.imageIds.length},
+        image_ids = ${f.status === 'completed' ? f.imageIds : null}::bigint[],
+        images_requested = ${f.status === 'completed' ? (f.requested ?? f.imageIds.length) : null}::int,
         model_id = COALESCE(${modelId}, model_id),
         log_count = log_count + ${lines.length}
       WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
@@ -243,7 +243,7 @@ async function logsFor(sql: Sql, tenantId: string, ids: string[]): Promise<Map<s
 }
 
 export async function getExecution(sql: Sql, tenantId: string, executionId: string, includeLogs: boolean): Promise<Execution | undefined> {
-  const [row] = (await sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
+  const [row] = (await sql`SELECT ${sql.unsafe(COLUMNS)}, image_ids, images_requested FROM executions
     WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`) as unknown as Row[];
   if (!row) return undefined;
   const logs = includeLogs ? ((await logsFor(sql, tenantId, [executionId])).get(executionId) ?? []) : [];

@@ -3,7 +3,7 @@ import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import { createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutionTracker } from '../src/executions.js';
-import { listActiveExecutions, listSessionExecutions, TOTAL_CAP } from '../src/store.js';
+import { getExecution, listActiveExecutions, listSessionExecutions, TOTAL_CAP } from '../src/store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
@@ -113,6 +113,22 @@ describe('execution tracker', () => {
       ['storing', 'info'],
       ['Failed: Internal error', 'error'],
     ]);
+  });
+
+  it('a completed execution keeps the images it reported and how many were asked for (GetExecution only); a failed one none', async () => {
+    const done = await start('e-images');
+    await done.complete('Completed: 2 of 3', '2 of 3', [11, 12], 3);
+    expect(await getExecution(sql, 'tE', 'e-images', false)).toMatchObject({ status: 'completed', imageIds: [11, 12], imagesRequested: 3 });
+    // Without a count asked for (uploads): as many as reported.
+    const upload = await start('e-upload');
+    await upload.complete('Completed', 'uploaded', [13]);
+    expect(await getExecution(sql, 'tE', 'e-upload', false)).toMatchObject({ imageIds: [13], imagesRequested: 1 });
+    const failed = await start('e-no-images');
+    await failed.fail(new Error('boom'));
+    expect(await getExecution(sql, 'tE', 'e-no-images', false)).toMatchObject({ status: 'failed', imageIds: [], imagesRequested: 0 });
+    // Lists do not carry them.
+    const listed = await listSessionExecutions(sql, 'tE', 's1', { limit: 50, includeLogs: false });
+    expect(listed.executions.find((e) => e.executionId === 'e-images')).toMatchObject({ imageIds: [], imagesRequested: 0 });
   });
 
   it('an execution that is no longer running is not finished again (no second event)', async () => {

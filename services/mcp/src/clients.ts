@@ -4,7 +4,7 @@ import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { type Client, createClient, type ServiceContext } from '@imagegen/platform';
+import { type Client, createClient, type GenerationCalls, generationCalls, type Logger, type ServiceContext } from '@imagegen/platform';
 
 /** gRPC clients of every service the MCP tools call (addresses resolved per call). */
 export interface Clients {
@@ -14,10 +14,15 @@ export interface Clients {
   generation: Client<typeof GenerationServiceService>;
   usage: Client<typeof UsageServiceService>;
   webhooks: Client<typeof WebhookServiceService>;
+  /**
+   * GenerateImages and EditImage as the tools that wait for them make them (each names its execution; an answer lost
+   * with its generation replica is rebuilt from a completed execution: libs/platform generation-calls.ts).
+   */
+  generating: GenerationCalls;
   close(): void;
 }
 
-export function createClients(ctx: Pick<ServiceContext, 'resolve'>): Clients {
+export function createClients(ctx: Pick<ServiceContext, 'resolve'> & { logger?: Logger }): Clients {
   const c = {
     tenancy: createClient(TenancyServiceService, () => ctx.resolve('tenancy')),
     library: createClient(LibraryServiceService, () => ctx.resolve('library')),
@@ -28,6 +33,7 @@ export function createClients(ctx: Pick<ServiceContext, 'resolve'>): Clients {
   };
   return {
     ...c,
+    generating: generationCalls({ generation: c.generation, library: c.library, logger: ctx.logger }),
     close() {
       for (const client of Object.values(c)) client.close();
     },

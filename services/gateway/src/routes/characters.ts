@@ -1,5 +1,5 @@
 import { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, type Infer, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
-import { type GeneratedImage, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
+import type { GeneratedImage } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import {
@@ -14,6 +14,7 @@ import {
 import type { RouteModule } from '../app.js';
 import { wireSchema } from '../validation.js';
 import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
+import { generationCallsOf } from './generation.js';
 
 /**
  * Characters (SPEC 4.2), snake_case. `:identifier` is the numeric id or the URL-encoded exact name.
@@ -25,11 +26,10 @@ const UPDATE_FIELDS = Object.keys(CharacterUpdateInput.shape);
 
 const charactersRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  const generation = createClient(GenerationServiceService, () => ctx.resolve('generation'));
+  const generation = generationCallsOf(ctx);
   const library = createClient(LibraryServiceService, () => ctx.resolve('library'));
   app.addHook('onClose', async () => {
     assets.close();
-    generation.close();
     library.close();
   });
 

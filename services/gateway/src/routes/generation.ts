@@ -4,13 +4,16 @@ import {
   type Client,
   createClient,
   editImageJson,
+  type GenerationCalls,
   generatedImageJson,
+  generationCalls,
   type ServiceContext,
   uploadForEditingJson,
 } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../app.js';
 import { INT32_MAX, INT32_MIN } from '../validation.js';
+import { libraryClient } from './images.js';
 
 /**
  * Generation (SPEC 4.1): POST /api/images, POST /api/edit-image, POST /api/upload-for-editing.
@@ -28,6 +31,22 @@ export function generationClient(ctx: ServiceContext): GenerationClient {
   if (!c) {
     c = createClient(GenerationServiceService, () => ctx.resolve('generation'));
     clients.set(ctx, c);
+  }
+  return c;
+}
+
+const calls = new WeakMap<ServiceContext, GenerationCalls>();
+
+/**
+ * GenerateImages and EditImage for every route that waits for them (generate, edit, characters, products): each
+ * call names its execution, and an answer lost with its generation replica is rebuilt from that execution when it
+ * completed (libs/platform generation-calls.ts).
+ */
+export function generationCallsOf(ctx: ServiceContext): GenerationCalls {
+  let c = calls.get(ctx);
+  if (!c) {
+    c = generationCalls({ generation: generationClient(ctx), library: libraryClient(ctx), logger: ctx.logger });
+    calls.set(ctx, c);
   }
   return c;
 }
@@ -85,6 +104,7 @@ export function toGenerateRequest(b: Body): GenerateImagesRequest {
 
 const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   const generation = generationClient(ctx);
+  const waited = generationCallsOf(ctx);
 
   app.post(
     '/api/images',
@@ -99,7 +119,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       },
     },
     async (req) => {
-      const r = await generation.generateImages(toGenerateRequest((req.body ?? {}) as Body), req.principal, {
+      const r = await waited.generateImages(toGenerateRequest((req.body ?? {}) as Body), req.principal, {
         timeoutMs: GENERATE_DEADLINE_MS,
       });
       return {
@@ -123,7 +143,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     },
     async (req) => {
       const b = (req.body ?? {}) as Body;
-      const r = await generation.editImage(
+      const r = await waited.editImage(
         {
           imageId: v(b.image_id),
           prompt: v(b.prompt),

@@ -1,5 +1,4 @@
 import { type Infer, ProductBody, ProductGenerateBody, ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
-import { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import {
   createClient,
@@ -14,6 +13,7 @@ import {
 import type { RouteModule } from '../app.js';
 import { wireSchema } from '../validation.js';
 import { identifierParams, str } from './asset-schemas.js';
+import { generationCallsOf } from './generation.js';
 
 /**
  * Products (SPEC 4.4), camelCase output, snake_case bodies. Create fetches product_url server-side
@@ -24,10 +24,9 @@ const UPDATE_FIELDS = Object.keys(ProductUpdateBody.shape);
 
 const productsRoutes: RouteModule = (app, { ctx }) => {
   const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  const generation = createClient(GenerationServiceService, () => ctx.resolve('generation'));
+  const generation = generationCallsOf(ctx);
   app.addHook('onClose', async () => {
     assets.close();
-    generation.close();
   });
 
   app.get(

@@ -137,7 +137,7 @@ const generateProductImage = defineTool({
     return runGeneration(ctx, {
       sessionId,
       call: async (principal, executionId) => {
-        const res = await ctx.deps.clients.generation.generateImages(
+        const res = await ctx.deps.clients.generating.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             productId: product.id,

@@ -102,7 +102,7 @@ const generateCharacterImage = defineTool({
     return runGeneration(ctx, {
       sessionId,
       call: async (principal, executionId) => {
-        const res = await ctx.deps.clients.generation.generateImages(
+        const res = await ctx.deps.clients.generating.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             characterId: character.id,
@@ -143,7 +143,7 @@ const generateMultiCharacterImage = defineTool({
     return runGeneration(ctx, {
       sessionId,
       call: async (principal, executionId) => {
-        const res = await ctx.deps.clients.generation.generateImages(
+        const res = await ctx.deps.clients.generating.generateImages(
           {
             prompt: scenePromptWithDetails(args.scene_prompt, args.additional_details),
             characterIds: Int64List.fromPartial({ values: characterIds }),

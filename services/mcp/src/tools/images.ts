@@ -121,7 +121,7 @@ const generateImage = defineTool({
       sessionId,
       async: args.async,
       call: async (principal, executionId) => {
-        const res = await ctx.deps.clients.generation.generateImages({ ...req, executionId }, principal, {
+        const res = await ctx.deps.clients.generating.generateImages({ ...req, executionId }, principal, {
           timeoutMs: GENERATION_TIMEOUT_MS,
         });
         return {
@@ -149,7 +149,7 @@ const editImage = defineTool({
     return runGeneration(ctx, {
       sessionId,
       call: async (principal, executionId) => {
-        const res = await ctx.deps.clients.generation.editImage(
+        const res = await ctx.deps.clients.generating.editImage(
           {
             imageId: args.image_id,
             prompt: args.prompt,

@@ -197,6 +197,15 @@ export interface Execution {
   error?: string | undefined;
   modelId: string;
   logCount: number;
+  /**
+   * A completed execution of GenerateImages / EditImage / UploadForEditing: the images it reported to its caller
+   * (ascending ids; the ones the library commits) and how many the call asked for. Empty / 0 otherwise, for
+   * executions finished before these were recorded, and in lists (GetExecution only). Not part of the REST
+   * shape: a caller whose answer was lost (its generation replica died after writing `completed`) rebuilds
+   * that answer from them (libs/platform generation-calls.ts).
+   */
+  imageIds: number[];
+  imagesRequested: number;
 }
 
 export interface GetExecutionRequest {
@@ -2514,6 +2523,8 @@ function createBaseExecution(): Execution {
     error: undefined,
     modelId: "",
     logCount: 0,
+    imageIds: [],
+    imagesRequested: 0,
   };
 }
 
@@ -2563,6 +2574,16 @@ export const Execution: MessageFns<Execution> = {
     }
     if (message.logCount !== 0) {
       writer.uint32(120).int32(message.logCount);
+    }
+    if (message.imageIds.length !== 0) {
+      writer.uint32(130).fork();
+      for (const v of message.imageIds) {
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    if (message.imagesRequested !== 0) {
+      writer.uint32(136).int32(message.imagesRequested);
     }
     return writer;
   },
@@ -2700,6 +2721,32 @@ export const Execution: MessageFns<Execution> = {
             message.logCount = reader.int32();
             continue;
           }
+          case 16: {
+            if (tag === 128) {
+              message.imageIds.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 130) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.imageIds.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.imagesRequested = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2781,6 +2828,16 @@ export const Execution: MessageFns<Execution> = {
         : isSet(object.log_count)
         ? globalThis.Number(object.log_count)
         : 0,
+      imageIds: globalThis.Array.isArray(object?.imageIds)
+        ? object.imageIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.image_ids)
+        ? object.image_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      imagesRequested: isSet(object.imagesRequested)
+        ? globalThis.Number(object.imagesRequested)
+        : isSet(object.images_requested)
+        ? globalThis.Number(object.images_requested)
+        : 0,
     };
   },
 
@@ -2831,6 +2888,12 @@ export const Execution: MessageFns<Execution> = {
     if (message.logCount !== 0) {
       obj.logCount = Math.round(message.logCount);
     }
+    if (message.imageIds?.length) {
+      obj.imageIds = message.imageIds.map((e) => Math.round(e));
+    }
+    if (message.imagesRequested !== 0) {
+      obj.imagesRequested = Math.round(message.imagesRequested);
+    }
     return obj;
   },
 
@@ -2854,6 +2917,8 @@ export const Execution: MessageFns<Execution> = {
     message.error = object.error ?? undefined;
     message.modelId = object.modelId ?? "";
     message.logCount = object.logCount ?? 0;
+    message.imageIds = object.imageIds?.map((e) => e) || [];
+    message.imagesRequested = object.imagesRequested ?? 0;
     return message;
   },
 };

@@ -1,0 +1,393 @@
+import { connect, createServer, type Socket } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { Execution, GenerateImagesResponse } from '@imagegen/contracts/generation/v1/generation';
+import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { AppError, dependencyUnavailable, notFound } from '../src/errors.js';
+import { generationCalls, toGeneratedImage } from '../src/generation-calls.js';
+import {
+  answerLost,
+  bind,
+  createClient,
+  fromServiceError,
+  type Principal,
+  type RunningGrpcServer,
+  startGrpcServer,
+  toServiceError,
+} from '../src/grpc.js';
+import { createLogger } from '../src/logger.js';
+
+/**
+ * generationCalls (libs/platform generation-calls.ts): which failed calls count as a lost answer (for real, over
+ * sockets), and what a caller answers from the execution it named (generation and library as test doubles).
+ * The whole path through a gateway and an MCP server with replicas that die is test/e2e/generation-lost-answer.test.ts.
+ */
+
+const principal: Principal = { requestId: 'req-1', tenantId: 't1' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- answerLost, over real sockets ----
+
+function jsonMethod(path: string): grpc.MethodDefinition<object, object> {
+  return {
+    path,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (v: object) => Buffer.from(JSON.stringify(v)),
+    requestDeserialize: (b: Buffer) => JSON.parse(b.toString()),
+    responseSerialize: (v: object) => Buffer.from(JSON.stringify(v)),
+    responseDeserialize: (b: Buffer) => JSON.parse(b.toString()),
+  };
+}
+const Svc = { hang: jsonMethod('/test.Lost/Hang'), unavailable: jsonMethod('/test.Lost/Unavailable') };
+
+/** A server reached through a TCP front (no in-process shortcut: the calls go over the socket) that can be killed. */
+async function startServer(): Promise<{ address: string; server: RunningGrpcServer; kill(): void }> {
+  const server = await startGrpcServer({
+    logger: createLogger('test', 'silent'),
+    services: [
+      bind(Svc, {
+        hang: () => new Promise<object>(() => {}),
+        unavailable: async () => {
+          throw dependencyUnavailable();
+        },
+      }),
+    ],
+  });
+  const sockets = new Set<Socket>();
+  const front = createServer((inbound) => {
+    const outbound = connect(server.port, '127.0.0.1');
+    for (const x of [inbound, outbound]) {
+      sockets.add(x);
+      x.on('close', () => sockets.delete(x));
+      x.on('error', () => {});
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  return {
+    address: `127.0.0.1:${(front.address() as { port: number }).port}`,
+    server,
+    kill() {
+      front.close();
+      for (const x of sockets) x.destroy();
+    },
+  };
+}
+
+/** The error a call ends with. */
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (err: unknown) => err as AppError,
+  );
+
+describe('answerLost', () => {
+  let s: Awaited<ReturnType<typeof startServer>>;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(async () => {
+    s.kill();
+    await s.server.stop(0);
+  });
+
+  test('the server process dies during the call (every connection dropped): lost, 503', async () => {
+    const d = await startServer();
+    const c = createClient(Svc, d.address);
+    const call = failure(c.hang({}, principal));
+    await sleep(200);
+    d.kill();
+    const err = await call;
+    expect(err.status).toBe(503);
+    expect(answerLost(err)).toBe(true);
+    c.close();
+    await d.server.stop(0);
+  });
+
+  test('the server is shut down by force during the call (its streams reset, CANCELLED): lost', async () => {
+    const d = await startServer();
+    const c = createClient(Svc, d.address);
+    const call = failure(c.hang({}, principal));
+    await sleep(200);
+    await d.server.stop(0);
+    const err = await call;
+    expect(answerLost(err)).toBe(true);
+    c.close();
+    d.kill();
+  });
+
+  test('nothing listens (the call never reached a handler): lost, the execution lookup then finds none', async () => {
+    const d = await startServer();
+    d.kill();
+    await d.server.stop(0);
+    const c = createClient(Svc, d.address);
+    const err = await failure(c.hang({}, principal, { timeoutMs: 3000 }));
+    expect(err.status).toBe(503);
+    expect(answerLost(err)).toBe(true);
+    c.close();
+  });
+
+  test('not lost: the deadline passed, the caller cancelled, a handler answered 503', async () => {
+    const c = createClient(Svc, s.address);
+    const late = await failure(c.hang({}, principal, { timeoutMs: 150 }));
+    expect(late.status).toBe(504);
+    expect(answerLost(late)).toBe(false);
+
+    const abort = new AbortController();
+    const cancelled = failure(c.hang({}, principal, { signal: abort.signal }));
+    await sleep(100);
+    abort.abort();
+    expect(answerLost(await cancelled)).toBe(false);
+
+    const answered = await failure(c.unavailable({}, principal));
+    expect(answered.status).toBe(503);
+    expect(answered.headers['retry-after']).toBeTruthy();
+    expect(answerLost(answered)).toBe(false);
+    c.close();
+  });
+
+  test('only errors made by the transport: an AppError of the caller or anything else is not', () => {
+    expect(answerLost(dependencyUnavailable())).toBe(false);
+    expect(answerLost(new Error('Connection dropped'))).toBe(false);
+    expect(answerLost(undefined)).toBe(false);
+    const md = () => new grpc.Metadata();
+    const transport = (code: grpc.status, details: string) =>
+      answerLost(fromServiceError({ code, details, metadata: md() } as grpc.ServiceError, 'r'));
+    expect(transport(grpc.status.UNAVAILABLE, 'Connection dropped')).toBe(true);
+    expect(transport(grpc.status.CANCELLED, 'Call cancelled')).toBe(true);
+    expect(transport(grpc.status.CANCELLED, 'Cancelled on client')).toBe(false);
+    expect(transport(grpc.status.INTERNAL, 'Received RST_STREAM with code 2 (Internal server error)')).toBe(true);
+    expect(transport(grpc.status.INTERNAL, 'Response message parsing error')).toBe(false);
+    expect(transport(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded')).toBe(false);
+    expect(transport(grpc.status.RESOURCE_EXHAUSTED, 'Received message larger than max')).toBe(false);
+    // A handler's answer carries its body: never lost, whatever its code.
+    const handler = toServiceError(dependencyUnavailable(), 'r') as grpc.ServiceError;
+    expect(answerLost(fromServiceError(handler, 'r'))).toBe(false);
+  });
+});
+
+// ---- generationCalls: what the caller answers ----
+
+const lostError = () =>
+  fromServiceError(
+    { code: grpc.status.UNAVAILABLE, details: 'Connection dropped', metadata: new grpc.Metadata() } as grpc.ServiceError,
+    'r',
+  );
+
+function record(id: number, over: Partial<ImageRecord> = {}): ImageRecord {
+  return {
+    id,
+    tenantId: 't1',
+    sessionId: 's1',
+    objectKey: `tenants/t1/${id}.png`,
+    thumbnailKey: `tenants/t1/${id}_thumb.webp`,
+    fullUrl: `http://x/${id}.png`,
+    thumbnailUrl: `http://x/${id}_thumb.webp`,
+    width: 1024,
+    height: 1024,
+    sizeBytes: 1000 + id,
+    thumbnailSizeBytes: 100,
+    format: 'png',
+    mimeType: 'image/png',
+    prompt: 'a fox',
+    negativePrompt: undefined,
+    operation: 'generate',
+    aspectRatio: '1:1',
+    modelId: 'provA-flash-image',
+    resolutionTier: '1k',
+    parentImageId: undefined,
+    stylePresetId: undefined,
+    productReferenceId: undefined,
+    characterId: undefined,
+    referenceGroupIds: [],
+    hasReferenceGroupIds: false,
+    isReference: false,
+    executionId: 'e1',
+    hasSynthid: true,
+    keyType: 'live',
+    createdAt: '2026-01-01T00:00:00.000Z',
+    thumbnailMimeType: 'image/webp',
+    ...over,
+  };
+}
+
+function execution(over: Partial<Execution>): Execution {
+  return {
+    executionId: 'e1',
+    sessionId: 's1',
+    toolName: 'generate_image',
+    toolSource: 'tenant_api',
+    status: 'completed',
+    progressPercent: 100,
+    currentStep: 'completed',
+    startedAt: '2026-01-01T00:00:00.000Z',
+    logEntries: [],
+    modelId: 'provA-flash-image',
+    logCount: 3,
+    imageIds: [],
+    imagesRequested: 0,
+    ...over,
+  };
+}
+
+/**
+ * Test doubles of generation and library. `outcomes` are the GetExecution answers in turn (the last repeats; an
+ * Error is thrown); `listed` the image ids already listed; commitExecutionImages lists the ids it is given unless
+ * `commitFails`.
+ */
+function doubles(opts: {
+  call: (req: { executionId?: string }) => Promise<unknown>;
+  outcomes?: (Execution | Error)[];
+  listed?: number[];
+  commitFails?: boolean;
+}) {
+  const seen = { calls: [] as { executionId?: string }[], lookups: 0, commits: [] as { executionId: string; imageIds: number[] }[] };
+  const listed = new Set(opts.listed ?? []);
+  const outcomes = opts.outcomes ?? [];
+  const answer = async (req: { executionId?: string }) => {
+    seen.calls.push(req);
+    return opts.call(req);
+  };
+  const calls = generationCalls({
+    generation: {
+      generateImages: answer as never,
+      editImage: answer as never,
+      getExecution: async (req) => {
+        const o = outcomes[Math.min(seen.lookups++, outcomes.length - 1)];
+        if (o === undefined) throw notFound('Execution not found');
+        if (o instanceof Error) throw o;
+        expect(req.executionId).toBe(o.executionId);
+        return o;
+      },
+    },
+    library: {
+      resolveImages: async ({ imageIds }) => ({
+        images: imageIds.filter((i) => listed.has(i)).map((i) => record(i)),
+        missingIds: imageIds.filter((i) => !listed.has(i)),
+      }),
+      commitExecutionImages: async (req) => {
+        seen.commits.push({ executionId: req.executionId, imageIds: req.imageIds });
+        if (opts.commitFails) throw dependencyUnavailable();
+        for (const i of req.imageIds) listed.add(i);
+        return { committed: req.imageIds.length };
+      },
+    },
+    waits: { runningSettleMs: 300, commitWaitMs: 400 },
+  });
+  return { calls, seen, list: (id: number) => listed.add(id) };
+}
+
+const completed = execution({ executionId: 'e1', imageIds: [7, 9], imagesRequested: 3 });
+const rebuilt: GenerateImagesResponse = {
+  images: [record(7), record(9)].map(toGeneratedImage),
+  requested: 3,
+  generated: 2,
+  sessionId: 's1',
+  executionId: 'e1',
+};
+
+describe('generationCalls', () => {
+  test('every call names its execution: a fresh UUID each time, or the one the caller chose', async () => {
+    const ok = { images: [], requested: 1, generated: 1, sessionId: 's', executionId: 'x' };
+    const d = doubles({ call: async () => ok });
+    expect(await d.calls.generateImages({ prompt: 'a' }, principal)).toBe(ok);
+    await d.calls.editImage({ imageId: 1, prompt: 'b' }, principal);
+    await d.calls.generateImages({ prompt: 'c', executionId: 'e-chosen' }, principal);
+    const [a, b, c] = d.seen.calls.map((r) => r.executionId);
+    expect(a).toMatch(/^[0-9a-f-]{36}$/);
+    expect(b).toMatch(/^[0-9a-f-]{36}$/);
+    expect(a).not.toBe(b);
+    expect(c).toBe('e-chosen');
+    expect(d.seen.lookups).toBe(0);
+  });
+
+  test('answer lost, execution completed and its images listed: the answer a success gives', async () => {
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [completed], listed: [7, 9] });
+    expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
+    expect(d.seen.commits).toEqual([]);
+  });
+
+  test('edit: the edit answer of the execution`s image', async () => {
+    const one = execution({ executionId: 'e1', imageIds: [9], imagesRequested: 1, toolName: 'edit_image' });
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [one], listed: [9] });
+    expect(await d.calls.editImage({ imageId: 1, prompt: 'b', executionId: 'e1' }, principal)).toEqual({
+      image: toGeneratedImage(record(9)),
+      sessionId: 's1',
+      executionId: 'e1',
+    });
+  });
+
+  test('images not listed yet (the commit was lost with the replica): the caller acknowledges the completion', async () => {
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [completed], listed: [7] });
+    expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
+    expect(d.seen.commits).toEqual([{ executionId: 'e1', imageIds: [7, 9] }]);
+  });
+
+  test('the acknowledgement fails: waits for the library (its ExecutionFinished consumer) to list them', async () => {
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [completed], listed: [], commitFails: true });
+    setTimeout(() => {
+      d.list(7);
+      d.list(9);
+    }, 150);
+    expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
+    expect(d.seen.commits).toHaveLength(1);
+  });
+
+  test('images still not listed after the wait: the call`s own error stands', async () => {
+    const lost = lostError();
+    const d = doubles({ call: () => Promise.reject(lost), outcomes: [completed], listed: [], commitFails: true });
+    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).rejects.toBe(lost);
+  });
+
+  test('an execution that completes while it is read again (its last write landed late): answered', async () => {
+    const running = execution({ status: 'running', progressPercent: 80 });
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [running, running, completed], listed: [7, 9] });
+    expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
+    expect(d.seen.lookups).toBe(3);
+  });
+
+  test('running, failed, unknown, or the lookup fails: the call`s own error (503 + Retry-After) stands', async () => {
+    const running = execution({ status: 'running' });
+    const failed = execution({ status: 'failed', error: 'Execution abandoned: the worker stopped' });
+    const cases: { outcomes: (Execution | Error)[]; lookups?: (n: number) => boolean }[] = [
+      { outcomes: [running], lookups: (n) => n > 1 },
+      { outcomes: [failed], lookups: (n) => n === 1 },
+      { outcomes: [], lookups: (n) => n === 1 },
+      { outcomes: [dependencyUnavailable()], lookups: (n) => n === 1 },
+      // A completed execution without recorded images (finished before they were kept): nothing to answer from.
+      { outcomes: [execution({ imageIds: [] })], lookups: (n) => n === 1 },
+    ];
+    for (const c of cases) {
+      const lost = lostError();
+      const d = doubles({ call: () => Promise.reject(lost), outcomes: c.outcomes, listed: [7, 9] });
+      const err = await failure(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal));
+      expect(err).toBe(lost);
+      expect(err.status).toBe(503);
+      expect(err.headers['retry-after']).toBeTruthy();
+      expect(c.lookups?.(d.seen.lookups), JSON.stringify(c.outcomes)).toBe(true);
+      expect(d.seen.commits).toEqual([]);
+    }
+  });
+
+  test('not a lost answer (an answered error, a deadline, a cancel of the caller): rethrown as is, nothing looked up', async () => {
+    const answered = fromServiceError(toServiceError(dependencyUnavailable(), 'r') as grpc.ServiceError, 'r');
+    const deadline = fromServiceError(
+      { code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: new grpc.Metadata() } as grpc.ServiceError,
+      'r',
+    );
+    for (const e of [answered, deadline, new AppError(400, { error: 'Invalid request payload' })]) {
+      const d = doubles({ call: () => Promise.reject(e), outcomes: [completed], listed: [7, 9] });
+      await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).rejects.toBe(e);
+      expect(d.seen.lookups).toBe(0);
+    }
+    const abort = new AbortController();
+    abort.abort();
+    const lost = lostError();
+    const d = doubles({ call: () => Promise.reject(lost), outcomes: [completed], listed: [7, 9] });
+    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal, { signal: abort.signal })).rejects.toBe(lost);
+    expect(d.seen.lookups).toBe(0);
+  });
+});
