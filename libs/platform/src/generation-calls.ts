@@ -35,12 +35,18 @@ export interface GenerationCalls {
 
 /** How long an execution found running is read again before the call's error stands. */
 export const RUNNING_SETTLE_MS = 1000;
+/**
+ * The deadline of a call that sets none: as long as a generation may take (provB's upstream allows 240 s, then the
+ * images are stored), not the clients' 30 s default, which cut slow character and product generations short.
+ */
+export const GENERATE_DEADLINE_MS = 330_000;
 /** How long a completed execution's images may take to be listed (the library commits them) before the error stands. */
 export const COMMIT_WAIT_MS = 5000;
 const POLL_MS = 100;
 /** Deadline of each look-up call of a recovery (GetExecution, ResolveImages, CommitExecutionImages). */
 const LOOKUP_TIMEOUT_MS = 5000;
 
+const withDeadline = (opts?: CallOptions): CallOptions => ({ ...opts, timeoutMs: opts?.timeoutMs ?? GENERATE_DEADLINE_MS });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The GeneratedImage of a library record: what GenerateImages answers for each image it stored. */
@@ -167,7 +173,8 @@ export function generationCalls(deps: {
   }
 
   return {
-    generateImages(req, principal, opts) {
+    generateImages(req, principal, callOpts) {
+      const opts = withDeadline(callOpts);
       const executionId = req.executionId || randomUUID();
       return call(
         executionId,
@@ -177,7 +184,8 @@ export function generationCalls(deps: {
         (r) => r,
       );
     },
-    editImage(req, principal, opts) {
+    editImage(req, principal, callOpts) {
+      const opts = withDeadline(callOpts);
       const executionId = req.executionId || randomUUID();
       return call(
         executionId,

@@ -4,7 +4,7 @@ import type { Execution, GenerateImagesResponse } from '@imagegen/contracts/gene
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AppError, dependencyUnavailable, notFound } from '../src/errors.js';
-import { generationCalls, toGeneratedImage } from '../src/generation-calls.js';
+import { GENERATE_DEADLINE_MS, generationCalls, toGeneratedImage } from '../src/generation-calls.js';
 import {
   answerLost,
   bind,
@@ -244,11 +244,17 @@ function doubles(opts: {
   listed?: number[];
   commitFails?: boolean;
 }) {
-  const seen = { calls: [] as { executionId?: string }[], lookups: 0, commits: [] as { executionId: string; imageIds: number[] }[] };
+  const seen = {
+    calls: [] as { executionId?: string }[],
+    deadlines: [] as (number | undefined)[],
+    lookups: 0,
+    commits: [] as { executionId: string; imageIds: number[] }[],
+  };
   const listed = new Set(opts.listed ?? []);
   const outcomes = opts.outcomes ?? [];
-  const answer = async (req: { executionId?: string }) => {
+  const answer = async (req: { executionId?: string }, _p: unknown, o?: { timeoutMs?: number }) => {
     seen.calls.push(req);
+    seen.deadlines.push(o?.timeoutMs);
     return opts.call(req);
   };
   const calls = generationCalls({
@@ -290,6 +296,15 @@ const rebuilt: GenerateImagesResponse = {
 };
 
 describe('generationCalls', () => {
+  test('a call without a deadline of its own waits as long as a generation may take, not the 30 s default', async () => {
+    const ok = { images: [], requested: 1, generated: 1, sessionId: 's', executionId: 'x' };
+    const d = doubles({ call: async () => ok });
+    await d.calls.generateImages({ prompt: 'a' }, principal);
+    await d.calls.editImage({ imageId: 1, prompt: 'b' }, principal);
+    await d.calls.generateImages({ prompt: 'c' }, principal, { timeoutMs: 1234 });
+    expect(d.seen.deadlines).toEqual([GENERATE_DEADLINE_MS, GENERATE_DEADLINE_MS, 1234]);
+  });
+
   test('every call names its execution: a fresh UUID each time, or the one the caller chose', async () => {
     const ok = { images: [], requested: 1, generated: 1, sessionId: 's', executionId: 'x' };
     const d = doubles({ call: async () => ok });

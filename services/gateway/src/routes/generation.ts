@@ -4,6 +4,7 @@ import {
   type Client,
   createClient,
   editImageJson,
+  GENERATE_DEADLINE_MS,
   type GenerationCalls,
   generatedImageJson,
   generationCalls,
@@ -51,8 +52,6 @@ export function generationCallsOf(ctx: ServiceContext): GenerationCalls {
   return c;
 }
 
-/** Generation waits for the provider (provB up to 240 s per call) and the library. */
-export const GENERATE_DEADLINE_MS = 330_000;
 const UPLOAD_DEADLINE_MS = 90_000;
 
 // The bodies are defined once in @imagegen/api-schemas; the routes validate their JSON types only (null counts
