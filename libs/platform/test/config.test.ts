@@ -66,7 +66,7 @@ describe('loadConfig', () => {
       provBTimeoutMs: 240_000,
       uploadTimeoutMs: 30_000,
     });
-    expect(c.usage).toEqual({ tenantCacheMs: 5000, consumerConcurrency: 64, consumerParallelBatches: 2 });
+    expect(c.usage).toEqual({ tenantCacheMs: 5000, consumerConcurrency: 64, consumerParallelBatches: 2, batchLingerMs: 10 });
     expect(c.grpcDeadlineMs).toBe(30_000);
     expect(c.opsPort).toBeUndefined();
     expect(c.shutdownDrainMs).toBe(0);
@@ -96,6 +96,7 @@ describe('loadConfig', () => {
       USAGE_TENANT_CACHE_MS: '500',
       USAGE_CONSUMER_CONCURRENCY: '4',
       USAGE_CONSUMER_PARALLEL_BATCHES: '1',
+      USAGE_BATCH_LINGER_MS: '0',
       GRPC_DEADLINE_MS: '5000',
       OPS_PORT: ' 9464 ',
       SHUTDOWN_DRAIN_MS: '2000',
@@ -119,7 +120,7 @@ describe('loadConfig', () => {
       provBTimeoutMs: 2000,
       uploadTimeoutMs: 500,
     });
-    expect(c.usage).toEqual({ tenantCacheMs: 500, consumerConcurrency: 4, consumerParallelBatches: 1 });
+    expect(c.usage).toEqual({ tenantCacheMs: 500, consumerConcurrency: 4, consumerParallelBatches: 1, batchLingerMs: 0 });
     expect(c).toMatchObject({ grpcDeadlineMs: 5000, opsPort: 9464, shutdownDrainMs: 2000, logRequests: true });
   });
 
