@@ -10,7 +10,11 @@
  *   the execution failed, as the orphan reaper does for a dead replica).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { type GenerateImagesResponse, GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
+import {
+  type GenerateImagesResponse,
+  GenerationServiceService,
+  type UploadForEditingResponse,
+} from '@imagegen/contracts/generation/v1/generation';
 import {
   bind,
   characterImageJson,
@@ -22,6 +26,7 @@ import {
   type RunningGrpcServer,
   type ServiceContext,
   startGrpcServer,
+  uploadForEditingJson,
 } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,10 +38,11 @@ import { sleep } from './generation-support.js';
 import { callTool, mcpClient } from './mcp-support.js';
 
 type Fault = { kind: 'none' } | { kind: 'after-answer' } | { kind: 'in-flight'; afterMs: number };
+type Waited = 'generateImages' | 'editImage' | 'uploadForEditing';
 
 /** What a replica armed with a fault did: the execution it named and, for after-answer, the answer it never sent. */
 interface Fired {
-  method: 'generateImages' | 'editImage';
+  method: Waited;
   executionId: string | undefined;
   answer?: unknown;
   error?: unknown;
@@ -52,7 +58,7 @@ let mcp: { httpUrl?: string; stop(): Promise<void> };
 /** The generation target of the callers under test: the two live replicas of the current test. */
 let target = '';
 let replicas: Replica[] = [];
-/** The fault the next GenerateImages / EditImage meets (on whichever replica takes it), and what it did. */
+/** The fault the next GenerateImages / EditImage / UploadForEditing meets (on whichever replica takes it), and what it did. */
 let fault: Fault = { kind: 'none' };
 let fired: Fired | undefined;
 /** Execution ids the callers under test sent, per method. */
@@ -87,7 +93,7 @@ async function tcpFront(to: number): Promise<{ port: number; kill(): void }> {
   };
 }
 
-/** One generation "replica": every call forwarded to the real service; GenerateImages / EditImage meet `fault`. */
+/** One generation "replica": every call forwarded to the real service; GenerateImages / EditImage / UploadForEditing meet `fault`. */
 async function startReplica(upstreamAddress: string): Promise<Replica> {
   const upstream = createClient(GenerationServiceService, upstreamAddress);
   let replica: Replica;
@@ -102,7 +108,7 @@ async function startReplica(upstreamAddress: string): Promise<Replica> {
     ]),
   ) as unknown as Handlers<typeof GenerationServiceService>;
   const faulty =
-    (method: 'generateImages' | 'editImage') =>
+    (method: Waited) =>
     async (req: { executionId?: string }, ctx: Parameters<Handlers<typeof GenerationServiceService>['generateImages']>[1]) => {
       sentIds.push({ method, executionId: req.executionId });
       const f = fault;
@@ -130,7 +136,12 @@ async function startReplica(upstreamAddress: string): Promise<Replica> {
       replica.kill();
       return new Promise<never>(() => {}); // never answers: its process is gone
     };
-  const handlers = { ...forwarded, generateImages: faulty('generateImages'), editImage: faulty('editImage') };
+  const handlers = {
+    ...forwarded,
+    generateImages: faulty('generateImages'),
+    editImage: faulty('editImage'),
+    uploadForEditing: faulty('uploadForEditing'),
+  };
   const server: RunningGrpcServer = await startGrpcServer({
     logger: createLogger('replica', 'silent'),
     services: [bind(GenerationServiceService, handlers as unknown as Handlers<typeof GenerationServiceService>)],
@@ -245,6 +256,38 @@ describe('a generation replica that dies before its answer is sent', () => {
     expect(r.body.parentImageId).toBe(sourceId);
   });
 
+  it('POST /api/upload-for-editing: the same, in the upload answer shape (every field), the upload listed once', async () => {
+    await freshReplicas();
+    // A public URL to fetch: an image of the stack's own storage (the test stack allows loopback fetches).
+    const source = await s.api('/api/images', { key: t.liveKey, body: { prompt: 'a stone bridge', n: 1 } });
+    expect(source.status).toBe(200);
+    const imageUrl = source.body.data.images[0].full_url as string;
+    const sessionId = `lost-upload-${Date.now()}`;
+
+    const plain = await gateway('/api/upload-for-editing', { key: t.liveKey, body: { image_url: imageUrl, file_name: 'plain.png' } });
+    expect(plain.status, JSON.stringify(plain.body)).toBe(200);
+    expect(sentIds.at(-1)).toEqual({ method: 'uploadForEditing', executionId: plain.body.execution_id });
+    expect(plain.body.execution_id).toMatch(UUID);
+
+    fault = { kind: 'after-answer' };
+    const r = await gateway('/api/upload-for-editing', {
+      key: t.liveKey,
+      body: { image_url: imageUrl, file_name: 'bridge.png', session_id: sessionId },
+    });
+    expect(fired?.method).toBe('uploadForEditing');
+    expect(fired?.executionId).toMatch(UUID);
+    expect(fired?.answer, 'the replica died after the real call answered').toBeDefined();
+    expect(replicas.filter((x) => x.dead)).toHaveLength(1);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const lost = fired?.answer as UploadForEditingResponse;
+    expect(lost.executionId).toBe(fired?.executionId);
+    expect(lost.sessionId).toBe(sessionId);
+    expect(r.body).toEqual(uploadForEditingJson(lost));
+    expect(Object.keys(r.body).sort()).toEqual(Object.keys(plain.body).sort());
+    expect(await imagesOfSession(sessionId)).toEqual([lost.imageId]);
+    expect((await executionOf(lost.executionId)).status).toBe('completed');
+  });
+
   it('POST /api/characters/:id/generate (a route composing GenerateImages): the same', async () => {
     await freshReplicas();
     const name = `Lost answer ${Date.now()}`;
@@ -314,5 +357,43 @@ describe('a generation replica that dies before its answer is sent', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('MCP upload_image_for_editing: the same, the tool result is the lost upload answer', async () => {
+    await freshReplicas();
+    const source = await s.api('/api/images', { key: t.liveKey, body: { prompt: 'a windmill', n: 1 } });
+    expect(source.status).toBe(200);
+    const client = await mcpClient(mcp.httpUrl as string, t.liveKey);
+    try {
+      fault = { kind: 'after-answer' };
+      const r = await callTool(client, 'upload_image_for_editing', {
+        image_url: source.body.data.images[0].full_url,
+        file_name: 'mill.png',
+      });
+      expect(fired?.method).toBe('uploadForEditing');
+      expect(fired?.answer).toBeDefined();
+      expect(r.ok, r.text).toBe(true);
+      expect(r.json).toEqual(uploadForEditingJson(fired?.answer as UploadForEditingResponse));
+      expect(r.images).toHaveLength(1); // the thumbnail, as a success sends it
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('an upload refused by the service whose answer is lost: 503 with Retry-After, the execution failed, nothing listed', async () => {
+    await freshReplicas();
+    const sessionId = `lost-upload-refused-${Date.now()}`;
+    fault = { kind: 'after-answer' };
+    // Nothing listens on port 9 of loopback: the fetch fails (a 400 the replica never passes on).
+    const r = await gateway('/api/upload-for-editing', {
+      key: t.liveKey,
+      body: { image_url: 'http://127.0.0.1:9/missing.png', session_id: sessionId },
+    });
+    expect(fired?.method).toBe('uploadForEditing');
+    expect(fired?.error, 'the real call failed').toBeDefined();
+    expect(r.status, JSON.stringify(r.body)).toBe(503);
+    expect(r.headers.get('retry-after')).toBeTruthy();
+    expect((await executionOf(fired?.executionId as string)).status).toBe('failed');
+    expect(await imagesOfSession(sessionId)).toEqual([]);
   });
 });

@@ -141,3 +141,53 @@ describe('GenerateImages / EditImage execution_id', () => {
     expect(rejected.map((r) => (r.reason as AppError).status)).toEqual([409]);
   });
 });
+
+describe('UploadForEditing execution_id', () => {
+  const err = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: AppError) => ({ status: e.status, body: e.body }),
+    );
+  /** A public URL to upload: an image of the stack's own storage (the test stack allows loopback fetches). */
+  const imageUrl = async () => (await generation.generateImages({ prompt: 'to upload', n: 1 }, principal(a.tenantId))).images[0].fullUrl;
+
+  it('creates the execution with the caller’s id, which records the uploaded image', async () => {
+    const url = await imageUrl();
+    const executionId = randomUUID().toUpperCase();
+    const res = await generation.uploadForEditing({ imageUrl: url, fileName: 'chosen.png', executionId }, principal(a.tenantId));
+    expect(res.executionId).toBe(executionId.toLowerCase());
+    const e = await generation.getExecution({ executionId: res.executionId, includeLogs: false }, principal(a.tenantId));
+    expect(e).toMatchObject({
+      executionId: res.executionId,
+      status: 'completed',
+      toolName: 'upload_for_editing',
+      sessionId: res.sessionId,
+      imageIds: [res.imageId],
+      imagesRequested: 1,
+    });
+  });
+
+  it('refuses ids that are not UUIDs (400) and ids already used, by an upload or a generation, also by another tenant (409)', async () => {
+    const url = await imageUrl();
+    for (const bad of ['', 'abc', `${randomUUID()}x`]) {
+      expect(await err(generation.uploadForEditing({ imageUrl: url, executionId: bad }, principal(a.tenantId)))).toEqual({
+        status: 400,
+        body: { error: 'Invalid request payload', details: ['execution_id must be a UUID'] },
+      });
+    }
+
+    const used = randomUUID();
+    await generation.uploadForEditing({ imageUrl: url, executionId: used }, principal(a.tenantId));
+    const conflict = { status: 409, body: { error: `Execution ${used} already exists` } };
+    expect(await err(generation.uploadForEditing({ imageUrl: url, executionId: used }, principal(a.tenantId)))).toEqual(conflict);
+    expect(await err(generation.uploadForEditing({ imageUrl: url, executionId: used }, principal(b.tenantId)))).toEqual(conflict);
+    expect(await err(generation.generateImages({ prompt: 'after an upload', n: 1, executionId: used }, principal(a.tenantId)))).toEqual(
+      conflict,
+    );
+    const generated = (await generation.generateImages({ prompt: 'before an upload', n: 1 }, principal(a.tenantId))).executionId;
+    expect(await err(generation.uploadForEditing({ imageUrl: url, executionId: generated }, principal(a.tenantId)))).toEqual({
+      status: 409,
+      body: { error: `Execution ${generated} already exists` },
+    });
+  });
+});

@@ -7,6 +7,8 @@ import type {
   GenerateImagesRequest,
   GenerateImagesResponse,
   GenerationServiceService,
+  UploadForEditingRequest,
+  UploadForEditingResponse,
 } from '@imagegen/contracts/generation/v1/generation';
 import type { ImageRecord, LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import type { Logger } from 'pino';
@@ -14,10 +16,10 @@ import { AppError } from './errors.js';
 import { answerLost, type CallOptions, type Client, type Principal } from './grpc.js';
 
 /**
- * GenerateImages and EditImage as every caller that waits for their answer makes them (the gateway's routes, the
- * MCP tools): each call names its execution (execution_id, a fresh UUID unless the caller chose one), so that when
- * the answer is lost on the way (answerLost: the generation replica died, or its connection dropped, after the
- * call reached it) the caller asks another replica what became of that execution:
+ * GenerateImages, EditImage and UploadForEditing as every caller that waits for their answer makes them (the
+ * gateway's routes, the MCP tools): each call names its execution (execution_id, a fresh UUID unless the caller
+ * chose one), so that when the answer is lost on the way (answerLost: the generation replica died, or its connection
+ * dropped, after the call reached it) the caller asks another replica what became of that execution:
  * - completed: the answer is rebuilt from it (the images it reported, which are listed and billed by then or
  *   moments later) exactly as a success answers, and the caller is told 200 with those images. The caller first
  *   acknowledges the completion to the library (CommitExecutionImages with the execution's image ids: what the dead
@@ -31,6 +33,7 @@ import { answerLost, type CallOptions, type Client, type Principal } from './grp
 export interface GenerationCalls {
   generateImages(req: GenerateImagesRequest, principal: Principal, opts?: CallOptions): Promise<GenerateImagesResponse>;
   editImage(req: EditImageRequest, principal: Principal, opts?: CallOptions): Promise<EditImageResponse>;
+  uploadForEditing(req: UploadForEditingRequest, principal: Principal, opts?: CallOptions): Promise<UploadForEditingResponse>;
 }
 
 /** How long an execution found running is read again before the call's error stands. */
@@ -40,13 +43,18 @@ export const RUNNING_SETTLE_MS = 1000;
  * images are stored), not the clients' 30 s default, which cut slow character and product generations short.
  */
 export const GENERATE_DEADLINE_MS = 330_000;
+/**
+ * The deadline of an UploadForEditing call that sets none: the service's fetch of the URL (UPLOAD_FETCH_TIMEOUT_MS,
+ * 30 s by default), then the checks and the store, with room to spare.
+ */
+export const UPLOAD_DEADLINE_MS = 90_000;
 /** How long a completed execution's images may take to be listed (the library commits them) before the error stands. */
 export const COMMIT_WAIT_MS = 5000;
 const POLL_MS = 100;
 /** Deadline of each look-up call of a recovery (GetExecution, ResolveImages, CommitExecutionImages). */
 const LOOKUP_TIMEOUT_MS = 5000;
 
-const withDeadline = (opts?: CallOptions): CallOptions => ({ ...opts, timeoutMs: opts?.timeoutMs ?? GENERATE_DEADLINE_MS });
+const withDeadline = (opts: CallOptions | undefined, ms: number): CallOptions => ({ ...opts, timeoutMs: opts?.timeoutMs ?? ms });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The GeneratedImage of a library record: what GenerateImages answers for each image it stored. */
@@ -74,8 +82,46 @@ export function toGeneratedImage(r: ImageRecord): GeneratedImage {
   };
 }
 
+/**
+ * What UploadForEditing answers for the image it stored (`r`, as StoreImage or ResolveImages returns it) in the
+ * execution `executionId` of session `sessionId`: the one builder of that answer, for the service's success and a
+ * caller's recovery alike.
+ */
+export function uploadForEditingAnswer(r: ImageRecord, sessionId: string, executionId: string): UploadForEditingResponse {
+  return {
+    imageId: r.id,
+    objectKey: r.objectKey,
+    publicUrl: r.fullUrl,
+    sizeBytes: r.sizeBytes,
+    mimeType: r.mimeType,
+    message: `Image uploaded successfully. Use image_id ${r.id} with POST /api/edit-image to edit it.`,
+    width: r.width,
+    height: r.height,
+    thumbnailUrl: r.thumbnailUrl,
+    sessionId,
+    executionId,
+  };
+}
+
+/** What GenerateImages answers for a completed execution `e` whose images are `images` (its order). */
+function generatedAnswer(e: Execution, images: ImageRecord[]): GenerateImagesResponse {
+  return {
+    images: images.map(toGeneratedImage),
+    requested: e.imagesRequested || images.length,
+    generated: images.length,
+    sessionId: e.sessionId,
+    executionId: e.executionId,
+  };
+}
+
+/** A completed execution whose images are all listed: what a lost answer is rebuilt from. */
+interface Completed {
+  execution: Execution;
+  images: ImageRecord[];
+}
+
 export function generationCalls(deps: {
-  generation: Pick<Client<typeof GenerationServiceService>, 'generateImages' | 'editImage' | 'getExecution'>;
+  generation: Pick<Client<typeof GenerationServiceService>, 'generateImages' | 'editImage' | 'uploadForEditing' | 'getExecution'>;
   library: Pick<Client<typeof LibraryServiceService>, 'resolveImages' | 'commitExecutionImages'>;
   logger?: Logger;
   /** Tests: RUNNING_SETTLE_MS and COMMIT_WAIT_MS. */
@@ -89,7 +135,7 @@ export function generationCalls(deps: {
     principal: Principal,
     opts: CallOptions | undefined,
     run: () => Promise<T>,
-    answer: (r: GenerateImagesResponse) => T,
+    answer: (done: Completed) => T,
   ): Promise<T> {
     try {
       return await run();
@@ -101,7 +147,7 @@ export function generationCalls(deps: {
     }
   }
 
-  async function recover(executionId: string, principal: Principal, lost: AppError): Promise<GenerateImagesResponse | undefined> {
+  async function recover(executionId: string, principal: Principal, lost: AppError): Promise<Completed | undefined> {
     const log = deps.logger?.child({ executionId, requestId: principal.requestId });
     try {
       const e = await outcome(executionId, principal);
@@ -116,13 +162,7 @@ export function generationCalls(deps: {
       }
       // warn: a generation replica went away in the middle of a call (the answer itself is whole).
       log?.warn({ images: e.imageIds }, 'generation answer lost; answered from its completed execution');
-      return {
-        images: images.map(toGeneratedImage),
-        requested: e.imagesRequested || images.length,
-        generated: images.length,
-        sessionId: e.sessionId,
-        executionId: e.executionId,
-      };
+      return { execution: e, images };
     } catch (err) {
       log?.warn({ err, error: lost.body.error }, 'generation answer lost; its execution could not be looked up');
       return undefined;
@@ -174,25 +214,41 @@ export function generationCalls(deps: {
 
   return {
     generateImages(req, principal, callOpts) {
-      const opts = withDeadline(callOpts);
+      const opts = withDeadline(callOpts, GENERATE_DEADLINE_MS);
       const executionId = req.executionId || randomUUID();
       return call(
         executionId,
         principal,
         opts,
         () => deps.generation.generateImages({ ...req, executionId }, principal, opts),
-        (r) => r,
+        ({ execution, images }) => generatedAnswer(execution, images),
       );
     },
     editImage(req, principal, callOpts) {
-      const opts = withDeadline(callOpts);
+      const opts = withDeadline(callOpts, GENERATE_DEADLINE_MS);
       const executionId = req.executionId || randomUUID();
       return call(
         executionId,
         principal,
         opts,
         () => deps.generation.editImage({ ...req, executionId }, principal, opts),
-        (r): EditImageResponse => ({ image: r.images[0], sessionId: r.sessionId, executionId: r.executionId }),
+        ({ execution, images }): EditImageResponse => ({
+          image: toGeneratedImage(images[0]),
+          sessionId: execution.sessionId,
+          executionId: execution.executionId,
+        }),
+      );
+    },
+    uploadForEditing(req, principal, callOpts) {
+      const opts = withDeadline(callOpts, UPLOAD_DEADLINE_MS);
+      const executionId = req.executionId || randomUUID();
+      return call(
+        executionId,
+        principal,
+        opts,
+        () => deps.generation.uploadForEditing({ ...req, executionId }, principal, opts),
+        // One image per upload (its execution reports exactly the one it stored).
+        ({ execution, images }) => uploadForEditingAnswer(images[0], execution.sessionId, execution.executionId),
       );
     },
   };

@@ -1,10 +1,10 @@
 import { connect, createServer, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import type { Execution, GenerateImagesResponse } from '@imagegen/contracts/generation/v1/generation';
+import { type Execution, type GenerateImagesResponse, UploadForEditingResponse } from '@imagegen/contracts/generation/v1/generation';
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { AppError, dependencyUnavailable, notFound } from '../src/errors.js';
-import { GENERATE_DEADLINE_MS, generationCalls, toGeneratedImage } from '../src/generation-calls.js';
+import { GENERATE_DEADLINE_MS, generationCalls, toGeneratedImage, UPLOAD_DEADLINE_MS } from '../src/generation-calls.js';
 import {
   answerLost,
   bind,
@@ -261,6 +261,7 @@ function doubles(opts: {
     generation: {
       generateImages: answer as never,
       editImage: answer as never,
+      uploadForEditing: answer as never,
       getExecution: async (req) => {
         const o = outcomes[Math.min(seen.lookups++, outcomes.length - 1)];
         if (o === undefined) throw notFound('Execution not found');
@@ -305,17 +306,29 @@ describe('generationCalls', () => {
     expect(d.seen.deadlines).toEqual([GENERATE_DEADLINE_MS, GENERATE_DEADLINE_MS, 1234]);
   });
 
+  test('an upload without a deadline of its own gets the upload deadline (90 s), one with its own keeps it', async () => {
+    const d = doubles({ call: async () => ({}) });
+    await d.calls.uploadForEditing({ imageUrl: 'http://x/a.png' }, principal);
+    await d.calls.uploadForEditing({ imageUrl: 'http://x/b.png' }, principal, { timeoutMs: 120_000 });
+    expect(UPLOAD_DEADLINE_MS).toBe(90_000);
+    expect(d.seen.deadlines).toEqual([UPLOAD_DEADLINE_MS, 120_000]);
+  });
+
   test('every call names its execution: a fresh UUID each time, or the one the caller chose', async () => {
     const ok = { images: [], requested: 1, generated: 1, sessionId: 's', executionId: 'x' };
     const d = doubles({ call: async () => ok });
     expect(await d.calls.generateImages({ prompt: 'a' }, principal)).toBe(ok);
     await d.calls.editImage({ imageId: 1, prompt: 'b' }, principal);
     await d.calls.generateImages({ prompt: 'c', executionId: 'e-chosen' }, principal);
-    const [a, b, c] = d.seen.calls.map((r) => r.executionId);
+    await d.calls.uploadForEditing({ imageUrl: 'http://x/a.png' }, principal);
+    await d.calls.uploadForEditing({ imageUrl: 'http://x/a.png', executionId: 'u-chosen' }, principal);
+    const [a, b, c, u, v] = d.seen.calls.map((r) => r.executionId);
     expect(a).toMatch(/^[0-9a-f-]{36}$/);
     expect(b).toMatch(/^[0-9a-f-]{36}$/);
-    expect(a).not.toBe(b);
+    expect(u).toMatch(/^[0-9a-f-]{36}$/);
+    expect(new Set([a, b, u]).size).toBe(3);
     expect(c).toBe('e-chosen');
+    expect(v).toBe('u-chosen');
     expect(d.seen.lookups).toBe(0);
   });
 
@@ -333,6 +346,35 @@ describe('generationCalls', () => {
       sessionId: 's1',
       executionId: 'e1',
     });
+  });
+
+  test('upload: the upload answer of the execution`s image, every field as the upload handler builds it', async () => {
+    const one = execution({ executionId: 'u1', sessionId: 's9', imageIds: [12], imagesRequested: 1, toolName: 'upload_for_editing' });
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [one], listed: [12] });
+    const r = await d.calls.uploadForEditing({ imageUrl: 'http://x/photo.png', executionId: 'u1' }, principal);
+    // record(12) is what ResolveImages lists (its session is the record's own 's1'; the answer's is the execution's).
+    expect(r).toEqual({
+      imageId: 12,
+      objectKey: 'tenants/t1/12.png',
+      publicUrl: 'http://x/12.png',
+      sizeBytes: 1012,
+      mimeType: 'image/png',
+      message: 'Image uploaded successfully. Use image_id 12 with POST /api/edit-image to edit it.',
+      width: 1024,
+      height: 1024,
+      thumbnailUrl: 'http://x/12_thumb.webp',
+      sessionId: 's9',
+      executionId: 'u1',
+    });
+    expect(Object.keys(r).sort()).toEqual(Object.keys(UploadForEditingResponse.fromPartial({})).sort());
+    expect(d.seen.commits).toEqual([]);
+  });
+
+  test('upload whose image is not listed yet: acknowledged, then answered', async () => {
+    const one = execution({ executionId: 'u1', imageIds: [12], imagesRequested: 1, toolName: 'upload_for_editing' });
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [one], listed: [] });
+    expect((await d.calls.uploadForEditing({ imageUrl: 'http://x/p.png', executionId: 'u1' }, principal)).imageId).toBe(12);
+    expect(d.seen.commits).toEqual([{ executionId: 'u1', imageIds: [12] }]);
   });
 
   test('images not listed yet (the commit was lost with the replica): the caller acknowledges the completion', async () => {
@@ -383,6 +425,26 @@ describe('generationCalls', () => {
       expect(err.status).toBe(503);
       expect(err.headers['retry-after']).toBeTruthy();
       expect(c.lookups?.(d.seen.lookups), JSON.stringify(c.outcomes)).toBe(true);
+      expect(d.seen.commits).toEqual([]);
+    }
+  });
+
+  test('upload: running, failed, unknown, or the lookup fails: the call`s own error stands', async () => {
+    const upload = (over: Partial<Execution>) => execution({ toolName: 'upload_for_editing', imageIds: [12], imagesRequested: 1, ...over });
+    const cases: (Execution | Error)[][] = [
+      [upload({ status: 'running' })],
+      [upload({ status: 'failed', imageIds: [], imagesRequested: 0, error: 'Failed to fetch image from URL: 404' })],
+      [],
+      [dependencyUnavailable()],
+    ];
+    for (const outcomes of cases) {
+      const lost = lostError();
+      const d = doubles({ call: () => Promise.reject(lost), outcomes, listed: [12] });
+      const err = await failure(d.calls.uploadForEditing({ imageUrl: 'http://x/p.png', executionId: 'e1' }, principal));
+      expect(err, JSON.stringify(outcomes)).toBe(lost);
+      expect(err.status).toBe(503);
+      expect(err.headers['retry-after']).toBeTruthy();
+      expect(d.seen.lookups).toBeGreaterThan(0);
       expect(d.seen.commits).toEqual([]);
     }
   });

@@ -22,7 +22,10 @@ export function generationHandlers(
       requireTenant(principal);
       return withRequestedExecutionId(req.executionId, () => pipeline.edit(req, principal, signal));
     },
-    uploadForEditing: (req, { principal, signal }) => uploadForEditing(pipeline, deps, req, principal, signal),
+    uploadForEditing: (req, { principal, signal }) => {
+      requireTenant(principal);
+      return withRequestedExecutionId(req.executionId, () => uploadForEditing(pipeline, deps, req, principal, signal));
+    },
 
     async getExecution(req, { principal }) {
       const tenantId = requireTenant(principal);

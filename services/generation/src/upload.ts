@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { UploadForEditingRequest, UploadForEditingResponse } from '@imagegen/contracts/generation/v1/generation';
-import { badRequest, guardImage, invalidPayload, type Principal, quotaExceeded, SafeFetchError, safeFetch } from '@imagegen/platform';
+import {
+  badRequest,
+  guardImage,
+  invalidPayload,
+  type Principal,
+  quotaExceeded,
+  SafeFetchError,
+  safeFetch,
+  uploadForEditingAnswer,
+} from '@imagegen/platform';
 import { ratioOfSize, tierOf } from './models.js';
 import type { PipelineDeps } from './pipeline.js';
 import { type GenerationPipeline, requireTenant } from './pipeline.js';
@@ -148,20 +157,10 @@ export async function uploadForEditing(
       pending: true,
     });
     const summary = `Uploaded image ${rec.id} (${rec.width}x${rec.height}, ${rec.sizeBytes} bytes)`;
-    await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, imageIds: [rec.id] }, signal);
-    return {
-      imageId: rec.id,
-      objectKey: rec.objectKey,
-      publicUrl: rec.fullUrl,
-      sizeBytes: rec.sizeBytes,
-      mimeType: rec.mimeType,
-      message: `Image uploaded successfully. Use image_id ${rec.id} with POST /api/edit-image to edit it.`,
-      width: rec.width,
-      height: rec.height,
-      thumbnailUrl: rec.thumbnailUrl,
-      sessionId,
-      executionId: exec.executionId,
-    };
+    // The completed row keeps the image id (image_ids, images_requested 1), so a caller whose answer is lost rebuilds
+    // this very answer from it (libs/platform generation-calls.ts, with the same uploadForEditingAnswer).
+    await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, imageIds: [rec.id], requested: 1 }, signal);
+    return uploadForEditingAnswer(rec, sessionId, exec.executionId);
   } catch (err) {
     await exec.fail(err);
     throw err;

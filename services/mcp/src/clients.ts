@@ -15,7 +15,7 @@ export interface Clients {
   usage: Client<typeof UsageServiceService>;
   webhooks: Client<typeof WebhookServiceService>;
   /**
-   * GenerateImages and EditImage as the tools that wait for them make them (each names its execution; an answer lost
+   * GenerateImages, EditImage and UploadForEditing as the tools that wait for them make them (each names its execution; an answer lost
    * with its generation replica is rebuilt from a completed execution: libs/platform generation-calls.ts).
    */
   generating: GenerationCalls;

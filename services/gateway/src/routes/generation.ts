@@ -9,6 +9,7 @@ import {
   generatedImageJson,
   generationCalls,
   type ServiceContext,
+  UPLOAD_DEADLINE_MS,
   uploadForEditingJson,
 } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
@@ -39,9 +40,9 @@ export function generationClient(ctx: ServiceContext): GenerationClient {
 const calls = new WeakMap<ServiceContext, GenerationCalls>();
 
 /**
- * GenerateImages and EditImage for every route that waits for them (generate, edit, characters, products): each
- * call names its execution, and an answer lost with its generation replica is rebuilt from that execution when it
- * completed (libs/platform generation-calls.ts).
+ * GenerateImages, EditImage and UploadForEditing for every route that waits for them (generate, edit, upload,
+ * characters, products): each call names its execution, and an answer lost with its generation replica is rebuilt
+ * from that execution when it completed (libs/platform generation-calls.ts).
  */
 export function generationCallsOf(ctx: ServiceContext): GenerationCalls {
   let c = calls.get(ctx);
@@ -51,8 +52,6 @@ export function generationCallsOf(ctx: ServiceContext): GenerationCalls {
   }
   return c;
 }
-
-const UPLOAD_DEADLINE_MS = 90_000;
 
 // The bodies are defined once in @imagegen/api-schemas; the routes validate their JSON types only (null counts
 // as absent) and the generation service checks every rule, so one 400 lists every problem (REST and MCP alike).
@@ -102,7 +101,6 @@ export function toGenerateRequest(b: Body): GenerateImagesRequest {
 }
 
 const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
-  const generation = generationClient(ctx);
   const waited = generationCallsOf(ctx);
 
   app.post(
@@ -172,7 +170,7 @@ const generationRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     },
     async (req) => {
       const b = (req.body ?? {}) as Body;
-      const r = await generation.uploadForEditing(
+      const r = await waited.uploadForEditing(
         { imageUrl: v(b.image_url), fileName: v(b.file_name), mimeType: v(b.mime_type), sessionId: v(b.session_id) },
         req.principal,
         { timeoutMs: UPLOAD_DEADLINE_MS },

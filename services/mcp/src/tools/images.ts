@@ -272,7 +272,7 @@ const uploadImageForEditing = defineTool({
   input: UploadForEditingInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
-    const res = await ctx.deps.clients.generation.uploadForEditing(
+    const res = await ctx.deps.clients.generating.uploadForEditing(
       {
         imageUrl: args.image_url ?? undefined,
         fileName: args.file_name,

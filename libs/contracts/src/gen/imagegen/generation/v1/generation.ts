@@ -151,7 +151,11 @@ export interface UploadForEditingRequest {
   /** informative; the stored type is detected from the bytes */
   mimeType?: string | undefined;
   sessionId?: string | undefined;
-  toolName?: string | undefined;
+  toolName?:
+    | string
+    | undefined;
+  /** as in GenerateImagesRequest */
+  executionId?: string | undefined;
 }
 
 export interface UploadForEditingResponse {
@@ -1980,7 +1984,14 @@ export const EditImageResponse: MessageFns<EditImageResponse> = {
 };
 
 function createBaseUploadForEditingRequest(): UploadForEditingRequest {
-  return { imageUrl: undefined, fileName: undefined, mimeType: undefined, sessionId: undefined, toolName: undefined };
+  return {
+    imageUrl: undefined,
+    fileName: undefined,
+    mimeType: undefined,
+    sessionId: undefined,
+    toolName: undefined,
+    executionId: undefined,
+  };
 }
 
 export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
@@ -1999,6 +2010,9 @@ export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
     }
     if (message.toolName !== undefined) {
       writer.uint32(42).string(message.toolName);
+    }
+    if (message.executionId !== undefined) {
+      writer.uint32(50).string(message.executionId);
     }
     return writer;
   },
@@ -2056,6 +2070,14 @@ export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
             message.toolName = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2095,6 +2117,11 @@ export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
         : isSet(object.tool_name)
         ? globalThis.String(object.tool_name)
         : undefined,
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : undefined,
     };
   },
 
@@ -2115,6 +2142,9 @@ export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
     if (message.toolName !== undefined) {
       obj.toolName = message.toolName;
     }
+    if (message.executionId !== undefined) {
+      obj.executionId = message.executionId;
+    }
     return obj;
   },
 
@@ -2128,6 +2158,7 @@ export const UploadForEditingRequest: MessageFns<UploadForEditingRequest> = {
     message.mimeType = object.mimeType ?? undefined;
     message.sessionId = object.sessionId ?? undefined;
     message.toolName = object.toolName ?? undefined;
+    message.executionId = object.executionId ?? undefined;
     return message;
   },
 };
