@@ -99,12 +99,17 @@ CREATE TABLE IF NOT EXISTS outbox (
   created_at timestamptz NOT NULL DEFAULT now(),
   published_at timestamptz,
   attempts int NOT NULL DEFAULT 0,
-  last_error text
+  last_error text,
+  relay_after timestamptz
 );
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'outbox'::regclass AND attname = 'attempts' AND NOT attisdropped) THEN
     ALTER TABLE outbox ADD COLUMN IF NOT EXISTS attempts int NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS last_error text;
+  END IF;
+  -- relay_after: a row its writer publishes itself (DirectPublisher) is the relay's only after this time.
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'outbox'::regclass AND attname = 'relay_after' AND NOT attisdropped) THEN
+    ALTER TABLE outbox ADD COLUMN IF NOT EXISTS relay_after timestamptz;
   END IF;
   IF to_regclass('outbox_unpublished') IS NULL THEN
     CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;

@@ -1,5 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { dependencyUnavailable, invalidPayload, isAppError, type Logger, lazyChildLogger, type Sql } from '@imagegen/platform';
+import {
+  type DirectPublisher,
+  dependencyUnavailable,
+  invalidPayload,
+  isAppError,
+  type Logger,
+  lazyChildLogger,
+  type Sql,
+} from '@imagegen/platform';
 import {
   appendLogs,
   createExecution,
@@ -12,11 +20,11 @@ import {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The execution id a GenerateImages / EditImage caller chose (execution_id), for the one execution the call starts. */
+/** The execution id a GenerateImages / EditImage / UploadForEditing caller chose (execution_id), for the one execution the call starts. */
 const requestedId = new AsyncLocalStorage<{ executionId: string; taken: boolean }>();
 
 /**
- * Runs `fn` (one generate or edit call) so that the execution it starts gets the caller's `executionId`
+ * Runs `fn` (one generate, edit or upload call) so that the execution it starts gets the caller's `executionId`
  * (lower-cased) instead of a random one. The id must be a UUID (400, checked here) and unused: the execution's
  * insert answers 409 when it is taken (its unique key; no look-up before it, since every gateway and MCP call now
  * names its execution and a look-up would be one more round trip on each). Without an id, `fn` as is.
@@ -55,9 +63,11 @@ export class ExecutionTracker {
     private readonly facts: ExecutionFacts,
     private readonly eventsPrefix: string,
     private readonly logger: Logger,
+    /** Publishes ExecutionFinished right after the statement that wrote it (the relay's direct publishing). */
+    private readonly outbox?: DirectPublisher,
   ) {}
 
-  static async start(sql: Sql, e: NewExecution, eventsPrefix: string, logger: Logger): Promise<ExecutionTracker> {
+  static async start(sql: Sql, e: NewExecution, eventsPrefix: string, logger: Logger, outbox?: DirectPublisher): Promise<ExecutionTracker> {
     const requested = requestedId.getStore();
     if (requested && !requested.taken) {
       // The first execution of the call is the caller's; any further one (none today) gets its own id.
@@ -75,6 +85,7 @@ export class ExecutionTracker {
       facts,
       eventsPrefix,
       lazyChildLogger(logger, { executionId: e.executionId }),
+      outbox,
     );
   }
 
@@ -153,6 +164,7 @@ export class ExecutionTracker {
             imageIds,
             requested,
             eventsPrefix: this.eventsPrefix,
+            outbox: this.outbox,
             execution: this.facts,
             earlier: earlier.lines,
           }),
@@ -203,6 +215,7 @@ export class ExecutionTracker {
         error: text,
         imageIds: [],
         eventsPrefix: this.eventsPrefix,
+        outbox: this.outbox,
         execution: this.facts,
         earlier,
       });

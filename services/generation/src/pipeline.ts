@@ -11,6 +11,7 @@ import {
   AppError,
   badRequest,
   type Config,
+  type DirectPublisher,
   dependencyUnavailable,
   forbidden,
   invalidPayload,
@@ -34,6 +35,8 @@ import { type GeneratePlan, validateGenerate } from './validate.js';
 
 export interface PipelineDeps {
   sql: Sql;
+  /** The generation relay's direct publishing (ExecutionFinished); absent in some service tests. */
+  outbox?: DirectPublisher;
   config: Config;
   logger: Logger;
   settings: GenerationSettings;
@@ -98,6 +101,7 @@ export class GenerationPipeline {
       },
       this.deps.config.eventsPrefix,
       this.deps.logger,
+      this.deps.outbox,
     );
   }
 

@@ -99,8 +99,17 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
   const collaborators = tenantCache ? withQuotaFallback(tenantCache, { logger }) : (opts.collaborators as Collaborators);
   const instanceId = randomUUID();
   await heartbeat(sql, instanceId);
+  const relay = await startOutboxRelay({
+    sql,
+    schema: 'generation',
+    transport: ctx.events,
+    logger,
+    maxAttempts: ctx.config.outboxMaxAttempts,
+  });
   const deps: PipelineDeps = {
     sql,
+    // Executions publish their ExecutionFinished themselves, right after it committed (relay.direct).
+    outbox: relay.direct,
     config: ctx.config,
     logger,
     settings,
@@ -125,13 +134,6 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
         tenantCache.invalidate(id),
       )
     : undefined;
-  const relay = await startOutboxRelay({
-    sql,
-    schema: 'generation',
-    transport: ctx.events,
-    logger,
-    maxAttempts: ctx.config.outboxMaxAttempts,
-  });
 
   // Liveness and the orphan reaper: an execution whose process died is failed within about
   // DEAD_AFTER_MS + REAPER_MS, by whichever replica looks first (finishing is idempotent).

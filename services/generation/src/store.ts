@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type AppError, conflict, outboxInsert, type Sql, subjectFor } from '@imagegen/platform';
+import { type AppError, conflict, type DirectPublisher, outboxInsert, type Sql, subjectFor } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -156,6 +156,8 @@ export interface Finish {
   /** How many images the call asked for (completed executions; kept with imageIds, see GetExecution). */
   requested?: number;
   eventsPrefix: string;
+  /** Publishes ExecutionFinished right after this statement committed (the relay's direct publishing). */
+  outbox?: DirectPublisher;
   execution: ExecutionFacts;
   /** Log lines said before the end and not written yet: stored before the final line, in order. */
   earlier?: LogLine[];
@@ -179,6 +181,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
       .map((l) => l.modelId)
       .filter((v) => v !== undefined)
       .at(-1) ?? null;
+  const direct = f.outbox?.ready() ?? false;
   const event = outboxInsert(
     sql,
     {
@@ -197,6 +200,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
       }).finish(),
     },
     'done',
+    { direct },
   );
   const [row] = await sql`
     WITH done AS (
@@ -225,6 +229,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
       ORDER BY x.n
     ), ev AS (${event.insert})
     SELECT execution_id, ${event.notify} FROM done`;
+  if (row && direct) f.outbox?.publish([event.event]);
   return !!row;
 }
 

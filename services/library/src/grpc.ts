@@ -2,6 +2,7 @@ import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSumma
 import {
   badRequest,
   type CallContext,
+  type DirectPublisher,
   forbidden,
   type Handlers,
   imageJson,
@@ -60,8 +61,8 @@ function sessionSummary(s: SessionSummaryRow): SessionSummary {
   };
 }
 
-export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handlers<typeof LibraryServiceService> {
-  const { sql, ctx } = deps;
+export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: DirectPublisher }): Handlers<typeof LibraryServiceService> {
+  const { sql, ctx, outbox } = deps;
   const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
   const { key: cursorKey, ephemeral } = makeCursorKey(ctx.config);
   if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
@@ -70,6 +71,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext }): Handle
     sql,
     storage: ctx.storage,
     config: ctx.config,
+    outbox,
     get logger() {
       return call.logger;
     },

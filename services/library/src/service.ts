@@ -44,7 +44,6 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
     // Saved assets (characters, products, scenes, style presets, search presets): src/assets, same server and pool.
     const assets = createAssets({ sql, ctx });
     stops.push(() => assets.stop());
-    const bindings: GrpcServiceBinding[] = [bind(LibraryServiceService, libraryHandlers({ sql, ctx })), assets.binding];
     const relay = await startOutboxRelay({
       sql,
       schema: 'library',
@@ -53,6 +52,11 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
       maxAttempts: ctx.config.outboxMaxAttempts,
     });
     stops.push(() => relay.stop());
+    // The commits of pending images publish their ImageStored events themselves (relay.direct).
+    const bindings: GrpcServiceBinding[] = [
+      bind(LibraryServiceService, libraryHandlers({ sql, ctx, outbox: relay.direct })),
+      assets.binding,
+    ];
     // Pending images follow their execution's outcome; crashed stores and deletes leave no files behind.
     const outcomes = await startExecutionOutcomes({ sql, storage: ctx.storage, config: ctx.config, logger, events: ctx.events });
     stops.push(() => outcomes.stop());

@@ -3,6 +3,9 @@ export { createInProcessTransport, type InProcessTransportOptions } from './inpr
 export { createNatsTransport, type NatsTransportOptions } from './nats.js';
 export {
   DEFAULT_OUTBOX_MAX_ATTEMPTS,
+  DIRECT_PUBLISH_GRACE_MS,
+  type DirectEvent,
+  type DirectPublisher,
   type OutboxEvent,
   type OutboxRelay,
   type OutboxRelayOptions,

@@ -48,13 +48,30 @@ export function outboxInsert(
   tx: Sql | TransactionSql,
   event: OutboxEvent,
   onePerRowOf?: string,
-): { id: string; insert: Fragment; notify: Fragment } {
+  opts: { direct?: boolean } = {},
+): { id: string; insert: Fragment; notify: Fragment; event: DirectEvent } {
   const id = event.id ?? randomUUID();
   const headers = injectContext({ ...(event.headers ?? {}) });
-  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, event.schema)} (id, subject, payload, headers, created_at)
-    SELECT ${id}, ${event.subject}, ${toBuffer(event.data)}, ${tx.json(headers)}, clock_timestamp() ${onePerRowOf ? tx`FROM ${tx(onePerRowOf)}` : tx``}`;
-  return { id, insert, notify: notifyRelay(tx, event.schema) };
+  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, event.schema)} (id, subject, payload, headers, created_at, relay_after)
+    SELECT ${id}, ${event.subject}, ${toBuffer(event.data)}, ${tx.json(headers)}, clock_timestamp(), ${relayAfter(tx, opts.direct)}
+    ${onePerRowOf ? tx`FROM ${tx(onePerRowOf)}` : tx``}`;
+  return {
+    id,
+    insert,
+    notify: opts.direct ? tx`NULL` : notifyRelay(tx, event.schema),
+    event: { id, subject: event.subject, data: event.data, headers },
+  };
 }
+
+/**
+ * DIRECT_PUBLISH_GRACE_MS: how long the relay leaves a row alone that its writer publishes itself (DirectPublisher):
+ * past it (the writer died before publishing, or its mark is late) the relay publishes it as any other row.
+ */
+export const DIRECT_PUBLISH_GRACE_MS = durationFromEnv('DIRECT_PUBLISH_GRACE_MS', 10_000);
+
+/** The relay_after of a new row: NULL (the relay publishes it at once) or, for a direct one, the end of its grace. */
+const relayAfter = (tx: Sql | TransactionSql, direct?: boolean): Fragment =>
+  direct ? tx`clock_timestamp() + ${`${DIRECT_PUBLISH_GRACE_MS} milliseconds`}::interval` : tx`NULL::timestamptz`;
 
 /**
  * Outbox rows of several events of one subject for a data-modifying CTE, each written only when its `key` is
@@ -68,16 +85,18 @@ export function outboxInsertKeyed(
   events: { key: number; data: Uint8Array }[],
   onlyFor: { cte: string; column: string },
   schema?: string,
-): { insert: Fragment; notify: Fragment } {
+  opts: { direct?: boolean } = {},
+): { insert: Fragment; notify: Fragment; events: Map<number, DirectEvent> } {
   const headers = injectContext({});
+  const written = new Map(events.map((e) => [e.key, { id: randomUUID(), subject, data: e.data, headers }]));
   // The payloads travel as base64 text: postgres.js does not send an array of Buffers as bytea[].
-  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, schema)} (id, subject, payload, headers, created_at)
-    SELECT gen_random_uuid(), ${subject}, decode(e.payload, 'base64'), ${tx.json(headers)}, clock_timestamp()
-    FROM unnest(${events.map((e) => e.key)}::bigint[], ${events.map((e) => toBuffer(e.data).toString('base64'))}::text[])
-      WITH ORDINALITY AS e(k, payload, n)
+  const insert: Fragment = tx`INSERT INTO ${outboxTable(tx, schema)} (id, subject, payload, headers, created_at, relay_after)
+    SELECT e.id, ${subject}, decode(e.payload, 'base64'), ${tx.json(headers)}, clock_timestamp(), ${relayAfter(tx, opts.direct)}
+    FROM unnest(${events.map((e) => e.key)}::bigint[], ${events.map((e) => toBuffer(e.data).toString('base64'))}::text[],
+      ${events.map((e) => (written.get(e.key) as DirectEvent).id)}::uuid[]) WITH ORDINALITY AS e(k, payload, id, n)
     JOIN ${tx(onlyFor.cte)} AS c ON c.${tx(onlyFor.column)} = e.k
     ORDER BY e.n`;
-  return { insert, notify: notifyRelay(tx, schema) };
+  return { insert, notify: opts.direct ? tx`NULL` : notifyRelay(tx, schema), events: written };
 }
 
 /**
@@ -110,7 +129,39 @@ export interface OutboxRelayOptions {
   maxAttempts?: number;
 }
 
+/** An event as its outbox row holds it: what a direct publish sends. */
+export interface DirectEvent {
+  id: string;
+  subject: string;
+  data: Uint8Array;
+  headers: Record<string, string>;
+}
+
+/**
+ * Publishing by the writer itself. A writer that asks `ready()` before its statement writes its rows `direct`
+ * (outboxInsert / outboxInsertKeyed: relay_after at the end of DIRECT_PUBLISH_GRACE_MS, no NOTIFY) and, once the
+ * statement committed, hands the events it wrote to `publish`: they go out at once, in the order given, and their
+ * rows are marked published in batches. No relay round (claim, then mark: two round trips) per event, and no
+ * NOTIFY. The relay stays the safety net: a row whose writer died before publishing is published by it once the
+ * grace has passed, as is one whose mark was lost (again, with the same id: the bus's duplicate window drops it,
+ * and consumers are idempotent anyway).
+ */
+export interface DirectPublisher {
+  /**
+   * Whether events may go out directly now: the bus is up, and no direct publish has failed since the relay last
+   * found nothing left to publish (after a failure, events go through the relay, in order, until it has caught up).
+   */
+  ready(): boolean;
+  /**
+   * Publishes the events of rows written `direct` whose statement committed, after the ones handed over before.
+   * Never throws: a publish that fails hands its event, and those after it, to the relay at once.
+   */
+  publish(events: Iterable<DirectEvent>): void;
+}
+
 export interface OutboxRelay {
+  /** Direct publishing for this schema's writers in this process (see DirectPublisher). */
+  direct: DirectPublisher;
   stop(): Promise<void>;
   /** Unpublished rows (a readiness/metrics signal: grows while the transport is down). */
   lag(): Promise<number>;
@@ -137,6 +188,10 @@ export const DEFAULT_OUTBOX_MAX_ATTEMPTS = 10;
 /** OUTBOX_REPUBLISH_WINDOW_MS: after the bus lost its stored events, events published this recently are sent again. */
 export const REPUBLISH_WINDOW_MS = durationFromEnv('OUTBOX_REPUBLISH_WINDOW_MS', 15 * 60_000);
 const MAX_RETRY_DELAY_MS = 30_000;
+/** Directly published events are marked in one statement at most this long after they went out. */
+const MARK_DELAY_MS = 250;
+/** Marks kept for a retry while the database cannot take them (the relay re-publishes the rest after their grace). */
+const MARKS_KEPT = 10_000;
 /** Default idle poll of a relay whose LISTEN works: rows written without NOTIFY (a manual replay) wait at most this long. */
 const LISTENING_POLL_MS = 5_000;
 
@@ -186,6 +241,83 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     if (!retryDelaying) wake?.();
   };
 
+  // ---- direct publishing (DirectPublisher) ----
+  /**
+   * False from a failed direct publish until a relay round that started after its rows were handed over finds
+   * nothing left: events then keep their order. rounds counts the relay's rounds; resumeFrom is the first round that
+   * may turn it back on (none while a hand-over is under way).
+   */
+  let directOk = true;
+  let rounds = 0;
+  let resumeFrom = 0;
+  let handingOver = 0;
+  /** Direct publishes run one after the other, in the order handed over. */
+  let publishing: Promise<void> = Promise.resolve();
+  /** Ids published directly and not yet marked; marked in one statement at most MARK_DELAY_MS later. */
+  let toMark: string[] = [];
+  let markTimer: NodeJS.Timeout | undefined;
+  let marking: Promise<void> = Promise.resolve();
+
+  const markNow = () => {
+    if (markTimer) clearTimeout(markTimer);
+    markTimer = undefined;
+    const ids = toMark;
+    toMark = [];
+    if (ids.length === 0) return marking;
+    marking = marking.then(async () => {
+      try {
+        await sql`UPDATE ${sql(schema)}.outbox SET published_at = now() WHERE id = ANY(${ids}::uuid[]) AND published_at IS NULL`;
+      } catch (err) {
+        // Kept for the next mark (bounded): a row never marked is published again by the relay after its grace.
+        toMark = [...ids, ...toMark].slice(-MARKS_KEPT);
+        log.warn({ err, events: ids.length }, 'could not mark directly published events; retrying');
+        scheduleMark();
+      }
+    });
+    return marking;
+  };
+  const scheduleMark = () => {
+    if (toMark.length >= batch) void markNow();
+    else if (!markTimer && !stopped) markTimer = setTimeout(() => void markNow(), MARK_DELAY_MS);
+  };
+
+  /** Hands rows written `direct` to the relay now instead of after their grace (a direct publish failed). */
+  const handOver = async (ids: string[]) => {
+    handingOver++;
+    try {
+      await sql`UPDATE ${sql(schema)}.outbox SET relay_after = NULL WHERE id = ANY(${ids}::uuid[]) AND published_at IS NULL`;
+    } catch (err) {
+      log.warn({ err, events: ids.length }, 'could not hand directly written events to the relay; it takes them after their grace');
+    } finally {
+      handingOver--;
+      if (handingOver === 0) resumeFrom = rounds + 1;
+    }
+    kick();
+  };
+
+  const direct: DirectPublisher = {
+    ready: () => directOk && !stopped && transport.healthy(),
+    publish(events) {
+      const list = [...events];
+      if (list.length === 0) return;
+      publishing = publishing.then(async () => {
+        for (let i = 0; i < list.length; i++) {
+          if (!directOk || stopped) return handOver(list.slice(i).map((e) => e.id));
+          try {
+            await publishTraced(transport, list[i]);
+            toMark.push(list[i].id);
+            scheduleMark();
+          } catch (err) {
+            directOk = false;
+            resumeFrom = Number.POSITIVE_INFINITY; // until the hand-over below is done
+            log.warn({ err, id: list[i].id, subject: list[i].subject }, 'direct publish failed; the relay publishes from here, in order');
+            return handOver(list.slice(i).map((e) => e.id));
+          }
+        }
+      });
+    },
+  };
+
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
   async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
@@ -199,7 +331,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       const rows = (await tx`
         WITH relaying AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext(${`imagegen-outbox:${schema}`})) AS ok)
         SELECT id, subject, payload, headers, attempts FROM ${tx(schema)}.outbox
-        WHERE (SELECT ok FROM relaying) AND published_at IS NULL ORDER BY created_at
+        WHERE (SELECT ok FROM relaying) AND published_at IS NULL AND (relay_after IS NULL OR relay_after <= now()) ORDER BY created_at
         LIMIT ${batch} FOR UPDATE SKIP LOCKED`) as unknown as Row[];
       const done: string[] = [];
       let retryInMs: number | undefined;
@@ -277,6 +409,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   // consumers may not have read yet. They are idempotent by event id, so what they did read counts once.
   const republishWindowMs = Math.min(retainMs > 0 ? retainMs : Number.POSITIVE_INFINITY, REPUBLISH_WINDOW_MS);
   const unsubscribeReset = transport.onStreamReset?.(() => {
+    toMark = []; // published into the lost stream: sent again with the rest
     sql`UPDATE ${sql(schema)}.outbox SET published_at = NULL
         WHERE published_at > now() - ${`${republishWindowMs} milliseconds`}::interval`
       .then((r) => {
@@ -298,7 +431,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     while (!stopped) {
       let next: { more: boolean; retryInMs?: number } = { more: false };
       try {
+        const thisRound = ++rounds;
         next = await round();
+        // Nothing left for the relay, handed-over rows included: direct publishing may go on without passing any.
+        if (!next.more && next.retryInMs === undefined && !directOk && handingOver === 0 && thisRound >= resumeFrom) {
+          directOk = true;
+          log.info('direct publishing again');
+        }
         await cleanup();
       } catch (err) {
         log.warn({ err }, 'outbox relay round failed');
@@ -339,6 +478,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   const untrackDead = trackOutboxDeadLetters(schema, deadLetters);
 
   return {
+    direct,
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -347,6 +487,9 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
       wake?.();
       unsubscribeReset?.();
       await loop;
+      // Direct publishes handed over before the stop go out (or to the relay's rows), and their marks are written.
+      await publishing;
+      await markNow();
       await listener?.unlisten().catch(() => {});
     },
     lag,

@@ -10,6 +10,7 @@ import {
   type EventMessage,
   type EventTransport,
   extractContext,
+  outboxInsert,
   startOutboxRelay,
   writeOutbox,
 } from '../../src/events/index.js';
@@ -149,6 +150,61 @@ describe('outbox', () => {
     await until(() => r.received.some((m) => m.id === id));
     await until(async () => (await r.relay.lag()) === 0);
     expect(r.received.filter((m) => m.id === id)).toHaveLength(1);
+    await r.stop();
+  });
+
+  /** A row its writer publishes itself, written as a service's statement writes it (no transaction, no NOTIFY). */
+  const writeDirect = async (subject: string, data: string) => {
+    const { insert, notify, event } = outboxInsert(sql, { subject, data: bytes(data) }, undefined, { direct: true });
+    await sql`WITH o AS (${insert}) SELECT ${notify}`;
+    return event;
+  };
+
+  it('direct: the writer publishes its committed rows itself, in order, and they are marked without a relay round', async () => {
+    const r = await setup(100);
+    expect(r.relay.direct.ready()).toBe(true);
+    const events = [await writeDirect('imagegen.library.direct', 'a'), await writeDirect('imagegen.library.direct', 'b')];
+    // Their grace keeps them from the relay, which polls every 100 ms: only the direct publish sends them.
+    await new Promise((res) => setTimeout(res, 400));
+    expect(r.received.filter((m) => m.subject === 'imagegen.library.direct')).toHaveLength(0);
+    r.relay.direct.publish(events);
+    await until(() => r.received.filter((m) => m.subject === 'imagegen.library.direct').length === 2);
+    expect(r.received.filter((m) => m.subject === 'imagegen.library.direct').map((m) => [m.id, text(m.data)])).toEqual([
+      [events[0].id, 'a'],
+      [events[1].id, 'b'],
+    ]);
+    await until(async () => (await r.relay.lag()) === 0);
+    const rows = await sql`SELECT published_at FROM outbox WHERE id = ANY(${events.map((e) => e.id)}::uuid[])`;
+    expect(rows.every((row) => row.published_at instanceof Date)).toBe(true);
+    expect(r.state.attempts).toBe(2); // one publish each, none by the relay
+    await r.stop();
+  });
+
+  it('direct: a row whose writer died before publishing it goes out through the relay once its grace has passed', async () => {
+    const r = await setup(100);
+    const orphan = await writeDirect('imagegen.library.orphan', 'o');
+    await new Promise((res) => setTimeout(res, 400));
+    expect(r.received.some((m) => m.id === orphan.id)).toBe(false);
+    await sql`UPDATE outbox SET relay_after = now() - interval '1 second' WHERE id = ${orphan.id}`; // the grace has passed
+    await until(() => r.received.some((m) => m.id === orphan.id));
+    await until(async () => (await r.relay.lag()) === 0);
+    await r.stop();
+  });
+
+  it('direct: a failed publish hands its rows to the relay, later events follow them in order, and direct publishing resumes', async () => {
+    const r = await setup(100);
+    r.state.down = true;
+    const first = await writeDirect('imagegen.library.handed', '1');
+    r.relay.direct.publish([first]);
+    await until(() => !r.relay.direct.ready());
+    // Written while direct publishing is off: as any other row, behind the first.
+    const second = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.handed', data: bytes('2') }));
+    await until(async () => (await sql`SELECT relay_after FROM outbox WHERE id = ${first.id}`)[0].relay_after === null);
+    r.state.down = false;
+    await until(() => r.received.filter((m) => m.subject === 'imagegen.library.handed').length === 2);
+    expect(r.received.filter((m) => m.subject === 'imagegen.library.handed').map((m) => m.id)).toEqual([first.id, second]);
+    await until(() => r.relay.direct.ready());
+    await until(async () => (await r.relay.lag()) === 0);
     await r.stop();
   });
 

@@ -1,5 +1,7 @@
 import {
   type Config,
+  type DirectEvent,
+  type DirectPublisher,
   durationFromEnv,
   type Logger,
   type ObjectStorage,
@@ -27,6 +29,8 @@ export interface PendingDeps {
   storage: ObjectStorage;
   config: Config;
   logger?: Logger;
+  /** The library relay's direct publishing: a commit's ImageStored events go out right after it, not through a relay round. */
+  outbox?: DirectPublisher;
 }
 
 /** PENDING_IMAGE_MAX_AGE_MS: pending images with no outcome after this long are discarded (a lost event). */
@@ -153,11 +157,14 @@ function moveOutcome(rows: Record<string, unknown>[]): { moved: Record<string, u
  */
 async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executionId: string, known: StoredImage[]) {
   const ordered = [...known].sort((a, b) => a.imageId - b.imageId);
-  const { insert, notify } = outboxInsertKeyed(
+  const direct = deps.outbox?.ready() ?? false;
+  const { insert, notify, events } = outboxInsertKeyed(
     deps.sql,
     imageStoredSubject(deps.config.eventsPrefix),
     ordered.map((e) => ({ key: e.imageId, data: imageStoredData(e) })),
     { cte: 'ins', column: 'id' },
+    undefined,
+    { direct },
   );
   const rows = await moveStatement(
     deps.sql,
@@ -167,6 +174,11 @@ async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executio
     { ctes: deps.sql`ev AS (${insert})`, notify },
   );
   const { moved, unreported } = moveOutcome(rows);
+  if (direct) {
+    // The events of the rows the statement moved (they committed with them), in id order as written.
+    const movedIds = new Set(moved.map((r) => Number(r.id)));
+    deps.outbox?.publish(ordered.filter((e) => movedIds.has(e.imageId)).map((e) => events.get(e.imageId) as DirectEvent));
+  }
   return { committed: moved.length, unreported };
 }
 
