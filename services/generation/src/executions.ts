@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type DirectPublisher,
   dependencyUnavailable,
@@ -20,20 +19,18 @@ import {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The execution id a GenerateImages / EditImage / UploadForEditing caller chose (execution_id), for the one execution the call starts. */
-const requestedId = new AsyncLocalStorage<{ executionId: string; taken: boolean }>();
-
 /**
- * Runs `fn` (one generate, edit or upload call) so that the execution it starts gets the caller's `executionId`
- * (lower-cased) instead of a random one. The id must be a UUID (400, checked here) and unused: the execution's
- * insert answers 409 when it is taken (its unique key; no look-up before it, since every gateway and MCP call now
- * names its execution and a look-up would be one more round trip on each). Without an id, `fn` as is.
- * (Carried in async context rather than as a parameter so the pipeline's startExecution picks it up as it is.)
+ * The execution id a GenerateImages / EditImage / UploadForEditing caller chose (execution_id), lower-cased, for
+ * the execution the call starts; undefined when it chose none. It must be a UUID (400, checked here) and unused: the
+ * execution's insert answers 409 when it is taken (its unique key; no look-up before it, since every gateway and MCP
+ * call names its execution and a look-up would be one more round trip on each). Passed on as a parameter, not in
+ * async context: an AsyncLocalStorage turns on promise hooks for the whole process, about 1 ms of main thread per
+ * generated image.
  */
-export async function withRequestedExecutionId<T>(executionId: string | undefined, fn: () => Promise<T>): Promise<T> {
-  if (executionId === undefined) return fn();
+export function requestedExecutionId(executionId: string | undefined): string | undefined {
+  if (executionId === undefined) return undefined;
   if (!UUID.test(executionId)) throw invalidPayload(['execution_id must be a UUID']);
-  return requestedId.run({ executionId: executionId.toLowerCase(), taken: false }, fn);
+  return executionId.toLowerCase();
 }
 
 /**
@@ -68,12 +65,6 @@ export class ExecutionTracker {
   ) {}
 
   static async start(sql: Sql, e: NewExecution, eventsPrefix: string, logger: Logger, outbox?: DirectPublisher): Promise<ExecutionTracker> {
-    const requested = requestedId.getStore();
-    if (requested && !requested.taken) {
-      // The first execution of the call is the caller's; any further one (none today) gets its own id.
-      requested.taken = true;
-      e = { ...e, executionId: requested.executionId };
-    }
     const startedAt = e.startedAt ?? new Date();
     await createExecution(sql, { ...e, startedAt });
     const facts = { sessionId: e.sessionId, toolName: e.toolName, keyType: e.keyType, startedAt };

@@ -1,6 +1,6 @@
 import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { type Handlers, notFound } from '@imagegen/platform';
-import { withRequestedExecutionId } from './executions.js';
+import { requestedExecutionId } from './executions.js';
 import { type GenerationPipeline, type PipelineDeps, requireTenant } from './pipeline.js';
 import type { CircuitBreaker } from './providers/breaker.js';
 import { getExecution, listActiveExecutions, listSessionExecutions } from './store.js';
@@ -16,15 +16,15 @@ export function generationHandlers(
   return {
     generateImages: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(req.executionId, () => pipeline.generate(req, principal, signal));
+      return pipeline.generate({ ...req, executionId: requestedExecutionId(req.executionId) }, principal, signal);
     },
     editImage: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(req.executionId, () => pipeline.edit(req, principal, signal));
+      return pipeline.edit({ ...req, executionId: requestedExecutionId(req.executionId) }, principal, signal);
     },
     uploadForEditing: (req, { principal, signal }) => {
       requireTenant(principal);
-      return withRequestedExecutionId(req.executionId, () => uploadForEditing(pipeline, deps, req, principal, signal));
+      return uploadForEditing(pipeline, deps, { ...req, executionId: requestedExecutionId(req.executionId) }, principal, signal);
     },
 
     async getExecution(req, { principal }) {

@@ -84,11 +84,20 @@ interface Produced {
 export class GenerationPipeline {
   constructor(private readonly deps: PipelineDeps) {}
 
-  async startExecution(p: Principal, tenantId: string, sessionId: string, toolName: string, modelId: string, firstLog: string) {
+  /** Starts the call's execution, with the id its caller chose (requestedExecutionId) or a new one. */
+  async startExecution(
+    p: Principal,
+    tenantId: string,
+    sessionId: string,
+    toolName: string,
+    modelId: string,
+    firstLog: string,
+    executionId?: string,
+  ) {
     return ExecutionTracker.start(
       this.deps.sql,
       {
-        executionId: randomUUID(),
+        executionId: executionId ?? randomUUID(),
         tenantId,
         sessionId,
         toolName,
@@ -149,6 +158,7 @@ export class GenerationPipeline {
         toolName,
         plan.model.id,
         `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
+        req.executionId,
       ),
       collaborators.touchSession(p, tenantId, sessionId),
       collaborators.getProviderKeys(p, tenantId, plan.model.provider),
@@ -184,6 +194,7 @@ export class GenerationPipeline {
       imageToEditId: details.length ? undefined : req.imageId,
       n: 1,
       toolName: req.toolName || 'edit_image',
+      executionId: req.executionId,
     };
     if (details.length) {
       // Report the other problems of the body too.

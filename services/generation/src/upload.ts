@@ -107,6 +107,7 @@ export async function uploadForEditing(
     req.toolName || 'upload_for_editing',
     '',
     `Uploading image from ${new URL(url).host}`,
+    req.executionId,
   );
   try {
     const session = await collaborators.touchSession(p, tenantId, sessionId);
