@@ -499,7 +499,7 @@ function callInProcess(call: InProcessCall): Promise<unknown> {
 async function invokeInProcess({ method, run, req, principal, deadline, signal }: InProcessCall): Promise<unknown> {
   let request: unknown;
   try {
-    request = method.requestDeserialize(method.requestSerialize(req));
+    request = roundTrip(req, method.requestSerialize, method.requestDeserialize);
   } catch {
     // As grpc-js reports a request it cannot serialize: INTERNAL, i.e. 500 for the caller.
     const err = { code: grpc.status.INTERNAL, details: 'Request message serialization failure', metadata: new grpc.Metadata() };
@@ -515,7 +515,27 @@ async function invokeInProcess({ method, run, req, principal, deadline, signal }
   );
   if ('err' in r && !cancelled.signal.aborted) cancel();
   if ('err' in r) throw fromServiceError(r.err as grpc.ServiceError, principal.requestId);
-  return method.responseDeserialize(method.responseSerialize(r.res));
+  return roundTrip(r.res, method.responseSerialize, method.responseDeserialize);
+}
+
+/** Byte fields at least this large (image data) pass an in-process call by reference instead of being copied. */
+const SHARED_BYTES_MIN = 16 * 1024;
+
+/**
+ * A message through its wire form, as a socket call would see it (defaults filled in, unknown values refused),
+ * except that large top-level byte fields are handed over as they are: copying an image's bytes on every in-process
+ * call is off-heap churn that drives V8's old-generation collections. Neither side changes them after the call.
+ */
+function roundTrip<T>(message: T, serialize: (m: T) => Buffer, deserialize: (b: Buffer) => T): T {
+  const shared = Object.entries(message as Record<string, unknown>).filter(
+    ([, v]) => v instanceof Uint8Array && v.byteLength >= SHARED_BYTES_MIN,
+  );
+  if (shared.length === 0) return deserialize(serialize(message));
+  const rest = { ...(message as Record<string, unknown>) };
+  for (const [k] of shared) rest[k] = new Uint8Array(0);
+  const out = deserialize(serialize(rest as T)) as Record<string, unknown>;
+  for (const [k, v] of shared) out[k] = v;
+  return out as T;
 }
 
 function withDeadline<T>(p: Promise<T>, deadline: Date): Promise<T | { err: Partial<grpc.ServiceError> }> {
