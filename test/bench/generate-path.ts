@@ -219,14 +219,19 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
       const res = await fetch(`${baseUrl}/metrics`);
       return parseMetrics(await res.text());
     },
-    async stop() {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-      await db.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    stop: stopChild(child, exited, db, dataDir),
+  };
+}
+
+/** Stops a child server (SIGTERM, SIGKILL after 15 s) and removes its database and data directory. */
+function stopChild(child: ChildProcess, exited: Promise<void>, db: { drop(): Promise<void> }, dataDir: string): () => Promise<void> {
+  return async () => {
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
   };
 }
 
@@ -249,14 +254,7 @@ async function startFloorServer(upstreamUrl: string): Promise<ChildStack> {
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const baseUrl = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  };
+  const stop = stopChild(child, exited, db, dataDir);
   try {
     await waitForUrl(`${baseUrl}/health`, 60_000);
   } catch (err) {

@@ -54,7 +54,6 @@ const POLL_MS = 100;
 /** Deadline of each look-up call of a recovery (GetExecution, ResolveImages, CommitExecutionImages). */
 const LOOKUP_TIMEOUT_MS = 5000;
 
-const withDeadline = (opts: CallOptions | undefined, ms: number): CallOptions => ({ ...opts, timeoutMs: opts?.timeoutMs ?? ms });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The GeneratedImage of a library record: what GenerateImages answers for each image it stored. */
@@ -129,18 +128,24 @@ export function generationCalls(deps: {
 }): GenerationCalls {
   const runningSettleMs = deps.waits?.runningSettleMs ?? RUNNING_SETTLE_MS;
   const commitWaitMs = deps.waits?.commitWaitMs ?? COMMIT_WAIT_MS;
-  /** The call with its execution named; on a lost answer, the answer rebuilt from a completed execution. */
-  async function call<T>(
-    executionId: string,
+  /**
+   * The call with its execution named (the caller's id, or a new one) and its deadline (the caller's, or
+   * `deadlineMs`); on a lost answer, the answer rebuilt from a completed execution.
+   */
+  async function call<R extends { executionId?: string }, T>(
+    req: R,
     principal: Principal,
-    opts: CallOptions | undefined,
-    run: () => Promise<T>,
+    callOpts: CallOptions | undefined,
+    deadlineMs: number,
+    run: (req: R, opts: CallOptions) => Promise<T>,
     answer: (done: Completed) => T,
   ): Promise<T> {
+    const executionId = req.executionId || randomUUID();
+    const opts: CallOptions = { ...callOpts, timeoutMs: callOpts?.timeoutMs ?? deadlineMs };
     try {
-      return await run();
+      return await run({ ...req, executionId }, opts);
     } catch (err) {
-      if (!answerLost(err) || opts?.signal?.aborted) throw err;
+      if (!answerLost(err) || opts.signal?.aborted) throw err;
       const recovered = await recover(executionId, principal, err as AppError);
       if (!recovered) throw err;
       return answer(recovered);
@@ -213,43 +218,37 @@ export function generationCalls(deps: {
   }
 
   return {
-    generateImages(req, principal, callOpts) {
-      const opts = withDeadline(callOpts, GENERATE_DEADLINE_MS);
-      const executionId = req.executionId || randomUUID();
-      return call(
-        executionId,
+    generateImages: (req, principal, opts) =>
+      call(
+        req,
         principal,
         opts,
-        () => deps.generation.generateImages({ ...req, executionId }, principal, opts),
+        GENERATE_DEADLINE_MS,
+        (r, o) => deps.generation.generateImages(r, principal, o),
         ({ execution, images }) => generatedAnswer(execution, images),
-      );
-    },
-    editImage(req, principal, callOpts) {
-      const opts = withDeadline(callOpts, GENERATE_DEADLINE_MS);
-      const executionId = req.executionId || randomUUID();
-      return call(
-        executionId,
+      ),
+    editImage: (req, principal, opts) =>
+      call(
+        req,
         principal,
         opts,
-        () => deps.generation.editImage({ ...req, executionId }, principal, opts),
+        GENERATE_DEADLINE_MS,
+        (r, o) => deps.generation.editImage(r, principal, o),
         ({ execution, images }): EditImageResponse => ({
           image: toGeneratedImage(images[0]),
           sessionId: execution.sessionId,
           executionId: execution.executionId,
         }),
-      );
-    },
-    uploadForEditing(req, principal, callOpts) {
-      const opts = withDeadline(callOpts, UPLOAD_DEADLINE_MS);
-      const executionId = req.executionId || randomUUID();
-      return call(
-        executionId,
+      ),
+    // One image per upload (its execution reports exactly the one it stored).
+    uploadForEditing: (req, principal, opts) =>
+      call(
+        req,
         principal,
         opts,
-        () => deps.generation.uploadForEditing({ ...req, executionId }, principal, opts),
-        // One image per upload (its execution reports exactly the one it stored).
+        UPLOAD_DEADLINE_MS,
+        (r, o) => deps.generation.uploadForEditing(r, principal, o),
         ({ execution, images }) => uploadForEditingAnswer(images[0], execution.sessionId, execution.executionId),
-      );
-    },
+      ),
   };
 }

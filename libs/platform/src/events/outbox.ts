@@ -245,7 +245,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   /**
    * False from a failed direct publish until a relay round that started after its rows were handed over finds
    * nothing left: events then keep their order. rounds counts the relay's rounds; resumeFrom is the first round that
-   * may turn it back on (none while a hand-over is under way).
+   * may turn it back on (none while a hand-over is under way: Infinity).
    */
   let directOk = true;
   let rounds = 0;
@@ -284,6 +284,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   /** Hands rows written `direct` to the relay now instead of after their grace (a direct publish failed). */
   const handOver = async (ids: string[]) => {
     handingOver++;
+    resumeFrom = Number.POSITIVE_INFINITY;
     try {
       await sql`UPDATE ${sql(schema)}.outbox SET relay_after = NULL WHERE id = ANY(${ids}::uuid[]) AND published_at IS NULL`;
     } catch (err) {
@@ -309,7 +310,6 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
             scheduleMark();
           } catch (err) {
             directOk = false;
-            resumeFrom = Number.POSITIVE_INFINITY; // until the hand-over below is done
             log.warn({ err, id: list[i].id, subject: list[i].subject }, 'direct publish failed; the relay publishes from here, in order');
             return handOver(list.slice(i).map((e) => e.id));
           }
@@ -434,7 +434,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
         const thisRound = ++rounds;
         next = await round();
         // Nothing left for the relay, handed-over rows included: direct publishing may go on without passing any.
-        if (!next.more && next.retryInMs === undefined && !directOk && handingOver === 0 && thisRound >= resumeFrom) {
+        if (!next.more && next.retryInMs === undefined && !directOk && thisRound >= resumeFrom) {
           directOk = true;
           log.info('direct publishing again');
         }
