@@ -18,6 +18,8 @@ const sharp: any = requireFromLibrary('sharp');
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const PROMPT = 'a benchmark picture of a lighthouse at dusk';
+/** Warm-up requests in flight at once: V8 optimises by call counts, so they need not be sequential. */
+const WARMUP_CONCURRENCY = 4;
 
 /**
  * Issue 16 item 5: the generate path's own cost. A fixed upstream (both provider protocols, answering a
@@ -29,14 +31,15 @@ const PROMPT = 'a benchmark picture of a lighthouse at dusk';
  *  - the targets (image work + 4 ms CPU, image work + 3 ms latency) and pass/fail,
  *  - what one image costs in SQL statements and round trips (a second, short run through a counting proxy in
  *    front of PostgreSQL, so the timed run has no extra hop), gRPC calls and events published (/metrics).
- * BENCH_GENERATE_N (default 200) requests after BENCH_GENERATE_WARMUP (default 600): the figures are the
- * steady state of a service that has run a while. After 30 requests V8 is still optimising (--trace-opt: 10-30
- * TurboFan compiles per 2 s for the next ~600 requests, on its helper threads), which cost 4-5 ms of CPU per
- * image that a long-running stack does not pay; from ~600 on the figures no longer move (1,500 gave the same).
+ * BENCH_GENERATE_N (default 200) requests after BENCH_GENERATE_WARMUP (default 2,500, 4 at a time): the figures
+ * are the steady state of a service that has run a while. V8 optimises a function after enough calls, and the
+ * many called once per request get there late: after 30 requests it compiled 10-30 functions per 2 s, after
+ * 1,000 still 2-7 per second (--trace-opt), on its helper threads, a cost a long-running stack does not pay.
+ * After 600 requests the stack measured 42-44 ms of CPU per image (main thread 13-15 ms), after 2,500 39 ms (12).
  */
 export async function benchGeneratePath(): Promise<void> {
   const n = Number(process.env.BENCH_GENERATE_N ?? 200);
-  const warmup = Number(process.env.BENCH_GENERATE_WARMUP ?? 600);
+  const warmup = Number(process.env.BENCH_GENERATE_WARMUP ?? 2500);
   const png = await renderImage({ width: 1024, height: 1024, format: 'png', text: PROMPT });
   const upstream = await startFixedUpstream(png);
   try {
@@ -45,7 +48,7 @@ export async function benchGeneratePath(): Promise<void> {
     let run: Timed;
     let sharpCpu: number;
     try {
-      await timed.request(warmup);
+      await timed.request(warmup, WARMUP_CONCURRENCY);
       const idleCpuPerSec = await idleCpu(timed.pid, 2000);
       sharpCpu = await sharpImageWork(png, 20); // warm-up of sharp in this process
       run = await timed.timedRun(n, upstream);
@@ -83,7 +86,7 @@ export async function benchGeneratePath(): Promise<void> {
     let floor: Timed;
     let sharpCpuFloor: number;
     try {
-      await floorServer.request(warmup);
+      await floorServer.request(warmup, WARMUP_CONCURRENCY);
       floor = await floorServer.timedRun(n, upstream);
       sharpCpuFloor = await sharpImageWork(png, Math.max(50, Math.min(n, 200)));
     } finally {
@@ -153,11 +156,14 @@ interface Timed {
   idleCpuPerSec: number;
   /** CPU per image by thread name. */
   threads: Map<string, number>;
+  /** Times per image the main thread went to sleep and was woken (voluntary context switches). */
+  wakeupsPerImage: number;
 }
 
 interface ChildStack {
   pid: number;
-  request(count: number): Promise<number[]>;
+  /** `count` requests, `concurrency` at a time (default 1): the warm-up goes 4 at a time. */
+  request(count: number, concurrency?: number): Promise<number[]>;
   timedRun(count: number, upstream: FixedUpstream): Promise<Timed>;
   metrics(): Promise<Map<string, number>>;
   stop(): Promise<void>;
@@ -280,9 +286,13 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
     return { ok: res.status === 200, ms };
   };
   return {
-    async request(count) {
+    async request(count, concurrency = 1) {
       const out: number[] = [];
-      for (let i = 0; i < count; i++) out.push((await one()).ms);
+      let left = count;
+      const worker = async () => {
+        while (left-- > 0) out.push((await one()).ms);
+      };
+      await Promise.all(Array.from({ length: concurrency }, worker));
       return out;
     },
     async timedRun(count, upstream) {
@@ -292,6 +302,7 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
       let failed = 0;
       const cpu0 = processCpuMs(pid);
       const threads0 = threadCpuMs(pid);
+      const wakeups0 = mainThreadWakeups(pid);
       const t0 = performance.now();
       for (let i = 0; i < count; i++) {
         const calls = upstream.times.length;
@@ -307,6 +318,7 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
       }
       const wall = performance.now() - t0;
       const cpu = processCpuMs(pid) - cpu0;
+      const wakeups = mainThreadWakeups(pid) - wakeups0;
       const ok = count - failed;
       const threads = new Map<string, number>();
       for (const [k, v] of threadCpuMs(pid)) threads.set(k, (v - (threads0.get(k) ?? 0)) / Math.max(1, ok));
@@ -319,6 +331,7 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
         failed,
         idleCpuPerSec: 0,
         threads,
+        wakeupsPerImage: wakeups / Math.max(1, ok),
       };
     },
   };
@@ -348,6 +361,16 @@ function threadCpuMs(pid: number): Map<string, number> {
     }
   }
   return out;
+}
+
+/**
+ * Voluntary context switches of the main thread: each is one sleep in epoll_wait ended by I/O or a timer.
+ * On this VM every such wake-up costs ~0.1-0.2 ms of CPU (an idle process whose timer fires every 10 ms
+ * uses ~20 ms/s), so their count per image is a steadier figure of the event loop's cost than its CPU.
+ */
+function mainThreadWakeups(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
 }
 
 /** sysconf(_SC_CLK_TCK): 100 on every Linux this runs on. */
@@ -563,6 +586,9 @@ function report(
   );
   console.log(
     `added latency p50                ${fmt(addedP50, 2)} ms (p90 ${fmt(percentile(added, 90), 2)} ms; request p50 ${fmt(percentile(sorted(run.latencies), 50), 2)} ms)  target <= ${fmt(latencyTarget, 2)} ms  ${verdict(addedP50 <= latencyTarget)}`,
+  );
+  console.log(
+    `main-thread wake-ups per image   stack ${fmt(run.wakeupsPerImage, 2)}, floor ${fmt(floor.run.wakeupsPerImage, 2)} (sleeps in epoll_wait ended by I/O or a timer)`,
   );
   const byThread = [...run.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
   console.log(`  by thread: ${byThread.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);

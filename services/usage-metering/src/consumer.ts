@@ -53,6 +53,8 @@ export interface ConsumerDeps {
   onApplied?: (m: EventMessage, applied: boolean) => void;
   /** Called with the number of messages of each batch applied (tests). */
   onBatch?: (messages: number) => void;
+  /** Called with the month totals (tenant|month -> total_bytes) each batch committed: CheckQuota's cache. */
+  onTotals?: (totals: Map<string, number>) => void;
 }
 
 export interface UsageConsumer {
@@ -213,16 +215,22 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     // alerted, whose alert and QuotaCrossed must commit with the usage update. The statement's guard tells: it
     // fails whole when that happens, and the batch goes again in a transaction (BEGIN travels with the statement).
     const guarded = storing.filter((t) => limits.get(t));
-    if (guarded.length === 0) return (await applyEvents(d.sql, USAGE_DURABLE, events)).fresh;
+    const committed = (r: { fresh: Set<string>; totals: Map<string, number> }) => {
+      d.onTotals?.(r.totals);
+      return r.fresh;
+    };
+    if (guarded.length === 0) return committed(await applyEvents(d.sql, USAGE_DURABLE, events));
     try {
       const quotaBytes = guarded.map((t) => (limits.get(t) as TenantLimits).monthlyQuotaMb * MIB);
-      return (await applyEvents(d.sql, USAGE_DURABLE, events, { tenantIds: guarded, quotaBytes, thresholds: THRESHOLDS })).fresh;
+      return committed(await applyEvents(d.sql, USAGE_DURABLE, events, { tenantIds: guarded, quotaBytes, thresholds: THRESHOLDS }));
     } catch (err) {
       if (!stoppedByThresholdGuard(err)) throw err;
     }
     const reachedAll: string[] = [];
+    let committedTotals = new Map<string, number>();
     const fresh = await pipelinedTransaction(d.sql, async (tx) => {
       const { fresh, totals } = await applyEvents(tx, USAGE_DURABLE, events);
+      committedTotals = totals;
       const checked = new Set<string>();
       // Key order, like every other write here, so concurrent batches never deadlock.
       const byKey = [...events].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.month < b.month ? -1 : 1));
@@ -237,6 +245,7 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     // Remembered only after the commit: a rolled back transaction must not hide a threshold.
     if (alerted.size > 50_000) alerted.clear();
     for (const k of reachedAll) alerted.add(k);
+    d.onTotals?.(committedTotals);
     return fresh as Set<string>;
   }
 

@@ -1,5 +1,6 @@
 import type { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { AppError, badRequest, type CallContext, type Handlers, type Sql } from '@imagegen/platform';
+import type { MonthBytesCache } from './month-bytes.js';
 import { currentMonth, listMonths, MIB, monthBytes, platformUsage, recentUsage } from './store.js';
 import type { TenantLimits, TenantLimitsCache } from './tenants.js';
 
@@ -31,12 +32,17 @@ export function quotaObject(limits: TenantLimits, usedBytes: number) {
   };
 }
 
-export function usageHandlers(deps: { sql: Sql; tenants: TenantLimitsCache }): Handlers<typeof UsageServiceService> {
+export function usageHandlers(deps: {
+  sql: Sql;
+  tenants: TenantLimitsCache;
+  monthBytes: MonthBytesCache;
+}): Handlers<typeof UsageServiceService> {
   const { sql, tenants } = deps;
   return {
     async checkQuota(req, ctx) {
       const tenantId = tenantOf(req.tenantId, ctx);
-      const [limits, used] = await Promise.all([tenants.require(tenantId), monthBytes(sql, tenantId, currentMonth())]);
+      // The generate path's check reads the cached month total (no query per generate); GetQuota reads it fresh.
+      const [limits, used] = await Promise.all([tenants.require(tenantId), deps.monthBytes.get(tenantId, currentMonth())]);
       const quotaBytes = limits.monthlyQuotaMb * MIB;
       // Refused once the month's stored bytes reached the quota; the request that crosses it is allowed
       // (otherwise usage could never reach 100% and quota.exceeded would never be sent).

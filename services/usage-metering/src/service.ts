@@ -14,6 +14,7 @@ import {
 } from '@imagegen/platform';
 import { startUsageConsumer, USAGE_DURABLE } from './consumer.js';
 import { usageHandlers } from './grpc.js';
+import { MonthBytesCache } from './month-bytes.js';
 import { pruneOld } from './store.js';
 import { TenantLimitsCache, type TenantLimitsSource, tenancySource } from './tenants.js';
 
@@ -63,11 +64,13 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
     // Readiness is the database only: the gRPC API answers from PostgreSQL, so during a NATS outage this
     // service stays in its Service (the consumer catches up when NATS is back; the outbox keeps events).
     const ready = dbReadiness(sql);
-    const tenants = new TenantLimitsCache(source, opts.tenantCacheMs ?? ctx.config.usage.tenantCacheMs);
+    const tenantCacheMs = opts.tenantCacheMs ?? ctx.config.usage.tenantCacheMs;
+    const tenants = new TenantLimitsCache(source, tenantCacheMs);
+    const monthBytes = new MonthBytesCache(sql, tenantCacheMs);
     const grpc = await startGrpcServer({
       host: ctx.config.grpcHost,
       port: ctx.config.grpcPort,
-      services: [bind(UsageServiceService, usageHandlers({ sql, tenants }))],
+      services: [bind(UsageServiceService, usageHandlers({ sql, tenants, monthBytes }))],
       logger,
       ready,
     });
@@ -85,6 +88,7 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
       lingerMs: opts.batchLingerMs ?? ctx.config.usage.batchLingerMs,
       onBatch: opts.onBatch,
       onApplied: opts.onApplied,
+      onTotals: (totals) => monthBytes.applied(totals),
       durable: opts.durable,
     });
     cleanups.push(() => consumer.stop());

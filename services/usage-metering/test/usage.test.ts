@@ -409,6 +409,44 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     await expect(client.checkQuota({ tenantId: 'nobody', incomingBytes: 1 }, internalPrincipal())).rejects.toBeInstanceOf(AppError);
   });
 
+  it("CheckQuota's cached month total: one read per lifetime, raised at once by this replica's own updates, another replica's seen after the lifetime", async () => {
+    const config = testConfig(db.url, { NATS_URL: '' });
+    const own = createInProcessTransport({ logger: createLogger('t', 'silent'), duplicateWindowMs: 0 });
+    let ownApplied = 0;
+    const ttlMs = 1500;
+    const s = await startUsageMetering(await testContext(config, own), {
+      tenantLimits,
+      tenantCacheMs: ttlMs,
+      batchLingerMs: 0,
+      onApplied: () => void ownApplied++,
+    });
+    const c = createClient(UsageServiceService, s.grpcAddress as string);
+    try {
+      const t = 'cached-quota';
+      setTenant(t, 1);
+      const p = internalPrincipal(t);
+      expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toMatchObject({ allowed: true, usedBytes: 0 });
+      // This replica's consumer applies an image: the next check sees it at once (no need to wait out the cache).
+      await own.publish(storedEvent(config.eventsPrefix, { tenantId: t, sizeBytes: MIB - 10 }));
+      await until(() => ownApplied >= 1, 10_000, 'event applied');
+      expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toMatchObject({ allowed: true, usedBytes: MIB - 10 });
+      // Another replica's update (written behind this one's back): not read again within the lifetime...
+      const before = Date.now();
+      await sql`UPDATE usage_months SET total_bytes = total_bytes + 10 WHERE tenant_id = ${t}`;
+      const cached = await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p);
+      if (Date.now() - before < ttlMs - 200) expect(cached).toMatchObject({ allowed: true, usedBytes: MIB - 10 });
+      // ...and seen once it is over: the quota is refused.
+      await new Promise((r) => setTimeout(r, ttlMs + 50));
+      expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toEqual({ allowed: false, usedBytes: MIB, quotaBytes: MIB });
+      // GetQuota always reads the table.
+      expect(await c.getQuota({ tenantId: t }, p)).toMatchObject({ monthlyUsedMb: 1, monthlyRemainingMb: 0 });
+    } finally {
+      c.close();
+      await s.stop();
+      await own.close();
+    }
+  });
+
   it('GetPlatformUsage: stored minus deleted, last 24 hours, top tenants of the month', async () => {
     const res = await client.getPlatformUsage({}, internalPrincipal());
     const [sums] =
