@@ -49,6 +49,9 @@ export interface PipelineDeps {
 
 export const TOOL_SOURCE_DEFAULT = 'tenant_api';
 
+/** Images a new session takes (SPEC: 1,000 per session). */
+const NEW_SESSION_ROOM = 1000;
+
 export function requireTenant(p: Principal): string {
   if (!p.tenantId) throw unauthorized();
   return p.tenantId;
@@ -160,7 +163,9 @@ export class GenerationPipeline {
         `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
         req.executionId,
       ),
-      collaborators.touchSession(p, tenantId, sessionId),
+      // A session the call did not name is new and empty: nothing to look up (the library writes its row with
+      // the first image stored in it).
+      plan.sessionId === undefined ? Promise.resolve({ remaining: NEW_SESSION_ROOM }) : collaborators.touchSession(p, tenantId, sessionId),
       collaborators.getProviderKeys(p, tenantId, plan.model.provider),
       plan.imageToEditId !== undefined ? collaborators.getImageData(p, plan.imageToEditId) : Promise.resolve(undefined),
     ]);

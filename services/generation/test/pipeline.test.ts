@@ -51,7 +51,9 @@ class FakeWorld implements Collaborators {
   async checkQuota() {
     return { allowed: this.quotaAllowed };
   }
-  async touchSession() {
+  touched: string[] = [];
+  async touchSession(_p: Principal, _tenantId: string, sessionId: string) {
+    this.touched.push(sessionId);
     return { remaining: 1000 };
   }
   async storeImage(_p: Principal, req: StoreImageRequest): Promise<ImageRecord> {
@@ -213,6 +215,18 @@ describe('generate', () => {
     expect(world.stored.at(-1)?.pending).toBe(true);
     expect(world.committed).toContain(res.executionId);
     expect(world.committedIds).toContain(res.images[0].recordId);
+  });
+
+  it('looks up a session the call names; a new one (no session given) costs no look-up and is stored with its image', async () => {
+    const t = newTenant();
+    const named = await gen.pipeline.generate({ prompt: 'in a named session', n: 1, sessionId: 'sess-named' }, principal(t));
+    expect(named.sessionId).toBe('sess-named');
+    expect(world.touched.at(-1)).toBe('sess-named');
+    const touches = world.touched.length;
+    const fresh = await gen.pipeline.generate({ prompt: 'in a new session', n: 1 }, principal(t));
+    expect(world.touched.length).toBe(touches);
+    expect(fresh.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(world.stored.at(-1)?.sessionId).toBe(fresh.sessionId);
   });
 
   it('fails the execution and commits nothing when the caller went away before it completed', async () => {
