@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, write } from 'node:fs';
-import { access, type FileHandle, mkdir, open, readFile, realpath, rename, rm, stat, unlink } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, type FileHandle, mkdir, open, readFile, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
 import { contentTypeFromKey } from './content-type.js';
 import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
@@ -15,26 +15,6 @@ export interface FsStorageOptions {
 const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 const isMissing = (e: unknown): boolean => MISSING.has((e as NodeJS.ErrnoException)?.code ?? '');
 const isEnoent = (e: unknown): boolean => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
-
-/**
- * writeFile in one trip through the thread pool instead of three: the open and the close (metadata calls of
- * microseconds, no fsync) run on the calling thread, only the data goes through the pool. Each trip ends in a
- * wake-up of the event loop, ~0.1-0.2 ms of CPU on a VM, and an image store writes two files.
- */
-async function writeFileOneTrip(path: string, data: Buffer | string): Promise<void> {
-  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-  const fd = openSync(path, 'w', 0o666);
-  try {
-    let offset = 0;
-    while (offset < bytes.length) {
-      offset += await new Promise<number>((resolve, reject) =>
-        write(fd, bytes, offset, bytes.length - offset, null, (err, n) => (err ? reject(err) : resolve(n))),
-      );
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** How many created directories put() remembers (it skips mkdir for them). */
 const MAX_KNOWN_DIRS = 10_000;
@@ -71,13 +51,13 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
   /** writeFile into a directory ensureDir() made; one removed behind our back is made again and the write retried. */
   async function writeInKnownDir(path: string, data: Buffer | string): Promise<void> {
     try {
-      await writeFileOneTrip(path, data);
+      await writeFile(path, data);
     } catch (e) {
       const dir = dirname(path);
       if (!isEnoent(e) || !knownDirs.has(dir)) throw e;
       knownDirs.delete(dir);
       await ensureDir(dir);
-      await writeFileOneTrip(path, data);
+      await writeFile(path, data);
     }
   }
 
