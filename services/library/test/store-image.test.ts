@@ -156,11 +156,16 @@ describe('StoreImage', () => {
 
   it('refuses data that is not an image (or an SVG) with 400 and leaves no files', async () => {
     const before = filesUnder('tBad').length;
-    for (const data of [Buffer.from('not an image'), Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>')]) {
+    const cases: [Buffer, string][] = [
+      [Buffer.from('not an image'), 'the data is not a decodable image'],
+      // Refused by its header: an SVG is never rendered (only the four accepted formats are, see decodeAndThumbnail).
+      [Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>'), 'unsupported image format: svg'],
+    ];
+    for (const [data, detail] of cases) {
       const err = await h.client.storeImage(req({ tenantId: 'tBad', data }), h.principal('tBad')).catch((e) => e);
       expect(err).toBeInstanceOf(AppError);
       expect(err.status).toBe(400);
-      expect(err.body.error).toBe('Invalid image data');
+      expect(err.body).toEqual({ error: 'Invalid image data', details: [detail] });
     }
     await expect(h.client.storeImage(req({ tenantId: 'tBad' }), h.principal('tBad'))).rejects.toMatchObject({ status: 400 });
     expect(filesUnder('tBad').length).toBe(before);
@@ -175,7 +180,9 @@ describe('StoreImage', () => {
     const err = await h.client.storeImage(req({ tenantId: 'tCorrupt', data: corrupt }), h.principal('tCorrupt')).catch((e) => e);
     expect(err).toBeInstanceOf(AppError);
     expect(err.status).toBe(400);
-    expect(err.body.error).toBe('Invalid image data');
+    // The thumbnail started beside the header read (the bytes announce a PNG); the header read refuses the
+    // garbage after IHDR first, and the thumbnail's own failure is swallowed (no unhandled rejection).
+    expect(err.body).toEqual({ error: 'Invalid image data', details: ['the data is not a decodable image'] });
     expect(filesUnder('tCorrupt').length).toBe(before);
     // Nothing left for the sweeper either: the keys were claimed when their files were removed.
     const [gc] = await h.sql`SELECT count(*)::int AS n FROM object_gc WHERE object_key LIKE 'tenants/tCorrupt/%'`;

@@ -82,12 +82,26 @@ export function processImage(data: Buffer): Promise<ProcessedImage> {
   });
 }
 
+const renderThumbnail = (data: Buffer): Promise<Buffer> =>
+  sharp(data)
+    .rotate()
+    .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
+    .webp({ quality: 80, effort: 2 })
+    .toBuffer();
+
 async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
-  // One sharp instance for the header and the thumbnail: the input is handed to libvips once.
-  const image = sharp(data);
+  // When the first bytes announce an accepted format, the thumbnail renders while the header is read (it needs
+  // nothing from it: rotate() reads the orientation itself), so its wait does not start after the header's.
+  // Anything else is rendered only once the header named an accepted format, as before: no other libvips
+  // loader (SVG, PDF, TIFF...) decodes its pixels.
+  let rendering: Promise<Buffer> | undefined;
+  if (FORMATS[sniffFormat(data) ?? '']) {
+    rendering = renderThumbnail(data);
+    rendering.catch(() => {}); // awaited below, unless the header is refused first
+  }
   let meta: Metadata;
   try {
-    meta = await image.metadata();
+    meta = await sharp(data).metadata();
   } catch {
     throw badRequest('Invalid image data', ['the data is not a decodable image']);
   }
@@ -98,11 +112,7 @@ async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
   if (!width || !height) throw badRequest('Invalid image data', ['the image has no dimensions']);
   let thumbnail: Buffer;
   try {
-    thumbnail = await image
-      .rotate()
-      .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
-      .webp({ quality: 80, effort: 2 })
-      .toBuffer();
+    thumbnail = await (rendering ?? renderThumbnail(data));
   } catch {
     throw badRequest('Invalid image data', ['the image could not be decoded']);
   }
