@@ -13,11 +13,28 @@ export class TtlCache<K, V> {
 
   get(key: K, load: (key: K) => Promise<V>): Promise<V> {
     if (this.ttlMs <= 0) return load(key);
-    const now = Date.now();
     const e = this.entries.get(key);
-    if (e && now - e.at < this.ttlMs) return e.value;
-    const value = load(key);
+    if (e && Date.now() - e.at < this.ttlMs) return e.value;
+    return this.put(key, load(key));
+  }
+
+  /**
+   * Replaces a key's answer with one made from its current one (undefined when none is kept; expired or still
+   * loading, it is passed as it is), with a fresh lifetime: for news of a change that arrives without a lookup.
+   * Nothing is kept when the cache keeps nothing (ttlMs <= 0).
+   */
+  update(key: K, next: (current: Promise<V> | undefined) => Promise<V>): void {
+    if (this.ttlMs <= 0) return;
+    this.put(key, next(this.entries.get(key)?.value));
+  }
+
+  invalidate(key: K): void {
     this.entries.delete(key);
+  }
+
+  private put(key: K, value: Promise<V>): Promise<V> {
+    const now = Date.now();
+    this.entries.delete(key); // re-inserted last: the oldest entries are the first dropped below
     this.entries.set(key, { at: now, value });
     value.catch(() => this.entries.get(key)?.value === value && this.entries.delete(key));
     if (this.entries.size > this.maxEntries) {
@@ -25,9 +42,5 @@ export class TtlCache<K, V> {
       if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
     }
     return value;
-  }
-
-  invalidate(key: K): void {
-    this.entries.delete(key);
   }
 }

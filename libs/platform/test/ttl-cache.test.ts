@@ -19,3 +19,37 @@ test('holds at most maxEntries keys, dropping the oldest', async () => {
   await cache.get(4, load);
   expect(loads).toBe(6);
 });
+
+test('update replaces an answer from the current one (kept, expired or loading) with a fresh lifetime; a cache that keeps nothing ignores it', async () => {
+  const cache = new TtlCache<string, number>(60_000);
+  let loads = 0;
+  const load = async () => {
+    loads++;
+    return 5;
+  };
+  // Nothing kept yet: next sees undefined.
+  cache.update('a', async (current) => (current ? (await current) + 1 : 1));
+  expect(await cache.get('a', load)).toBe(1);
+  // Kept: next sees it.
+  cache.update('a', async (current) => (current ? (await current) + 1 : 1));
+  expect(await cache.get('a', load)).toBe(2);
+  // Still loading: next chains on the load, and a get after the update sees the update's answer.
+  let release: (v: number) => void = () => {};
+  const loading = cache.get('b', () => new Promise<number>((r) => (release = r)));
+  cache.update('b', async (current) => Math.max(await (current as Promise<number>), 7));
+  release(3);
+  expect(await loading).toBe(3);
+  expect(await cache.get('b', load)).toBe(7);
+  expect(loads).toBe(0);
+  // Expired: passed on as it is, and the result gets a fresh lifetime.
+  const short = new TtlCache<string, number>(30);
+  await short.get('c', async () => 10);
+  await new Promise((r) => setTimeout(r, 40));
+  short.update('c', async (current) => (await (current as Promise<number>)) + 1);
+  expect(await short.get('c', load)).toBe(11);
+  expect(loads).toBe(0);
+  // ttlMs <= 0 keeps nothing, updates included.
+  const none = new TtlCache<string, number>(0);
+  none.update('d', async () => 99);
+  expect(await none.get('d', load)).toBe(5);
+});
