@@ -51,7 +51,9 @@ export async function benchGeneratePath(): Promise<void> {
       await timed.request(warmup, WARMUP_CONCURRENCY);
       const idleCpuPerSec = await idleCpu(timed.pid, 2000);
       sharpCpu = await sharpImageWork(png, 20); // warm-up of sharp in this process
+      const perf = process.env.BENCH_PERF ? await recordPerf(timed.pid, process.env.BENCH_PERF) : undefined;
       run = await timed.timedRun(n, upstream);
+      await perf?.stop();
       sharpCpu = await sharpImageWork(png, Math.max(50, Math.min(n, 200)));
       run.idleCpuPerSec = idleCpuPerSec;
     } finally {
@@ -179,6 +181,8 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
   const nodeFlags = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // BENCH_NODE_FLAGS: more node flags for the timed stack (e.g. --trace-gc), split on spaces.
   if (process.env.BENCH_NODE_FLAGS && !proxy) nodeFlags.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
+  // BENCH_PERF=<dir>: JIT symbols for perf (see recordPerf).
+  if (process.env.BENCH_PERF && !proxy) nodeFlags.push('--perf-basic-prof-only-functions');
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'services/stack/src/main.ts'], {
     cwd: ROOT,
     env: {
@@ -333,6 +337,26 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
         threads,
         wakeupsPerImage: wakeups / Math.max(1, ok),
       };
+    },
+  };
+}
+
+/**
+ * BENCH_PERF=<dir>: Linux perf samples the stack's CPU (cpu-clock, every thread) during the timed run only,
+ * into <dir>/perf.data (`perf report -i <dir>/perf.data --sort comm,dso,sym`). Unlike V8's --cpu-prof, whose
+ * samples are wall time (a thread preempted inside a write or a thread-pool hand-off is charged for the wait),
+ * these are CPU time.
+ */
+async function recordPerf(pid: number, dir: string): Promise<{ stop(): Promise<void> }> {
+  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4000', '-g', '-p', String(pid), '-o', join(dir, 'perf.data')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => perf.once('exit', () => r()));
+  await new Promise((r) => setTimeout(r, 500)); // attached to every thread before the first request
+  return {
+    async stop() {
+      perf.kill('SIGINT');
+      await exited;
     },
   };
 }
