@@ -154,6 +154,14 @@ describe.each([
     await expect(storage.deleteMany([])).resolves.toBeUndefined();
   });
 
+  it('deleting a key under another object (a file where a directory would be) finds nothing and keeps that object', async () => {
+    const blocker = tenantKey('t2', 'blocker');
+    await storage.put(blocker, Buffer.from('b'), 'image/png');
+    await expect(storage.deleteMany([tenantKey('t2', 'blocker', 'under.webp')])).resolves.toBeUndefined();
+    await expect(storage.delete(tenantKey('t2', 'blocker', 'under.webp'))).resolves.toBeUndefined();
+    expect((await storage.get(blocker)).toString()).toBe('b');
+  });
+
   it('builds public URLs with encoded segments', () => {
     expect(storage.publicUrl('tenants/t1/a b.png')).toBe(backend.expectedUrl);
   });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/events';
 import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
@@ -159,6 +159,45 @@ describe('pending images', () => {
     expect(await h.sql`SELECT count(*)::int AS n FROM object_gc`).toEqual(gcBefore);
     expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP8'))).toBe(false);
     expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP8'`).toHaveLength(0);
+  });
+
+  it('a pending store whose thumbnail cannot be written leaves no row, no file, no entry and the session count as it was', async () => {
+    // A real filesystem fault: a file where the tenant's thumbnails directory must go (mkdir fails, as root too).
+    mkdirSync(join(h.dataDir, 'objects', 'tenants', 'tP90'), { recursive: true });
+    writeFileSync(join(h.dataDir, 'objects', 'tenants', 'tP90', 'thumbnails'), 'not a directory');
+    await h.client.touchSession({ tenantId: 'tP90', sessionId: 's-exec-nothumb' }, h.principal('tP90'));
+    await expect(h.client.storeImage(req('tP90', 'exec-nothumb'), h.principal('tP90'))).rejects.toMatchObject({ status: 500 });
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP90'`).toHaveLength(0);
+    const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP90' AND session_id = 's-exec-nothumb'`;
+    expect(s.image_count).toBe(0);
+    expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP90', 'images'))).toBe(true);
+    expect(readdirSync(join(h.dataDir, 'objects', 'tenants', 'tP90', 'images'))).toEqual([]);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP90/%'`).toHaveLength(0);
+    // The commit of its execution finds nothing; a later store of the same execution is kept as usual.
+    expect(
+      (await h.client.commitExecutionImages({ tenantId: 'tP90', executionId: 'exec-nothumb', imageIds: [] }, h.principal('tP90')))
+        .committed,
+    ).toBe(0);
+  });
+
+  it('a pending store refused at the row lock (the session filled up meanwhile) removes its files', async () => {
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count) VALUES ('tP91', 's-exec-race', 0)`;
+    const filling = h.sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM sessions WHERE tenant_id = 'tP91' AND session_id = 's-exec-race' FOR UPDATE`;
+      await new Promise((r) => setTimeout(r, 300));
+      await tx`UPDATE sessions SET image_count = 1000 WHERE tenant_id = 'tP91' AND session_id = 's-exec-race'`;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    await expect(h.client.storeImage(req('tP91', 'exec-race'), h.principal('tP91'))).rejects.toMatchObject({
+      status: 400,
+      body: { error: 'Session image limit reached', details: { imageCount: 1000 } },
+    });
+    await filling;
+    expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'thumbnails'))).toBe(true);
+    expect(readdirSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'images'))).toEqual([]);
+    expect(readdirSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'thumbnails'))).toEqual([]);
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP91'`).toHaveLength(0);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP91/%'`).toHaveLength(0);
   });
 
   it('another tenant cannot commit them', async () => {

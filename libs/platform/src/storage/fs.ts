@@ -90,8 +90,11 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
 
   async function removeOne(key: string): Promise<void> {
     const path = pathOf(key);
-    await rm(path, { force: true });
-    await rm(sidecarOf(path), { force: true });
+    // force ignores ENOENT only; a parent segment that is a file (ENOTDIR) also means no object is there.
+    const removing = (p: string) =>
+      rm(p, { force: true }).catch((e) => ((e as NodeJS.ErrnoException)?.code === 'ENOTDIR' ? undefined : Promise.reject(e)));
+    await removing(path);
+    await removing(sidecarOf(path));
   }
 
   return {

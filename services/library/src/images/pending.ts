@@ -241,6 +241,12 @@ export async function discardExecutionImages(deps: PendingDeps, tenantId: string
   return discard(deps, deps.sql`tenant_id = ${tenantId} AND execution_id = ${executionId}`);
 }
 
+/** Deletes one pending image (its row, its session's count, then its files): a store whose files failed after its row went in. */
+export async function discardPendingImage(deps: PendingDeps, tenantId: string, imageId: number): Promise<number> {
+  pendingEvents.delete(imageId);
+  return discard(deps, deps.sql`tenant_id = ${tenantId} AND id = ${imageId}`);
+}
+
 /** Discards pending images older than `olderThanMs` whose execution never reported an outcome. */
 export async function discardStalePending(deps: PendingDeps, olderThanMs = PENDING_MAX_AGE_MS): Promise<number> {
   return discard(deps, deps.sql`created_at < now() - ${`${olderThanMs} milliseconds`}::interval`);

@@ -15,7 +15,7 @@ import sharp, { type Metadata } from 'sharp';
 import { MAX_IMAGES_PER_SESSION, newSessionId, sessionFullError, sessionImageCount, validateSessionId } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
 import { OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
-import { rememberPendingImage } from './pending.js';
+import { discardPendingImage, rememberPendingImage } from './pending.js';
 import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
@@ -127,11 +127,12 @@ function optionalId(v: number | null | undefined, field: string): number | null 
 
 /**
  * Stores an image: original + thumbnail in object storage under the tenant's prefix, then the row, the
- * session update and the ImageStored outbox event in one transaction (a pending image: one statement). When
- * it fails the files are removed again; when the process dies before it commits, the object sweeper removes
- * them (the keys are scheduled in object_gc before the files are written and claimed by the row's statement).
- * With `pending`, the row goes to pending_images and no event is written: CommitExecutionImages (or the
- * execution's ExecutionFinished event) lists and bills it later, a failed execution discards it.
+ * session update and the ImageStored outbox event in one transaction. When it fails the files are removed
+ * again; when the process dies before it commits, the object sweeper removes them (the keys are scheduled in
+ * object_gc before the files are written and claimed by the row's statement).
+ * With `pending`, the row goes to pending_images (one statement, no event) while the files are written (see
+ * storePendingRow): CommitExecutionImages (or the execution's ExecutionFinished event) lists and bills it
+ * later, a failed execution discards it.
  * Throws 400 'Session image limit reached' when the session already holds 1,000 images.
  */
 export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): Promise<ImageRow> {
@@ -191,14 +192,10 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   }
   const [objectKey, thumbnailKey] = keys;
   const written = keys;
-  await Promise.all([
+  const writes = Promise.all([
     originalWrite ?? storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
-  ]).catch(async (err) => {
-    await removeWritten({ sql, storage, logger: deps.logger }, written, originalWrite);
-    throw err;
-  });
-
+  ]);
   const row: StoreRow = {
     tenantId,
     sessionId,
@@ -213,28 +210,64 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     productReferenceId,
     characterId,
   };
+  const gcDeps = { sql, storage, logger: deps.logger };
+  if (input.pending) return storePendingRow({ ...deps, ...gcDeps }, row, writes, originalWrite);
+
+  await writes.catch(async (err) => {
+    await removeWritten(gcDeps, written, originalWrite);
+    throw err;
+  });
   try {
-    // A pending image is one statement (no event yet); a listed one adds its ImageStored event in the same transaction.
-    const stored = input.pending
-      ? await insertImage(sql, 'pending_images', row).then((r) => {
-          if (r) rememberPendingImage(r); // its commit writes ImageStored in the statement that moves it
-          return r;
-        })
-      : await sql.begin(async (tx) => {
-          const r = await insertImage(tx, 'images', row);
-          if (r) await writeImageStored(tx, config.eventsPrefix, { ...r, imageId: r.id, tenantId, sessionId });
-          return r;
-        });
-    if (!stored) {
-      const count = await sessionImageCount(sql, tenantId, sessionId);
-      throw sessionFullError(sessionId, Math.max(count, MAX_IMAGES_PER_SESSION));
-    }
+    // A listed image: the row, the session update and its ImageStored event in one transaction, once its files exist.
+    const stored = await sql.begin(async (tx) => {
+      const r = await insertImage(tx, 'images', row);
+      if (r) await writeImageStored(tx, config.eventsPrefix, { ...r, imageId: r.id, tenantId, sessionId });
+      return r;
+    });
+    if (!stored) throw await sessionFull(sql, tenantId, sessionId);
     return stored;
   } catch (err) {
     // The keys are still scheduled: remove the files now (or the sweeper will).
-    await removeObjects({ sql, storage, logger: deps.logger }, keys);
+    await removeObjects(gcDeps, keys);
     throw err;
   }
+}
+
+/**
+ * A pending image's row (one statement, no event) goes in while its files are written: nothing reads a pending
+ * row before its execution commits it, and the execution commits only the images whose store answered. Either way
+ * round, nothing outlives a failure or a crash: the keys stay scheduled in object_gc until the row claims them, and
+ * a row whose files did not make it is discarded (here, or with its execution, or as stale), files included.
+ */
+async function storePendingRow(
+  deps: StoreImageDeps & { logger?: Logger },
+  row: StoreRow,
+  writes: Promise<unknown>,
+  originalWrite: Promise<void> | undefined,
+): Promise<ImageRow> {
+  const [wrote, inserted] = await Promise.allSettled([writes, insertImage(deps.sql, 'pending_images', row)]);
+  if (wrote.status === 'fulfilled' && inserted.status === 'fulfilled' && inserted.value) {
+    rememberPendingImage(inserted.value); // its commit writes ImageStored in the statement that moves it
+    return inserted.value;
+  }
+  const keys = [row.objectKey, row.thumbnailKey];
+  if (inserted.status === 'fulfilled' && inserted.value) {
+    // The files failed: the row goes again (its session's count with it), then its files.
+    await discardPendingImage(deps, row.tenantId, inserted.value.id).catch((err) => {
+      deps.logger?.warn({ err, imageId: inserted.value?.id }, 'could not discard a pending image whose files failed; its execution will');
+    });
+  } else {
+    await removeWritten(deps, keys, originalWrite);
+  }
+  if (inserted.status === 'rejected') throw inserted.reason;
+  if (!inserted.value) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
+  throw (wrote as PromiseRejectedResult).reason;
+}
+
+/** The 400 of a full session, with its current count (at least the limit: the statement found no room). */
+async function sessionFull(sql: Sql, tenantId: string, sessionId: string) {
+  const count = await sessionImageCount(sql, tenantId, sessionId);
+  return sessionFullError(sessionId, Math.max(count, MAX_IMAGES_PER_SESSION));
 }
 
 /** Removes the files of `keys` once the original's write in flight (if any) has ended, so none is left behind. */
