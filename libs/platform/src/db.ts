@@ -47,6 +47,18 @@ export function createDb(url: string, opts: DbOptions): Sql {
 
 const CONNECT_TIMEOUT_S = 2;
 
+/**
+ * A CTE (`no_flush`) that turns synchronous_commit off for the transaction of the one statement that names it
+ * (its implicit transaction), so its COMMIT answers without waiting for the WAL flush: 0.45-0.95 -> 0.13-0.23 ms
+ * for a one-row insert on the CI machine. Commits stay atomic and visible at once; only a PostgreSQL crash
+ * within about wal_writer_delay (200 ms) can lose them. Only for writes whose loss in such a crash is harmless
+ * on its own: a later write that depends on them (an execution's final state after its start) commits with a
+ * flush, which flushes the WAL written before it too, and when none comes the request failed with the
+ * database. The statement must read from the CTE (`FROM no_flush` or a scalar `(SELECT off FROM no_flush)`)
+ * for it to run. Interpolate with sql.unsafe(NO_FLUSH_CTE).
+ */
+export const NO_FLUSH_CTE = "no_flush AS (SELECT set_config('synchronous_commit', 'off', true) AS off)";
+
 /** Seconds before the next connect attempt after `retries` failures in a row: 50 ms doubling, at most ~0.5 s. */
 export function reconnectBackoff(retries: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, retries - 1), 0.5) * (0.5 + Math.random() / 2);

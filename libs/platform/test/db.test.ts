@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createDb, createTestDatabase, migrate, NO_TRANSACTION_MARKER, type Sql, splitStatements } from '../src/db.js';
+import { createDb, createTestDatabase, migrate, NO_FLUSH_CTE, NO_TRANSACTION_MARKER, type Sql, splitStatements } from '../src/db.js';
 
 let db: { url: string; drop: () => Promise<void> };
 let sql: Sql;
@@ -203,4 +203,20 @@ test('statements of a no-transaction migration split at line-ending semicolons',
     '-- only a comment\nDROP INDEX IF EXISTS b',
     'SELECT 1',
   ]);
+});
+
+test('NO_FLUSH_CTE turns synchronous_commit off for its own statement only, never for the pooled connection', async () => {
+  const one = createDb(db.url, { schema: 'svc', max: 1 });
+  try {
+    const [inside] = await one`WITH ${one.unsafe(NO_FLUSH_CTE)} SELECT current_setting('synchronous_commit') AS v FROM no_flush`;
+    expect(inside.v).toBe('off');
+    // The same (only) connection, next statement: back to the server's setting.
+    const [after] = await one`SELECT current_setting('synchronous_commit') AS v`;
+    expect(after.v).toBe('on');
+    // A write through it commits like any other: visible at once to another connection.
+    await one`WITH ${one.unsafe(NO_FLUSH_CTE)} INSERT INTO things (name) SELECT 'unflushed' FROM no_flush`;
+    expect(await sql`SELECT 1 FROM things WHERE name = 'unflushed'`).toHaveLength(1);
+  } finally {
+    await one.end();
+  }
 });

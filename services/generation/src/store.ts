@@ -1,6 +1,6 @@
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import type { Execution, LogEntry } from '@imagegen/contracts/generation/v1/generation';
-import { type AppError, conflict, type DirectPublisher, outboxInsert, type Sql, subjectFor } from '@imagegen/platform';
+import { type AppError, conflict, type DirectPublisher, NO_FLUSH_CTE, outboxInsert, type Sql, subjectFor } from '@imagegen/platform';
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
@@ -76,15 +76,17 @@ export const executionExists = (executionId: string): AppError => conflict(`Exec
 export async function createExecution(sql: Sql, e: NewExecution): Promise<void> {
   const startedAt = e.startedAt ?? new Date();
   try {
+    // No flush wait: the final state (completed or failed) commits with one, after this (see NO_FLUSH_CTE).
     await sql`
-      WITH x AS (
+      WITH ${sql.unsafe(NO_FLUSH_CTE)}, x AS (
         INSERT INTO executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, current_step, model_id, key_type,
           log_count, instance_id, started_at, updated_at)
         VALUES (${e.executionId}, ${e.tenantId}, ${e.sessionId}, ${e.toolName}, ${e.toolSource}, 'running', ${e.currentStep}, ${e.modelId},
           ${e.keyType}, 1, ${e.instanceId ?? null}, ${startedAt}, ${startedAt})
         RETURNING execution_id, tenant_id
       )
-      INSERT INTO execution_logs (execution_id, tenant_id, logged_at, message) SELECT execution_id, tenant_id, ${startedAt}, ${e.firstLog} FROM x`;
+      INSERT INTO execution_logs (execution_id, tenant_id, logged_at, message)
+      SELECT execution_id, tenant_id, ${startedAt}, ${e.firstLog} FROM x, no_flush`;
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw executionExists(e.executionId);
     throw err;
@@ -114,8 +116,9 @@ export async function appendLogs(sql: Sql, tenantId: string, executionId: string
       .filter((v) => v !== undefined)
       .at(-1) ?? null;
   const progress = lines.reduce<number | null>((m, l) => (l.progress === undefined ? m : Math.max(m ?? 0, l.progress)), null);
+  // Progress lines: no flush wait (see NO_FLUSH_CTE); the final line commits with the final state, flushed.
   await sql`
-    WITH running AS (
+    WITH ${sql.unsafe(NO_FLUSH_CTE)}, running AS (
       SELECT execution_id FROM executions
       WHERE execution_id = ${executionId} AND tenant_id = ${tenantId} AND status = 'running'
       FOR UPDATE
@@ -133,7 +136,7 @@ export async function appendLogs(sql: Sql, tenantId: string, executionId: string
       current_step = COALESCE(${lastOf((l) => l.step)}, current_step),
       progress_percent = GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)),
       model_id = COALESCE(${lastOf((l) => l.modelId)}, model_id)
-    WHERE execution_id = (SELECT execution_id FROM running)`;
+    WHERE execution_id = (SELECT execution_id FROM running) AND (SELECT off FROM no_flush) IS NOT NULL`;
 }
 
 /** What the ExecutionFinished event says of the execution besides its outcome (known to whoever started or reaps it). */

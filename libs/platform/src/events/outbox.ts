@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
-import type { Sql, TransactionSql } from '../db.js';
+import { NO_FLUSH_CTE, type Sql, type TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
 import { pipelinedTransaction } from './pipelined-tx.js';
@@ -266,7 +266,10 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
     if (ids.length === 0) return marking;
     marking = marking.then(async () => {
       try {
-        await sql`UPDATE ${sql(schema)}.outbox SET published_at = now() WHERE id = ANY(${ids}::uuid[]) AND published_at IS NULL`;
+        // No flush wait (NO_FLUSH_CTE): a mark lost in a crash only means the relay publishes the event again, and
+        // consumers drop a message id they have seen.
+        await sql`WITH ${sql.unsafe(NO_FLUSH_CTE)} UPDATE ${sql(schema)}.outbox SET published_at = now()
+          WHERE id = ANY(${ids}::uuid[]) AND published_at IS NULL AND (SELECT off FROM no_flush) IS NOT NULL`;
       } catch (err) {
         // Kept for the next mark (bounded): a row never marked is published again by the relay after its grace.
         toMark = [...ids, ...toMark].slice(-MARKS_KEPT);
