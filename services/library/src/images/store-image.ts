@@ -5,6 +5,7 @@ import {
   invalidPayload,
   type Logger,
   type ObjectStorage,
+  readPngHeader,
   type Sql,
   sniffFormat,
   type TransactionSql,
@@ -99,9 +100,11 @@ async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
     rendering = renderThumbnail(data);
     rendering.catch(() => {}); // awaited below, unless the header is refused first
   }
-  let meta: Metadata;
+  // A sound PNG header is read here (readPngHeader: what sharp would answer, without a thread-pool trip).
+  const png = readPngHeader(data);
+  let meta: Pick<Metadata, 'format' | 'width' | 'height' | 'autoOrient'>;
   try {
-    meta = await sharp(data).metadata();
+    meta = png ? { format: 'png', ...png, autoOrient: png } : await sharp(data).metadata();
   } catch {
     throw badRequest('Invalid image data', ['the data is not a decodable image']);
   }
