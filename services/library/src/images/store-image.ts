@@ -195,7 +195,8 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   }
   const [objectKey, thumbnailKey] = keys;
   const written = keys;
-  const writes = Promise.all([
+  // Both writes settle before a failure is acted on: files are removed only once neither is still being written.
+  const writes = allOrFirstError([
     originalWrite ?? storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]);
@@ -214,10 +215,10 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     characterId,
   };
   const gcDeps = { sql, storage, logger: deps.logger };
-  if (input.pending) return storePendingRow({ ...deps, ...gcDeps }, row, writes, originalWrite);
+  if (input.pending) return storePendingRow({ ...deps, ...gcDeps }, row, writes);
 
   await writes.catch(async (err) => {
-    await removeWritten(gcDeps, written, originalWrite);
+    await removeObjects(gcDeps, written);
     throw err;
   });
   try {
@@ -242,12 +243,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
  * round, nothing outlives a failure or a crash: the keys stay scheduled in object_gc until the row claims them, and
  * a row whose files did not make it is discarded (here, or with its execution, or as stale), files included.
  */
-async function storePendingRow(
-  deps: StoreImageDeps & { logger?: Logger },
-  row: StoreRow,
-  writes: Promise<unknown>,
-  originalWrite: Promise<void> | undefined,
-): Promise<ImageRow> {
+async function storePendingRow(deps: StoreImageDeps & { logger?: Logger }, row: StoreRow, writes: Promise<void>): Promise<ImageRow> {
   const [wrote, inserted] = await Promise.allSettled([writes, insertImage(deps.sql, 'pending_images', row)]);
   if (wrote.status === 'fulfilled' && inserted.status === 'fulfilled' && inserted.value) {
     rememberPendingImage(inserted.value); // its commit writes ImageStored in the statement that moves it
@@ -260,11 +256,17 @@ async function storePendingRow(
       deps.logger?.warn({ err, imageId: inserted.value?.id }, 'could not discard a pending image whose files failed; its execution will');
     });
   } else {
-    await removeWritten(deps, keys, originalWrite);
+    await removeObjects(deps, keys);
   }
   if (inserted.status === 'rejected') throw inserted.reason;
   if (!inserted.value) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
   throw (wrote as PromiseRejectedResult).reason;
+}
+
+/** Settles when every promise has, rejecting with the first failure (in order) if any failed. */
+async function allOrFirstError(promises: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(promises)).find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
 /** The 400 of a full session, with its current count (at least the limit: the statement found no room). */
