@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/events';
 import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
@@ -180,7 +180,7 @@ describe('pending images', () => {
     ).toBe(0);
   });
 
-  it('a pending store refused at the row lock (the session filled up meanwhile) removes its files', async () => {
+  it('a pending store refused at the row lock (the session filled up meanwhile) writes no file', async () => {
     await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count) VALUES ('tP91', 's-exec-race', 0)`;
     const filling = h.sql.begin(async (tx) => {
       await tx`SELECT 1 FROM sessions WHERE tenant_id = 'tP91' AND session_id = 's-exec-race' FOR UPDATE`;
@@ -193,9 +193,7 @@ describe('pending images', () => {
       body: { error: 'Session image limit reached', details: { imageCount: 1000 } },
     });
     await filling;
-    expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'thumbnails'))).toBe(true);
-    expect(readdirSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'images'))).toEqual([]);
-    expect(readdirSync(join(h.dataDir, 'objects', 'tenants', 'tP91', 'thumbnails'))).toEqual([]);
+    expect(existsSync(join(h.dataDir, 'objects', 'tenants', 'tP91'))).toBe(false);
     expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP91'`).toHaveLength(0);
     expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP91/%'`).toHaveLength(0);
   });
@@ -224,6 +222,19 @@ describe('pending images', () => {
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP3' AND session_id = 's-exec-bad'`;
     expect(s.image_count).toBe(0);
     await until(() => storedEventsOf('tP3').length === 1);
+  });
+
+  it('a pending row whose files never came (its process died between the row and the writes) goes with its failed execution', async () => {
+    const rec = await h.client.storeImage(req('tP92', 'exec-crash'), h.principal('tP92'));
+    // What a crash right after the row's statement leaves: the row, no files.
+    rmSync(file(rec.objectKey));
+    rmSync(file(rec.thumbnailKey));
+    await finish('tP92', 'exec-crash', 'failed'); // the reaper fails the abandoned execution
+    await until(async () => (await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP92'`).length === 0, 10_000);
+    const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP92' AND session_id = 's-exec-crash'`;
+    expect(s.image_count).toBe(0);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP92/%'`).toHaveLength(0);
+    expect(await listed('tP92')).toBe(0);
   });
 
   it('a completed event lists exactly the images it names, before or without the commit call; the others are discarded', async () => {

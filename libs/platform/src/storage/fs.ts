@@ -110,9 +110,10 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
       if (contentType === contentTypeFromKey(key)) {
         if (!opts?.fresh) await unlinkIfPresent(sidecar);
       } else await writeAtomic(sidecar, contentType);
-      // A fresh key is unknown to every reader until put() resolves (its row is written after), so the bytes
-      // go straight to their place: no temp file, no rename. A write cut short by a crash leaves a file no
-      // row names, which the caller's object_gc entry removes.
+      // A fresh key is unknown to every reader until put() resolves (its row is written after, or is a pending
+      // row nothing reads before its store answered), so the bytes go straight to their place: no temp file,
+      // no rename. A write cut short by a crash leaves a file that the caller's object_gc entry (or discarded
+      // pending row) removes.
       if (opts?.fresh) await writeInKnownDir(path, data);
       else await writeAtomic(path, data);
     },

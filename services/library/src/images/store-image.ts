@@ -133,7 +133,7 @@ function optionalId(v: number | null | undefined, field: string): number | null 
  * session update and the ImageStored outbox event in one transaction. When it fails the files are removed
  * again; when the process dies before it commits, the object sweeper removes them (the keys are scheduled in
  * object_gc before the files are written and claimed by the row's statement).
- * With `pending`, the row goes to pending_images (one statement, no event) while the files are written (see
+ * With `pending`, the row goes to pending_images (one statement, no event) before the files are written (see
  * storePendingRow): CommitExecutionImages (or the execution's ExecutionFinished event) lists and bills it
  * later, a failed execution discards it.
  * Throws 400 'Session image limit reached' when the session already holds 1,000 images.
@@ -155,8 +155,28 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 
   const name = randomUUID();
   const keysFor = (ext: string) => [tenantKey(tenantId, 'images', `${name}.${ext}`), tenantKey(tenantId, 'thumbnails', `${name}.webp`)];
-  // The format the first bytes announce names the keys before any image work, so the cheap session pre-check
-  // and the scheduling of the keys are one statement (bytes no accepted format announces: sharp's answer first).
+  const rowOf = ([objectKey, thumbnailKey]: string[], img: ProcessedImage): StoreRow => ({
+    tenantId,
+    sessionId,
+    objectKey,
+    thumbnailKey,
+    img,
+    size: input.data.length,
+    input,
+    referenceGroupIds,
+    parentImageId,
+    stylePresetId,
+    productReferenceId,
+    characterId,
+  });
+  const gcDeps = { sql, storage, logger: deps.logger };
+  if (input.pending) {
+    const img = await processImage(input.data);
+    return storePendingRow({ ...deps, ...gcDeps }, rowOf(keysFor(img.ext), img), input.data);
+  }
+
+  // A listed image. The format the first bytes announce names the keys before any image work, so the cheap session
+  // pre-check and the scheduling of the keys are one statement (bytes no accepted format announces: sharp's answer first).
   const announced = FORMATS[sniffFormat(input.data) ?? ''];
   let keys: string[] | undefined;
   let img: ProcessedImage;
@@ -176,7 +196,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     try {
       img = await processing;
     } catch (err) {
-      await removeWritten({ sql, storage, logger: deps.logger }, keys, originalWrite);
+      await removeWritten(gcDeps, keys, originalWrite);
       throw err;
     }
   } else {
@@ -188,37 +208,20 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   if (!keys || img.ext !== announced?.ext) {
     // sharp disagrees with the first bytes (or they announced nothing): keys under sharp's format. Keys
     // scheduled under another extension lose their file now (or the sweeper drops their entries).
-    if (keys && originalWrite) await removeWritten({ sql, storage, logger: deps.logger }, keys, originalWrite);
+    if (keys && originalWrite) await removeWritten(gcDeps, keys, originalWrite);
     originalWrite = undefined;
     keys = keysFor(img.ext);
     await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   }
   const [objectKey, thumbnailKey] = keys;
-  const written = keys;
   // Both writes settle before a failure is acted on: files are removed only once neither is still being written.
   const writes = allOrFirstError([
     originalWrite ?? storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
     storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]);
-  const row: StoreRow = {
-    tenantId,
-    sessionId,
-    objectKey,
-    thumbnailKey,
-    img,
-    size: input.data.length,
-    input,
-    referenceGroupIds,
-    parentImageId,
-    stylePresetId,
-    productReferenceId,
-    characterId,
-  };
-  const gcDeps = { sql, storage, logger: deps.logger };
-  if (input.pending) return storePendingRow({ ...deps, ...gcDeps }, row, writes);
-
+  const row = rowOf(keys, img);
   await writes.catch(async (err) => {
-    await removeObjects(gcDeps, written);
+    await removeObjects(gcDeps, keys as string[]);
     throw err;
   });
   try {
@@ -238,29 +241,28 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 }
 
 /**
- * A pending image's row (one statement, no event) goes in while its files are written: nothing reads a pending
- * row before its execution commits it, and the execution commits only the images whose store answered. Either way
- * round, nothing outlives a failure or a crash: the keys stay scheduled in object_gc until the row claims them, and
- * a row whose files did not make it is discarded (here, or with its execution, or as stale), files included.
+ * A pending image: its row goes in first (one statement, no event; the session's room checked under its lock),
+ * then its two files. The row is the record of its keys: a pending row that is never committed is discarded with
+ * its files (here when a write fails; with its failed or abandoned execution; or as stale), so no object_gc entry
+ * is needed and a crash at any point leaves nothing behind. Nothing reads a pending row's files before its
+ * execution commits it, and the execution commits only the images whose store answered, after their files.
  */
-async function storePendingRow(deps: StoreImageDeps & { logger?: Logger }, row: StoreRow, writes: Promise<void>): Promise<ImageRow> {
-  const [wrote, inserted] = await Promise.allSettled([writes, insertImage(deps.sql, 'pending_images', row)]);
-  if (wrote.status === 'fulfilled' && inserted.status === 'fulfilled' && inserted.value) {
-    rememberPendingImage(inserted.value); // its commit writes ImageStored in the statement that moves it
-    return inserted.value;
-  }
-  const keys = [row.objectKey, row.thumbnailKey];
-  if (inserted.status === 'fulfilled' && inserted.value) {
-    // The files failed: the row goes again (its session's count with it), then its files.
-    await discardPendingImage(deps, row.tenantId, inserted.value.id).catch((err) => {
-      deps.logger?.warn({ err, imageId: inserted.value?.id }, 'could not discard a pending image whose files failed; its execution will');
+async function storePendingRow(deps: StoreImageDeps & { logger?: Logger }, row: StoreRow, data: Buffer): Promise<ImageRow> {
+  const stored = await insertImage(deps.sql, 'pending_images', row);
+  if (!stored) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
+  try {
+    await allOrFirstError([
+      deps.storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
+      deps.storage.put(row.thumbnailKey, row.img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
+    ]);
+  } catch (err) {
+    await discardPendingImage(deps, row.tenantId, stored.id).catch((e) => {
+      deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image whose files failed; its execution will');
     });
-  } else {
-    await removeObjects(deps, keys);
+    throw err;
   }
-  if (inserted.status === 'rejected') throw inserted.reason;
-  if (!inserted.value) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
-  throw (wrote as PromiseRejectedResult).reason;
+  rememberPendingImage(stored); // its commit writes ImageStored in the statement that moves it
+  return stored;
 }
 
 /** Settles when every promise has, rejecting with the first failure (in order) if any failed. */
