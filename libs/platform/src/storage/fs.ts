@@ -15,6 +15,7 @@ export interface FsStorageOptions {
 const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 const isMissing = (e: unknown): boolean => MISSING.has((e as NodeJS.ErrnoException)?.code ?? '');
 const isEnoent = (e: unknown): boolean => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
+const isEnotdir = (e: unknown): boolean => (e as NodeJS.ErrnoException)?.code === 'ENOTDIR';
 
 /** How many created directories put() remembers (it skips mkdir for them). */
 const MAX_KNOWN_DIRS = 10_000;
@@ -91,8 +92,7 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
   async function removeOne(key: string): Promise<void> {
     const path = pathOf(key);
     // force ignores ENOENT only; a parent segment that is a file (ENOTDIR) also means no object is there.
-    const removing = (p: string) =>
-      rm(p, { force: true }).catch((e) => ((e as NodeJS.ErrnoException)?.code === 'ENOTDIR' ? undefined : Promise.reject(e)));
+    const removing = (p: string) => rm(p, { force: true }).catch((e) => (isEnotdir(e) ? undefined : Promise.reject(e)));
     await removing(path);
     await removing(sidecarOf(path));
   }

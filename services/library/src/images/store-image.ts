@@ -169,10 +169,9 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     productReferenceId,
     characterId,
   });
-  const gcDeps = { sql, storage, logger: deps.logger };
   if (input.pending) {
     const img = await processImage(input.data);
-    return storePendingRow({ ...deps, ...gcDeps }, rowOf(keysFor(img.ext), img), input.data);
+    return storePendingRow(deps, rowOf(keysFor(img.ext), img), input.data);
   }
 
   // A listed image. The format the first bytes announce names the keys before any image work, so the cheap session
@@ -196,7 +195,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     try {
       img = await processing;
     } catch (err) {
-      await removeWritten(gcDeps, keys, originalWrite);
+      await removeWritten(deps, keys, originalWrite);
       throw err;
     }
   } else {
@@ -208,20 +207,14 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   if (!keys || img.ext !== announced?.ext) {
     // sharp disagrees with the first bytes (or they announced nothing): keys under sharp's format. Keys
     // scheduled under another extension lose their file now (or the sweeper drops their entries).
-    if (keys && originalWrite) await removeWritten(gcDeps, keys, originalWrite);
+    if (keys && originalWrite) await removeWritten(deps, keys, originalWrite);
     originalWrite = undefined;
     keys = keysFor(img.ext);
     await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   }
-  const [objectKey, thumbnailKey] = keys;
-  // Both writes settle before a failure is acted on: files are removed only once neither is still being written.
-  const writes = allOrFirstError([
-    originalWrite ?? storage.put(objectKey, input.data, img.mimeType, { fresh: true }),
-    storage.put(thumbnailKey, img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
-  ]);
   const row = rowOf(keys, img);
-  await writes.catch(async (err) => {
-    await removeObjects(gcDeps, keys as string[]);
+  await writeImageFiles(storage, row, input.data, originalWrite).catch(async (err) => {
+    await removeObjects(deps, [row.objectKey, row.thumbnailKey]);
     throw err;
   });
   try {
@@ -235,7 +228,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     return stored;
   } catch (err) {
     // The keys are still scheduled: remove the files now (or the sweeper will).
-    await removeObjects(gcDeps, keys);
+    await removeObjects(deps, keys);
     throw err;
   }
 }
@@ -247,14 +240,11 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
  * is needed and a crash at any point leaves nothing behind. Nothing reads a pending row's files before its
  * execution commits it, and the execution commits only the images whose store answered, after their files.
  */
-async function storePendingRow(deps: StoreImageDeps & { logger?: Logger }, row: StoreRow, data: Buffer): Promise<ImageRow> {
+async function storePendingRow(deps: StoreImageDeps, row: StoreRow, data: Buffer): Promise<ImageRow> {
   const stored = await insertImage(deps.sql, 'pending_images', row);
   if (!stored) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
   try {
-    await allOrFirstError([
-      deps.storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
-      deps.storage.put(row.thumbnailKey, row.img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
-    ]);
+    await writeImageFiles(deps.storage, row, data);
   } catch (err) {
     await discardPendingImage(deps, row.tenantId, stored.id).catch((e) => {
       deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image whose files failed; its execution will');
@@ -265,9 +255,16 @@ async function storePendingRow(deps: StoreImageDeps & { logger?: Logger }, row: 
   return stored;
 }
 
-/** Settles when every promise has, rejecting with the first failure (in order) if any failed. */
-async function allOrFirstError(promises: Promise<unknown>[]): Promise<void> {
-  const failed = (await Promise.allSettled(promises)).find((r) => r.status === 'rejected');
+/**
+ * Writes the original (unless its write is already in flight) and the thumbnail under the row's fresh keys. Both
+ * settle before a failure is answered, so the caller's cleanup never runs while one is still being written.
+ */
+async function writeImageFiles(storage: ObjectStorage, row: StoreRow, data: Buffer, originalWrite?: Promise<void>): Promise<void> {
+  const settled = await Promise.allSettled([
+    originalWrite ?? storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
+    storage.put(row.thumbnailKey, row.img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
+  ]);
+  const failed = settled.find((r) => r.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
