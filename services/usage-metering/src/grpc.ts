@@ -61,11 +61,13 @@ export function usageHandlers(deps: {
       const tenantId = tenantOf(req.tenantId, ctx);
       const limit = req.limit ?? USAGE_LIMIT_DEFAULT;
       if (!Number.isInteger(limit) || limit < 1 || limit > USAGE_LIMIT_MAX) throw badRequest('Invalid limit');
-      const [limits, used, months, recent] = await Promise.all([
+      const [limits, [used, months, recent]] = await Promise.all([
         tenants.require(tenantId),
-        monthBytes(sql, tenantId, currentMonth()),
-        listMonths(sql, tenantId, limit),
-        recentUsage(sql, tenantId),
+        // One snapshot: read side by side on separate connections, a usage batch committing between them made the
+        // answer disagree with itself (the month listed with its bytes, the quota still at 0 MB).
+        sql.begin('isolation level repeatable read read only', (tx) =>
+          Promise.all([monthBytes(tx, tenantId, currentMonth()), listMonths(tx, tenantId, limit), recentUsage(tx, tenantId)]),
+        ),
       ]);
       return {
         months: months.map((m) => ({

@@ -143,7 +143,7 @@ export async function insertQuotaAlert(
   return rows.length > 0;
 }
 
-export async function monthBytes(sql: Sql, tenantId: string, month: string): Promise<number> {
+export async function monthBytes(sql: Sql | TransactionSql, tenantId: string, month: string): Promise<number> {
   const [row] = await sql`SELECT total_bytes FROM usage_months WHERE tenant_id = ${tenantId} AND month = ${month}`;
   return row ? Number(row.total_bytes) : 0;
 }
@@ -156,7 +156,7 @@ export interface MonthRow {
   avgDurationMs: number;
 }
 
-export async function listMonths(sql: Sql, tenantId: string, limit: number): Promise<MonthRow[]> {
+export async function listMonths(sql: Sql | TransactionSql, tenantId: string, limit: number): Promise<MonthRow[]> {
   const rows = await sql`
     SELECT month, total_operations, total_images, total_bytes, duration_ms_sum, duration_count
     FROM usage_months
@@ -172,7 +172,7 @@ export async function listMonths(sql: Sql, tenantId: string, limit: number): Pro
 }
 
 /** Rolling 30 days (hour granularity): images and bytes stored. */
-export async function recentUsage(sql: Sql, tenantId: string): Promise<{ bytes: number; images: number }> {
+export async function recentUsage(sql: Sql | TransactionSql, tenantId: string): Promise<{ bytes: number; images: number }> {
   const [row] = await sql`
     SELECT coalesce(sum(bytes), 0) AS bytes, coalesce(sum(images), 0) AS images
     FROM usage_hours WHERE tenant_id = ${tenantId} AND hour >= date_trunc('hour', now() - interval '30 days')`;

@@ -373,6 +373,40 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     });
   });
 
+  it('GetUsage answers from one snapshot: months, rolling 30 days and quota agree while usage commits', async () => {
+    const t = 'snapshot';
+    setTenant(t, 1_000_000);
+    const month = new Date().toISOString().slice(0, 7);
+    let writing = true;
+    // Usage commits as the consumer's batches do: the month and the hour moved together, in one transaction.
+    const writer = (async () => {
+      for (let i = 0; i < 150; i++) {
+        await sql.begin(async (tx) => {
+          await tx`INSERT INTO usage_months (tenant_id, month, total_operations, total_images, total_bytes) VALUES (${t}, ${month}, 1, 1, ${MIB})
+            ON CONFLICT (tenant_id, month) DO UPDATE SET total_operations = usage_months.total_operations + 1,
+              total_images = usage_months.total_images + 1, total_bytes = usage_months.total_bytes + ${MIB}`;
+          await tx`INSERT INTO usage_hours (tenant_id, hour, operations, images, bytes) VALUES (${t}, date_trunc('hour', now()), 1, 1, ${MIB})
+            ON CONFLICT (tenant_id, hour) DO UPDATE SET operations = usage_hours.operations + 1, images = usage_hours.images + 1,
+              bytes = usage_hours.bytes + ${MIB}`;
+        });
+      }
+      writing = false;
+    })();
+    const p = internalPrincipal(t);
+    let answers = 0;
+    const reader = async () => {
+      while (writing) {
+        const res = await client.getUsage({ tenantId: t }, p);
+        answers++;
+        const bytes = res.months[0]?.totalBytes ?? 0;
+        expect(res.recent).toEqual({ bytes, images: bytes / MIB });
+        expect(res.quota.monthlyUsedMb).toBe(bytes / MIB);
+      }
+    };
+    await Promise.all([writer, reader(), reader(), reader()]);
+    expect(answers).toBeGreaterThan(20);
+  });
+
   it('CheckQuota allows until the month reaches the quota; deletes do not give quota back', async () => {
     const t = 'check';
     setTenant(t, 1);
