@@ -230,7 +230,13 @@ describe('pending images', () => {
     rmSync(file(rec.objectKey));
     rmSync(file(rec.thumbnailKey));
     await finish('tP92', 'exec-crash', 'failed'); // the reaper fails the abandoned execution
-    await until(async () => (await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP92'`).length === 0, 10_000);
+    // The row goes in the discard's transaction; the files and then their gc entries right after it.
+    await until(
+      async () =>
+        (await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP92'`).length === 0 &&
+        (await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP92/%'`).length === 0,
+      10_000,
+    );
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP92' AND session_id = 's-exec-crash'`;
     expect(s.image_count).toBe(0);
     expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP92/%'`).toHaveLength(0);
