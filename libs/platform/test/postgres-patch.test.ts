@@ -190,7 +190,8 @@ test('a reserve waiting for a connection that drops is served once it is back', 
 test('reserves that fail during an outage leave every connection to the pool afterwards', () =>
   throughProxy({ max: 2 }, async (sql, proxy) => {
     await proxy.down();
-    await sleep(100); // the pool has seen its connection close
+    // Until the pool has seen its connection close (a query fails), so the reserves below find no open one.
+    while ((await outcome(sql`SELECT 1`)) === 'ok') await sleep(20);
     for (let i = 0; i < 4; i++) expect(await outcome(sql.reserve())).toMatch(/^rejected /);
     await proxy.up();
     // Both connections serve two reservations held side by side, then plain queries.
