@@ -24,6 +24,8 @@ import { expect, test } from 'vitest';
  *   never ready again after a PostgreSQL restart. These run in-process against a TCP proxy that drops its
  *   connections (`down`) and refuses new ones until `up`; with PG_MODULE pointing at the unpatched copy each
  *   fails.
+ * - porsager/postgres#1189 (as PR #1218): a transaction's BEGIN that filled the connection's pipeline skipped the
+ *   hook that reserves the connection; its first statement then threw a TypeError from a tick (the process ended).
  */
 
 const PLATFORM_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -219,3 +221,26 @@ test('queries queued behind a reserved connection or a transaction fail when the
     expect((await Promise.all(inner)).filter((x) => x === HUNG)).toEqual([]);
     r.release();
   }));
+
+test('a transaction whose BEGIN fills the pipeline gets its connection reserved (porsager/postgres#1189)', async () => {
+  // BEGIN queued behind a query in flight, with room for one: the reservation was skipped, and the transaction's
+  // first statement threw a TypeError from a tick (an uncaught exception: the process ended).
+  const script = `
+    const { default: postgres } = await import(process.env.PG_MODULE ?? 'postgres');
+    const sql = postgres(process.env.URL, { max: 1, max_pipeline: 1, onnotice() {} });
+    await sql\`SELECT 1\`;
+    const busy = sql\`SELECT pg_sleep(0.2)\`.execute();
+    const tx = sql.begin(async (t) => (await t\`SELECT now()::text AS at, pg_sleep(0.1)\`)[0].at);
+    const other = sql\`SELECT now()::text AS at\`.then((r) => r[0].at);
+    await busy;
+    const [inTx, outside] = await Promise.all([tx, other]);
+    console.log(inTx === outside ? 'SAME TRANSACTION' : 'SEPARATE');
+    await sql.end({ timeout: 1 });
+    console.log('END');
+  `;
+  const r = await runScript(script, { URL: DATABASE_URL });
+  expect(r.out).not.toMatch(/TypeError/);
+  expect(r.out).toContain('SEPARATE');
+  expect(r.out).toContain('END');
+  expect(r.code).toBe(0);
+});
