@@ -53,6 +53,15 @@ function runScript(script: string, env: Record<string, string>): Promise<{ code:
   });
 }
 
+/** Runs the script (which ends its pool and prints END); it must print `marker` and end cleanly, no TypeError. */
+async function expectCleanRun(script: string, marker: string): Promise<void> {
+  const r = await runScript(`${script}\n    await sql.end({ timeout: 1 });\n    console.log('END');`, { URL: DATABASE_URL });
+  expect(r.out).not.toMatch(/TypeError/);
+  expect(r.out).toContain(marker);
+  expect(r.out).toContain('END');
+  expect(r.code).toBe(0);
+}
+
 test('a query on a reserved connection whose backend died rejects with CONNECTION_CLOSED (no uncaught TypeError)', async () => {
   const script = `
     const { default: postgres } = await import(process.env.PG_MODULE ?? 'postgres');
@@ -68,14 +77,8 @@ test('a query on a reserved connection whose backend died rejects with CONNECTIO
       console.log('REJECTED ' + e.code);
     }
     r.release();
-    await sql.end({ timeout: 1 });
-    console.log('END');
   `;
-  const r = await runScript(script, { URL: DATABASE_URL });
-  expect(r.out).not.toMatch(/TypeError/);
-  expect(r.out).toContain('REJECTED CONNECTION_CLOSED');
-  expect(r.out).toContain('END');
-  expect(r.code).toBe(0);
+  await expectCleanRun(script, 'REJECTED CONNECTION_CLOSED');
 });
 
 /** A TCP proxy to PostgreSQL whose connections can be dropped and refused (a database outage, as clients see it). */
@@ -235,12 +238,6 @@ test('a transaction whose BEGIN fills the pipeline gets its connection reserved 
     await busy;
     const [inTx, outside] = await Promise.all([tx, other]);
     console.log(inTx === outside ? 'SAME TRANSACTION' : 'SEPARATE');
-    await sql.end({ timeout: 1 });
-    console.log('END');
   `;
-  const r = await runScript(script, { URL: DATABASE_URL });
-  expect(r.out).not.toMatch(/TypeError/);
-  expect(r.out).toContain('SEPARATE');
-  expect(r.out).toContain('END');
-  expect(r.code).toBe(0);
+  await expectCleanRun(script, 'SEPARATE');
 });
