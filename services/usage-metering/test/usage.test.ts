@@ -378,17 +378,27 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
     setTenant(t, 1_000_000);
     const month = new Date().toISOString().slice(0, 7);
     let writing = true;
-    // Usage commits as the consumer's batches do: the month and the hour moved together, in one transaction.
+    const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
+    // Usage commits through the consumer's own statement: the month and the hour move together.
     const writer = (async () => {
       for (let i = 0; i < 150; i++) {
-        await sql.begin(async (tx) => {
-          await tx`INSERT INTO usage_months (tenant_id, month, total_operations, total_images, total_bytes) VALUES (${t}, ${month}, 1, 1, ${MIB})
-            ON CONFLICT (tenant_id, month) DO UPDATE SET total_operations = usage_months.total_operations + 1,
-              total_images = usage_months.total_images + 1, total_bytes = usage_months.total_bytes + ${MIB}`;
-          await tx`INSERT INTO usage_hours (tenant_id, hour, operations, images, bytes) VALUES (${t}, date_trunc('hour', now()), 1, 1, ${MIB})
-            ON CONFLICT (tenant_id, hour) DO UPDATE SET operations = usage_hours.operations + 1, images = usage_hours.images + 1,
-              bytes = usage_hours.bytes + ${MIB}`;
-        });
+        await applyEvents(sql, 'snapshot-test', [
+          {
+            id: `snapshot-${i}`,
+            tenantId: t,
+            month,
+            hour,
+            operations: 1,
+            hourOperations: 1,
+            failedOperations: 0,
+            images: 1,
+            bytes: MIB,
+            durationMs: 0,
+            durationCount: 0,
+            deletedImages: 0,
+            deletedBytes: 0,
+          },
+        ]);
       }
       writing = false;
     })();
