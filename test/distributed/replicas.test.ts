@@ -575,6 +575,15 @@ describe('two replicas of every service', () => {
       },
       ...result,
     };
+    // A failed read carries its gateway's log lines of calls that got no answer (which call, in grpc-js's words).
+    for (const r of readErrors) {
+      const e = r.error as { gateway: number; log?: string[] } | undefined;
+      if (e)
+        e.log = j
+          .logs('gateway', e.gateway)
+          .split('\n')
+          .filter((l) => l.includes('failed without an answer'));
+    }
     expect(readErrors).toEqual([]);
   });
 });

@@ -118,7 +118,7 @@ export function toServiceError(err: unknown, requestId: string, logger?: Logger)
 }
 
 /** Turns a gRPC error received by a client back into the AppError the remote handler raised. */
-export function fromServiceError(err: grpc.ServiceError, requestId: string): AppError {
+export function fromServiceError(err: grpc.ServiceError, requestId: string, method?: string): AppError {
   const raw = err.metadata?.get(ERROR_BODY_KEY)[0];
   if (raw) {
     const { status, body } = JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as {
@@ -136,12 +136,22 @@ export function fromServiceError(err: grpc.ServiceError, requestId: string): App
         ? new AppError(504, { error: 'Upstream service timed out', requestId })
         : new AppError(Math.min(status, 500), { error: status >= 500 ? 'Internal server error' : err.details, requestId });
   // No handler's body: grpc-js made this status itself (see answerLost).
-  transportStatuses.set(app, { code: err.code, details: err.details ?? '' });
+  transportStatuses.set(app, { code: err.code, details: err.details ?? '', method });
   return app;
 }
 
 /** The gRPC status of errors no handler sent (fromServiceError found no error body): what answerLost reads. */
-const transportStatuses = new WeakMap<AppError, { code: grpc.status; details: string }>();
+const transportStatuses = new WeakMap<AppError, { code: grpc.status; details: string; method?: string }>();
+
+/**
+ * What grpc-js said when a call failed without a handler's answer (a replica gone, no connection, a deadline):
+ * the method, the status code's name and grpc-js's details ('No connection established', 'Connection dropped',
+ * ...), for the log line of the request that answered 503 or 504. Undefined for a handler's own error.
+ */
+export function transportFailure(err: unknown): { method?: string; code: string; details: string } | undefined {
+  const t = err instanceof AppError ? transportStatuses.get(err) : undefined;
+  return t && { method: t.method, code: grpc.status[t.code] ?? String(t.code), details: t.details };
+}
 
 /**
  * True when a failed call's error says that the server went away while the call was in flight (or before it got
@@ -162,6 +172,18 @@ export function answerLost(err: unknown): boolean {
   return t.code === grpc.status.INTERNAL && t.details.startsWith('Received RST_STREAM');
 }
 
+/**
+ * True when a call lost its replica after the replica had begun to answer: grpc-js commits a call to its attempt
+ * once response headers arrive, and a unary server sends its status only when the answer's message has been
+ * written, so a replica that dies between the two fails the call without grpc-js's retry policy repeating it.
+ * A method safe to repeat is then called once more (createClient), on a replica still connected. Not when no
+ * replica could be reached at all ('No connection established': grpc-js has already made its attempts).
+ */
+function droppedMidAnswer(err: unknown): boolean {
+  if (!answerLost(err)) return false;
+  return !(transportStatuses.get(err as AppError)?.details ?? '').includes('No connection established');
+}
+
 // ---- replicas: per-call balancing, retries, connection lifetime ----
 
 /**
@@ -179,7 +201,9 @@ export function answerLost(err: unknown): boolean {
  * whose replica died answers 503 with Retry-After (fromServiceError), and the client decides (with an
  * Idempotency-Key where the API offers one); GenerateImages and EditImage callers first ask another replica whether
  * the execution completed (answerLost, generation-calls.ts). grpc-js also repeats any call transparently when the stream never
- * reached the server (REFUSED_STREAM, a connection closing with GOAWAY): that is safe for every method.
+ * reached the server (REFUSED_STREAM, a connection closing with GOAWAY): that is safe for every method. A call of
+ * these methods whose replica died after its answer's headers (grpc-js no longer repeats it) is called once more by
+ * createClient (droppedMidAnswer).
  */
 export const RETRYABLE_METHODS: ReadonlySet<string> = new Set(
   Object.entries({
@@ -601,18 +625,25 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
       const deadline = new Date(Date.now() + (opts?.timeoutMs ?? defaultDeadlineMs));
       const local = inProcessCalls ? localServer(typeof address === 'function' ? address() : address)?.get(method.path) : undefined;
       const started = performance.now();
+      const remote = () =>
+        new Promise((resolve, reject) => {
+          const signal = opts?.signal;
+          const cancel = () => c.cancel();
+          const c = get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) => {
+            signal?.removeEventListener('abort', cancel);
+            err ? reject(fromServiceError(err, principal.requestId, method.path)) : resolve(res);
+          }) as grpc.ClientUnaryCall;
+          signal?.addEventListener('abort', cancel, { once: true });
+          if (signal?.aborted) cancel();
+        });
       const call: Promise<unknown> = local
         ? callInProcess({ method, run: local, req, principal, deadline, signal: opts?.signal })
-        : new Promise((resolve, reject) => {
-            const signal = opts?.signal;
-            const cancel = () => c.cancel();
-            const c = get()[name](req, principalToMetadata(principal), { deadline }, (err: grpc.ServiceError | null, res: unknown) => {
-              signal?.removeEventListener('abort', cancel);
-              err ? reject(fromServiceError(err, principal.requestId)) : resolve(res);
-            }) as grpc.ClientUnaryCall;
-            signal?.addEventListener('abort', cancel, { once: true });
-            if (signal?.aborted) cancel();
-          });
+        : RETRYABLE_METHODS.has(method.path)
+          ? remote().catch((err: unknown) => {
+              if (!droppedMidAnswer(err) || opts?.signal?.aborted || Date.now() >= deadline.getTime()) throw err;
+              return remote();
+            })
+          : remote();
       // Client-side RED metrics, the same for remote and in-process calls (the code from the status the caller sees).
       return call.then(
         (res) => {

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { generationV1, libraryAssetsV1, libraryV1, tenancyV1, usageV1, webhooksV1 } from '@imagegen/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.js';
-import { createClient, internalPrincipal, READINESS, RETRYABLE_METHODS } from '../src/grpc.js';
+import { createClient, internalPrincipal, READINESS, RETRYABLE_METHODS, transportFailure } from '../src/grpc.js';
 
 /**
  * Issue 17 item 2: a client balances per call over every address of its target (round_robin over a static list
@@ -210,6 +210,60 @@ describe('gRPC clients over replicas', () => {
       await Promise.all([kill(a), kill(b)]);
     }
   }, 120_000);
+
+  it('a replica that dies between its answer and its status: a read is repeated on the other, a write answers 503', async () => {
+    // grpc-js commits a call to its attempt once response headers arrive, so its retry policy does not repeat a
+    // call whose replica died after the headers (the status follows the message's write). Replica a dies so.
+    const p = internalPrincipal('t1');
+    const [a, b] = await Promise.all([startReplica('a', { DIE_AFTER_ANSWER: '1' }), startReplica('b')]);
+    const reads = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
+    const c = await startReplica('c', { DIE_AFTER_ANSWER: '1' });
+    const writes = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${c.port},127.0.0.1:${b.port}`);
+    try {
+      for (let i = 0; i < 10; i++) await Promise.all([reads.getImage({ imageId: idFor(0) }, p), writes.getImage({ imageId: idFor(0) }, p)]);
+      // Round robin: one of two calls reaches the dying replica.
+      const got: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const id = idFor(999);
+        got.push(
+          await reads.getImage({ imageId: id }, p).then(
+            (r) => r.image?.tenantId as string,
+            (err) => `failed: ${err.message}`,
+          ),
+        );
+      }
+      expect(a.started.size).toBeGreaterThan(0);
+      expect([...a.started].some((s) => s.endsWith('999'))).toBe(true);
+      expect(got).toEqual(['b', 'b']);
+
+      const statuses: number[] = [];
+      let lost: unknown;
+      for (let i = 0; i < 2; i++) {
+        statuses.push(
+          await writes.deleteImage({ imageId: idFor(999) }, p).then(
+            () => 200,
+            (err) => {
+              lost = transportFailure(err);
+              return (err as AppError).status;
+            },
+          ),
+        );
+      }
+      // What the gateway logs for such a 503: the call, and grpc-js's own words.
+      expect(lost).toEqual({
+        method: '/imagegen.library.v1.LibraryService/DeleteImage',
+        code: 'UNAVAILABLE',
+        details: 'Connection dropped',
+      });
+      expect([...c.started].some((s) => s.startsWith('DeleteImage') && s.endsWith('999'))).toBe(true);
+      // The delete the dying replica ran is not repeated (it did its work): 503 with Retry-After; the other succeeds.
+      expect(statuses.sort()).toEqual([200, 503]);
+    } finally {
+      reads.close();
+      writes.close();
+      await Promise.all([kill(a), kill(b), kill(c)]);
+    }
+  }, 60_000);
 
   it('connections closed for age (max_connection_age) fail no retryable call', async () => {
     const [a, b] = await Promise.all([

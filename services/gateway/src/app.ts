@@ -10,6 +10,7 @@ import {
   lazyChildLogger,
   type Principal,
   type ServiceContext,
+  transportFailure,
 } from '@imagegen/platform';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -149,6 +150,9 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
       for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
       // Every 503 says when to retry (ARCHITECTURE rule 8), also one raised without the header.
       if (err.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', String(DEPENDENCY_RETRY_AFTER_S));
+      // A service call that got no handler's answer (every replica gone or unreachable, a deadline): say which and why.
+      const lost = transportFailure(err);
+      if (lost) req.log.warn({ grpc: lost }, 'service call failed without an answer');
       return reply.status(err.status).send(err.body);
     }
     const fe = err as FastifyError;
