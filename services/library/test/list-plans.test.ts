@@ -57,9 +57,9 @@ async function executed(tenant: string, search: string, searchPlan: SearchPlan):
   const visit = (n: PlanNode) => {
     if ((n['Actual Loops'] ?? 0) > 0) {
       for (const cond of [n.Filter, n['Recheck Cond'], n['Index Cond']]) {
-        // The walk tests rows with the CASE form; the trigram way with plain ILIKE (through the index or not).
+        // The walk tests rows with the CASE form; the trigram way with the plain match (lower(prompt) LIKE).
         if (cond?.includes('CASE WHEN')) out.walk = true;
-        else if (cond?.includes('prompt ~~*')) out.trigram = true;
+        else if (cond?.includes('lower(prompt) ~~')) out.trigram = true;
       }
     }
     for (const c of n.Plans ?? []) visit(c);
