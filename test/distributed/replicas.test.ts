@@ -52,6 +52,12 @@ const pick = (n: number) => {
   return live[n % live.length];
 };
 const figures: Record<string, unknown> = {};
+/** The lines of gateway `g`'s log that contain `text`. */
+const gatewayLines = (g: number, text: string) =>
+  j
+    .logs('gateway', g)
+    .split('\n')
+    .filter((l) => l.includes(text));
 
 beforeAll(async () => {
   const t0 = Date.now();
@@ -506,13 +512,7 @@ describe('two replicas of every service', () => {
     }
     figures.completedWhenItsReplicaDied = 0;
     figures.answeredFromTheirExecution = [0, 1]
-      .map(
-        (g) =>
-          j
-            .logs('gateway', g)
-            .split('\n')
-            .filter((l) => l.includes('answered from its completed execution')).length,
-      )
+      .map((g) => gatewayLines(g, 'answered from its completed execution').length)
       .reduce((a, b) => a + b, 0);
     const readErrors = reads.filter((r) => r.status !== 200);
 
@@ -578,11 +578,7 @@ describe('two replicas of every service', () => {
     // A failed read carries its gateway's log lines of calls that got no answer (which call, in grpc-js's words).
     for (const r of readErrors) {
       const e = r.error as { gateway: number; log?: string[] } | undefined;
-      if (e)
-        e.log = j
-          .logs('gateway', e.gateway)
-          .split('\n')
-          .filter((l) => l.includes('failed without an answer'));
+      if (e) e.log = gatewayLines(e.gateway, 'failed without an answer');
     }
     expect(readErrors).toEqual([]);
   });

@@ -180,8 +180,7 @@ export function answerLost(err: unknown): boolean {
  * replica could be reached at all ('No connection established': grpc-js has already made its attempts).
  */
 function droppedMidAnswer(err: unknown): boolean {
-  if (!answerLost(err)) return false;
-  return !(transportStatuses.get(err as AppError)?.details ?? '').includes('No connection established');
+  return answerLost(err) && !(transportStatuses.get(err as AppError)?.details ?? '').includes('No connection established');
 }
 
 // ---- replicas: per-call balancing, retries, connection lifetime ----
@@ -621,6 +620,7 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
     close: () => client?.close(),
   };
   for (const [name, method] of Object.entries(definition)) {
+    const retryable = RETRYABLE_METHODS.has(method.path);
     out[name] = (req: unknown, principal: Principal, opts?: CallOptions) => {
       const deadline = new Date(Date.now() + (opts?.timeoutMs ?? defaultDeadlineMs));
       const local = inProcessCalls ? localServer(typeof address === 'function' ? address() : address)?.get(method.path) : undefined;
@@ -638,7 +638,7 @@ export function createClient<D extends AnyDefinition>(definition: D, address: st
         });
       const call: Promise<unknown> = local
         ? callInProcess({ method, run: local, req, principal, deadline, signal: opts?.signal })
-        : RETRYABLE_METHODS.has(method.path)
+        : retryable
           ? remote().catch((err: unknown) => {
               if (!droppedMidAnswer(err) || opts?.signal?.aborted || Date.now() >= deadline.getTime()) throw err;
               return remote();

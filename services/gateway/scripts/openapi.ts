@@ -1,15 +1,18 @@
 import { writeFileSync } from 'node:fs';
-import { createInProcessTransport, createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
+import { createInProcessTransport, createLogger, createResolver, type Logger, loadConfig, type ServiceContext } from '@imagegen/platform';
 import { buildApp } from '../src/app.js';
 
 /**
  * The gateway's OpenAPI document without a running stack: builds the app (no service is called) and prints
  * /docs/json, or writes it to the file given as the first argument. `pnpm client` uses it.
  */
-/** A service context for building the gateway app without a stack: no events, storage or reachable services. */
-export function offlineContext(name = 'openapi'): ServiceContext {
-  const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent' });
-  const logger = createLogger(name, 'silent');
+/**
+ * A service context for building the gateway app without a stack: no events, storage or reachable services.
+ * `env` adds to its configuration (e.g. a service address nothing listens on); `logger` replaces the silent one.
+ */
+export function offlineContext(name = 'openapi', opts: { env?: NodeJS.ProcessEnv; logger?: Logger } = {}): ServiceContext {
+  const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'silent', ...opts.env });
+  const logger = opts.logger ?? createLogger(name, 'silent');
   return {
     config,
     logger,

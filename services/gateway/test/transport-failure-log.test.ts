@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
-import { createInProcessTransport, createLogger, createResolver, loadConfig, type ServiceContext } from '@imagegen/platform';
+import { createLogger } from '@imagegen/platform';
 import { expect, it } from 'vitest';
 import { freePort } from '../../../test/support/processes.js';
+import { offlineContext } from '../scripts/openapi.js';
 import { buildApp } from '../src/app.js';
 
 /**
@@ -10,7 +11,6 @@ import { buildApp } from '../src/app.js';
  */
 it('a 503 from an unreachable service logs the gRPC method and what grpc-js said', async () => {
   const nobody = await freePort();
-  const config = loadConfig({ RATE_LIMIT_DISABLED: '1', LOG_LEVEL: 'warn', TENANCY_ADDR: `127.0.0.1:${nobody}` });
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -19,14 +19,7 @@ it('a 503 from an unreachable service logs the gRPC method and what grpc-js said
     },
   });
   const logger = createLogger('gateway', 'warn', sink);
-  const ctx = {
-    config,
-    logger,
-    events: createInProcessTransport({ logger }),
-    storage: {},
-    resolve: createResolver(config, {}),
-  } as ServiceContext;
-  const app = await buildApp(ctx);
+  const app = await buildApp(offlineContext('gateway', { env: { TENANCY_ADDR: `127.0.0.1:${nobody}` }, logger }));
   try {
     const r = await app.inject({ method: 'GET', url: '/api/images', headers: { 'x-api-key': `sk_live_${'a'.repeat(40)}` } });
     expect(r.statusCode).toBe(503);
