@@ -141,6 +141,26 @@ describe('keyset cursors', () => {
     }
   });
 
+  it('keeps the microseconds of the position: rows apart by less than a millisecond are each walked once', async () => {
+    // Two stores of one generate land within a millisecond; a position sent as a timestamptz parameter would go
+    // through a JS Date (postgres.js) and lose its microseconds, so the next page skipped or repeated such rows.
+    const T = 'tCursorMicro';
+    const ids: number[] = [];
+    for (const us of ['100', '450', '451', '900']) {
+      const [r] = await h.sql`
+        INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, width, height, size_bytes,
+          thumbnail_size_bytes, prompt, operation, created_at)
+        VALUES (${T}, 's1', ${`k${us}`}, ${`t${us}`}, 'image/png', 'png', 1, 1, 10, 1, 'p', 'generate',
+          ${`2025-03-01T10:00:00.707${us}Z`}::text::timestamptz)
+        RETURNING id`;
+      ids.push(Number(r.id));
+    }
+    for (const sortBy of ['newest', 'oldest'] as const) {
+      const { ids: walked } = await walk(T, { sortBy }, 1);
+      expect(walked).toEqual(sortBy === 'oldest' ? ids : [...ids].reverse());
+    }
+  });
+
   it('continues in one page read whatever the depth, through the gRPC service too', async () => {
     const T = 'tCursorGrpc';
     await bulk(h.sql, T, 300);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/events';
 import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
@@ -118,6 +118,43 @@ describe('pending images', () => {
     // Each event names its own image, with the row's creation time.
     const rows = await h.sql`SELECT id, created_at FROM images WHERE tenant_id = 'tP13' ORDER BY id`;
     expect(eventsOf('tP13').map((e) => [e.imageId, e.occurredAt])).toEqual(rows.map((r) => [Number(r.id), r.created_at.toISOString()]));
+  });
+
+  it("records the thumbnail's size, which renders while the row goes in, in the row and its event on both commit paths", async () => {
+    for (const [tenantId, forget] of [
+      ['tP15', false],
+      ['tP16', true],
+    ] as const) {
+      const rec = await h.client.storeImage(req(tenantId, `exec-${tenantId}`), h.principal(tenantId));
+      const onDisk = statSync(file(rec.thumbnailKey)).size;
+      expect(onDisk).toBeGreaterThan(0);
+      expect(rec.thumbnailSizeBytes).toBe(onDisk);
+      if (forget) forgetPendingImages(); // the commit reads the pending row back
+      await h.client.commitExecutionImages({ tenantId, executionId: `exec-${tenantId}`, imageIds: [rec.id] }, h.principal(tenantId));
+      const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${rec.id}`;
+      expect(Number(row.thumbnail_size_bytes)).toBe(onDisk);
+      await until(() => storedEventsOf(tenantId).length === 1);
+      expect(ImageStored.decode(storedEventsOf(tenantId)[0].data).thumbnailSizeBytes).toBe(onDisk);
+    }
+  });
+
+  it('a pending PNG whose header is sound but whose pixels do not decode answers 400 and leaves no row, file or count', async () => {
+    // The header (read at once) passes, so the row goes in and the original is written while the thumbnail renders;
+    // the rendering then fails on the image data.
+    const sound = await makeImage(300, 200, { color: '#a83' });
+    const idat = sound.indexOf('IDAT');
+    const corrupt = Buffer.from(sound);
+    corrupt.fill(0x5a, idat + 8, corrupt.length - 16);
+    await h.client.touchSession({ tenantId: 'tP17', sessionId: 's-exec-corrupt' }, h.principal('tP17'));
+    const err = await h.client.storeImage(req('tP17', 'exec-corrupt', { data: corrupt }), h.principal('tP17')).catch((e) => e);
+    expect(err).toMatchObject({ status: 400, body: { error: 'Invalid image data', details: ['the image could not be decoded'] } });
+    expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP17'`).toHaveLength(0);
+    const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP17' AND session_id = 's-exec-corrupt'`;
+    expect(s.image_count).toBe(0);
+    const dir = join(h.dataDir, 'objects', 'tenants', 'tP17');
+    const files = existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile()) : [];
+    expect(files).toEqual([]);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP17/%'`).toHaveLength(0);
   });
 
   it('with the reported image ids, commits those and discards the rest (a store whose answer was lost)', async () => {

@@ -508,8 +508,10 @@ function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRe
   const where = imageWhere(params, tenantId, f, narrowed(f) ? 'narrow' : plan === 'trigram' ? 'trigram' : 'walk');
   const key = SORT_KEY[f.sortBy];
   const order = ORDER_BY[f.sortBy];
+  // The position goes in as text (::text::): a timestamptz parameter is serialized by postgres.js through a JS Date,
+  // which drops its microseconds, so rows apart by less than a millisecond were skipped or repeated.
   const keyset = position
-    ? ` AND (${key.col}, id) ${key.desc ? '<' : '>'} (${params.add(position.value)}::${key.cast}, ${params.add(position.id)}::bigint)`
+    ? ` AND (${key.col}, id) ${key.desc ? '<' : '>'} (${params.add(position.value)}::text::${key.cast}, ${params.add(position.id)}::bigint)`
     : '';
   const fetchParam = params.add(limit + 1);
   const offsetParam = params.add(offset);
