@@ -6,7 +6,6 @@ import { type Attributes, type Context, context, type Span, type SpanKind, SpanS
 import type { InMemorySpanExporter, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Config } from './config.js';
 
-export type { Span } from '@opentelemetry/api';
 export { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 export type { InMemorySpanExporter, ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 

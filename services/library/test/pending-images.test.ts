@@ -120,7 +120,7 @@ describe('pending images', () => {
     expect(eventsOf('tP13').map((e) => [e.imageId, e.occurredAt])).toEqual(rows.map((r) => [Number(r.id), r.created_at.toISOString()]));
   });
 
-  it("records the thumbnail's size, which renders while the row goes in, in the row and its event on both commit paths", async () => {
+  it("records the thumbnail's size in the row and its event on both commit paths", async () => {
     for (const [tenantId, forget] of [
       ['tP15', false],
       ['tP16', true],
@@ -139,8 +139,7 @@ describe('pending images', () => {
   });
 
   it('a pending PNG whose header is sound but whose pixels do not decode answers 400 and leaves no row, file or count', async () => {
-    // The header (read at once) passes, so the row goes in and the original is written while the thumbnail renders;
-    // the rendering then fails on the image data.
+    // The header (read without decoding) passes; the rendering then fails on the image data.
     const sound = await makeImage(300, 200, { color: '#a83' });
     const idat = sound.indexOf('IDAT');
     const corrupt = Buffer.from(sound);

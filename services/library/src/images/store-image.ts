@@ -6,7 +6,6 @@ import {
   type Logger,
   type ObjectStorage,
   readPngHeader,
-  type Span,
   type Sql,
   sniffFormat,
   type TransactionSql,
@@ -76,9 +75,12 @@ export interface ProcessedImage {
 }
 
 /** Reads the image header and renders the 200x200 thumbnail (EXIF-rotated, fit inside, never enlarged). */
-export async function processImage(data: Buffer): Promise<ProcessedImage> {
-  const { header, thumbnail } = await readHeaderThenRender(data);
-  return { ...header, thumbnail: await thumbnail };
+export function processImage(data: Buffer): Promise<ProcessedImage> {
+  return withSpanInTrace('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, async (span) => {
+    const p = await decodeAndThumbnail(data);
+    span?.setAttributes({ 'imagegen.image.format': p.format, 'imagegen.image.width': p.width, 'imagegen.image.height': p.height });
+    return p;
+  });
 }
 
 const renderThumbnail = (data: Buffer): Promise<Buffer> =>
@@ -88,31 +90,16 @@ const renderThumbnail = (data: Buffer): Promise<Buffer> =>
     .webp({ quality: 80, effort: 2 })
     .toBuffer();
 
-/** What the header says of an accepted image (its thumbnail aside). */
-export type ImageHeader = Omit<ProcessedImage, 'thumbnail'>;
-
-/**
- * The header and the thumbnail's rendering, apart: the rendering (libvips threads) is under way when the header
- * answers, so a caller can do its own work (a row, the original's write) while the thumbnail renders.
- * When the first bytes announce an accepted format, the thumbnail renders while the header is read (it needs
- * nothing from it: rotate() reads the orientation itself). Anything else is rendered only once the header named an
- * accepted format: no other libvips loader (SVG, PDF, TIFF...) decodes its pixels.
- * Throws the 400 of a refused header; `thumbnail` rejects with the 400 of undecodable pixels (and is never left
- * unobserved: a caller that stops waiting for it leaves no unhandled rejection).
- */
-async function readHeaderThenRender(data: Buffer): Promise<{ header: ImageHeader; thumbnail: Promise<Buffer> }> {
-  let span: Span | undefined;
-  const render = () => {
-    const p = withSpanInTrace('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, (s) => {
-      span = s;
-      return renderThumbnail(data);
-    }).catch(() => {
-      throw badRequest('Invalid image data', ['the image could not be decoded']);
-    });
-    p.catch(() => {});
-    return p;
-  };
-  const rendering = FORMATS[sniffFormat(data) ?? ''] ? render() : undefined;
+async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
+  // When the first bytes announce an accepted format, the thumbnail renders while the header is read (it needs
+  // nothing from it: rotate() reads the orientation itself), so its wait does not start after the header's.
+  // Anything else is rendered only once the header named an accepted format, as before: no other libvips
+  // loader (SVG, PDF, TIFF...) decodes its pixels.
+  let rendering: Promise<Buffer> | undefined;
+  if (FORMATS[sniffFormat(data) ?? '']) {
+    rendering = renderThumbnail(data);
+    rendering.catch(() => {}); // awaited below, unless the header is refused first
+  }
   // A sound PNG header is read here (readPngHeader: what sharp would answer, without a thread-pool trip).
   const png = readPngHeader(data);
   let meta: Pick<Metadata, 'format' | 'width' | 'height' | 'autoOrient'>;
@@ -126,11 +113,13 @@ async function readHeaderThenRender(data: Buffer): Promise<{ header: ImageHeader
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw badRequest('Invalid image data', ['the image has no dimensions']);
-  const header: ImageHeader = { format: meta.format as string, mimeType: fmt.mime, ext: fmt.ext, width, height };
-  const thumbnail = rendering ?? render();
-  if (span?.isRecording())
-    span.setAttributes({ 'imagegen.image.format': header.format, 'imagegen.image.width': width, 'imagegen.image.height': height });
-  return { header, thumbnail };
+  let thumbnail: Buffer;
+  try {
+    thumbnail = await (rendering ?? renderThumbnail(data));
+  } catch {
+    throw badRequest('Invalid image data', ['the image could not be decoded']);
+  }
+  return { format: meta.format as string, mimeType: fmt.mime, ext: fmt.ext, width, height, thumbnail };
 }
 
 function optionalId(v: number | null | undefined, field: string): number | null {
@@ -166,13 +155,12 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 
   const name = randomUUID();
   const keysFor = (ext: string) => [tenantKey(tenantId, 'images', `${name}.${ext}`), tenantKey(tenantId, 'thumbnails', `${name}.webp`)];
-  const rowOf = ([objectKey, thumbnailKey]: string[], img: ImageHeader, thumbnailSize: number): StoreRow => ({
+  const rowOf = ([objectKey, thumbnailKey]: string[], img: ProcessedImage): StoreRow => ({
     tenantId,
     sessionId,
     objectKey,
     thumbnailKey,
     img,
-    thumbnailSize,
     size: input.data.length,
     input,
     referenceGroupIds,
@@ -182,8 +170,8 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     characterId,
   });
   if (input.pending) {
-    const { header, thumbnail } = await readHeaderThenRender(input.data);
-    return storePendingRow(deps, rowOf(keysFor(header.ext), header, 0), input.data, thumbnail);
+    const img = await processImage(input.data);
+    return storePendingRow(deps, rowOf(keysFor(img.ext), img), input.data);
   }
 
   // A listed image. The format the first bytes announce names the keys before any image work, so the cheap session
@@ -224,8 +212,8 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     keys = keysFor(img.ext);
     await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   }
-  const row = rowOf(keys, img, img.thumbnail.length);
-  await writeImageFiles(storage, row, input.data, img.thumbnail, originalWrite).catch(async (err) => {
+  const row = rowOf(keys, img);
+  await writeImageFiles(storage, row, input.data, originalWrite).catch(async (err) => {
     await removeObjects(deps, [row.objectKey, row.thumbnailKey]);
     throw err;
   });
@@ -246,63 +234,37 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 }
 
 /**
- * A pending image: its row goes in first (one statement, no event; the session's room checked under its lock), while
- * libvips renders the thumbnail; the original is written during the rendering too, then the thumbnail, whose size
- * its row learns in the same moment. So the image work's wait covers the row's round trip and the original's write.
- * The row is the record of its keys: a pending row that is never committed is discarded with its files (here when
- * the pixels do not decode or a write fails; with its failed or abandoned execution; or as stale), so no object_gc
- * entry is needed and a crash at any point leaves nothing behind. Nothing reads a pending row before its execution
- * commits it, and the execution commits only the images whose store answered, after their files and size.
+ * A pending image: its row goes in first (one statement, no event; the session's room checked under its lock),
+ * then its two files. The row is the record of its keys: a pending row that is never committed is discarded with
+ * its files (here when a write fails; with its failed or abandoned execution; or as stale), so no object_gc entry
+ * is needed and a crash at any point leaves nothing behind. Nothing reads a pending row's files before its
+ * execution commits it, and the execution commits only the images whose store answered, after their files.
  */
-async function storePendingRow(deps: StoreImageDeps, row: StoreRow, data: Buffer, thumbnail: Promise<Buffer>): Promise<ImageRow> {
+async function storePendingRow(deps: StoreImageDeps, row: StoreRow, data: Buffer): Promise<ImageRow> {
   const stored = await insertImage(deps.sql, 'pending_images', row);
   if (!stored) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
-  let thumbnailSizeBytes: number;
   try {
-    const [original, rendered] = await Promise.allSettled([
-      deps.storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
-      thumbnail,
-    ]);
-    // Undecodable pixels answer their 400 before a failed write's error.
-    if (rendered.status === 'rejected') throw rendered.reason;
-    if (original.status === 'rejected') throw original.reason;
-    thumbnailSizeBytes = rendered.value.length;
-    await settleAll([
-      deps.storage.put(row.thumbnailKey, rendered.value, THUMBNAIL_MIME_TYPE, { fresh: true }),
-      // Flushed like the row: its commit may run on another library replica, which reads the size from the row.
-      deps.sql`UPDATE pending_images SET thumbnail_size_bytes = ${thumbnailSizeBytes} WHERE id = ${stored.id}`,
-    ]);
+    await writeImageFiles(deps.storage, row, data);
   } catch (err) {
     await discardPendingImage(deps, row.tenantId, stored.id).catch((e) => {
-      deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image that failed; its execution will');
+      deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image whose files failed; its execution will');
     });
     throw err;
   }
-  const done = { ...stored, thumbnailSizeBytes };
-  rememberPendingImage(done); // its commit writes ImageStored in the statement that moves it
-  return done;
+  rememberPendingImage(stored); // its commit writes ImageStored in the statement that moves it
+  return stored;
 }
 
 /**
  * Writes the original (unless its write is already in flight) and the thumbnail under the row's fresh keys. Both
  * settle before a failure is answered, so the caller's cleanup never runs while one is still being written.
  */
-function writeImageFiles(
-  storage: ObjectStorage,
-  row: StoreRow,
-  data: Buffer,
-  thumbnail: Buffer,
-  originalWrite?: Promise<void>,
-): Promise<void> {
-  return settleAll([
+async function writeImageFiles(storage: ObjectStorage, row: StoreRow, data: Buffer, originalWrite?: Promise<void>): Promise<void> {
+  const settled = await Promise.allSettled([
     originalWrite ?? storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
-    storage.put(row.thumbnailKey, thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
+    storage.put(row.thumbnailKey, row.img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]);
-}
-
-/** Waits for every promise, then throws the first failure (if any): nothing is still running when it throws. */
-async function settleAll(work: Promise<unknown>[]): Promise<void> {
-  const failed = (await Promise.allSettled(work)).find((r) => r.status === 'rejected');
+  const failed = settled.find((r) => r.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
@@ -340,9 +302,7 @@ interface StoreRow {
   sessionId: string;
   objectKey: string;
   thumbnailKey: string;
-  img: ImageHeader;
-  /** The thumbnail's bytes (0 while a pending row's thumbnail renders). */
-  thumbnailSize: number;
+  img: ProcessedImage;
   size: number;
   input: StoreImageInput;
   referenceGroupIds: number[] | null;
@@ -374,7 +334,7 @@ async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_
         is_reference, execution_id, has_synthid, key_type, tokens)
       SELECT ${x.tenantId}::text, ${x.sessionId}::text, ${x.objectKey}::text, ${x.thumbnailKey}::text, ${img.mimeType}::text,
         ${img.format}::text, ${THUMBNAIL_MIME_TYPE}::text, ${img.width}::int, ${img.height}::int, ${x.size}::bigint,
-        ${x.thumbnailSize}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
+        ${img.thumbnail.length}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
         ${input.aspectRatio ?? ''}::text, ${input.modelId ?? ''}::text, ${(input.resolutionTier ?? '').toLowerCase()}::text,
         ${x.parentImageId}::bigint, ${x.stylePresetId}::bigint, ${x.productReferenceId}::bigint, ${x.characterId}::bigint,
         ${x.referenceGroupIds === null ? null : `{${x.referenceGroupIds.join(',')}}`}::bigint[],
