@@ -104,6 +104,42 @@ describe('search plan (walk or trigram index)', () => {
   });
 });
 
+describe('a search with a rare filter', () => {
+  it("reads the filter's partial index alone (the prompt is in it) and stops after the page", async () => {
+    const T = 'tNarrowCover';
+    await bulk(h.sql, T, 3000, 1);
+    // Every tenth image a reference, of style preset 5 and of product 9; every fourth prompt says 'owl'.
+    await h.sql`UPDATE images SET is_reference = true, style_preset_id = 5, product_reference_id = 9
+      WHERE tenant_id = ${T} AND split_part(prompt, ' ', 1) ~ '0$'`;
+    await h.sql`VACUUM (ANALYZE) images`; // a table in steady state: its pages all-visible
+    for (const [filters, index] of [
+      [{ isReference: true }, 'images_tenant_reference_prompt'],
+      [{ stylePresetId: 5 }, 'images_tenant_style_prompt'],
+      [{ productReferenceId: 9 }, 'images_tenant_product_prompt'],
+    ] as const) {
+      const q = listImagesSql(T, { search: 'owl', ...filters }, { limit: 20 });
+      const [r] = await h.sql.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values as never[]);
+      const scans: { type: string; index?: string; heapFetches?: number; rows?: number }[] = [];
+      const visit = (n: Record<string, unknown>) => {
+        if (String(n['Node Type']).includes('Scan'))
+          scans.push({
+            type: n['Node Type'] as string,
+            index: n['Index Name'] as string | undefined,
+            heapFetches: n['Heap Fetches'] as number | undefined,
+            rows: n['Actual Rows'] as number,
+          });
+        for (const c of (n.Plans as Record<string, unknown>[] | undefined) ?? []) visit(c);
+      };
+      visit((r['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0].Plan);
+      const narrow = scans.find((x) => x.index === index);
+      expect(narrow, JSON.stringify(scans)).toMatchObject({ type: 'Index Only Scan', heapFetches: 0 });
+      // In page order, stopping after the page (21 of the 150 matching rows among 300 filtered ones), not all 300 read first.
+      expect(narrow?.rows).toBe(21);
+      expect((await listImages(h.sql, T, { search: 'owl', ...filters }, { limit: 20 })).rows).toHaveLength(20);
+    }
+  });
+});
+
 describe('deep offsets skip whole days (image_day_counts)', () => {
   const T = 'tDays';
   const check = async () => {
