@@ -42,6 +42,10 @@ async function plainIds(tenant: string, order: 'DESC' | 'ASC'): Promise<number[]
 }
 
 interface PlanNode {
+  'Node Type'?: string;
+  'Index Name'?: string;
+  'Heap Fetches'?: number;
+  'Actual Rows'?: number;
   'Actual Loops'?: number;
   Filter?: string;
   'Recheck Cond'?: string;
@@ -49,24 +53,31 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-/** Which way the search ran: the conditions of the EXPLAIN ANALYZE nodes that executed. */
-async function executed(tenant: string, search: string, searchPlan: SearchPlan): Promise<{ walk: boolean; trigram: boolean }> {
-  const q = listImagesSql(tenant, { search }, {}, { searchPlan });
+/** Every node of the EXPLAIN (ANALYZE, FORMAT JSON) plan of a list query, the root first. */
+async function planNodes(q: { text: string; values: unknown[] }): Promise<PlanNode[]> {
   const [r] = await h.sql.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values as never[]);
-  const out = { walk: false, trigram: false };
-  const visit = (n: PlanNode) => {
-    if ((n['Actual Loops'] ?? 0) > 0) {
-      for (const cond of [n.Filter, n['Recheck Cond'], n['Index Cond']]) {
-        // The walk tests rows with the CASE form; the trigram way with the plain match (lower(prompt) LIKE).
-        if (cond?.includes('CASE WHEN')) out.walk = true;
-        else if (cond?.includes('lower(prompt) ~~')) out.trigram = true;
-      }
-    }
-    for (const c of n.Plans ?? []) visit(c);
-  };
   const [root] = (r?.['QUERY PLAN'] ?? []) as { Plan: PlanNode }[];
   if (!root) throw new Error('no plan');
+  const out: PlanNode[] = [];
+  const visit = (n: PlanNode) => {
+    out.push(n);
+    for (const c of n.Plans ?? []) visit(c);
+  };
   visit(root.Plan);
+  return out;
+}
+
+/** Which way the search ran: the conditions of the EXPLAIN ANALYZE nodes that executed. */
+async function executed(tenant: string, search: string, searchPlan: SearchPlan): Promise<{ walk: boolean; trigram: boolean }> {
+  const out = { walk: false, trigram: false };
+  for (const n of await planNodes(listImagesSql(tenant, { search }, {}, { searchPlan }))) {
+    if ((n['Actual Loops'] ?? 0) === 0) continue;
+    for (const cond of [n.Filter, n['Recheck Cond'], n['Index Cond']]) {
+      // The walk tests rows with the CASE form; the trigram way with the plain match (lower(prompt) LIKE).
+      if (cond?.includes('CASE WHEN')) out.walk = true;
+      else if (cond?.includes('lower(prompt) ~~')) out.trigram = true;
+    }
+  }
   return out;
 }
 
@@ -117,24 +128,16 @@ describe('a search with a rare filter', () => {
       [{ stylePresetId: 5 }, 'images_tenant_style_prompt'],
       [{ productReferenceId: 9 }, 'images_tenant_product_prompt'],
     ] as const) {
-      const q = listImagesSql(T, { search: 'owl', ...filters }, { limit: 20 });
-      const [r] = await h.sql.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values as never[]);
-      const scans: { type: string; index?: string; heapFetches?: number; rows?: number }[] = [];
-      const visit = (n: Record<string, unknown>) => {
-        if (String(n['Node Type']).includes('Scan'))
-          scans.push({
-            type: n['Node Type'] as string,
-            index: n['Index Name'] as string | undefined,
-            heapFetches: n['Heap Fetches'] as number | undefined,
-            rows: n['Actual Rows'] as number,
-          });
-        for (const c of (n.Plans as Record<string, unknown>[] | undefined) ?? []) visit(c);
-      };
-      visit((r['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0].Plan);
-      const narrow = scans.find((x) => x.index === index);
-      expect(narrow, JSON.stringify(scans)).toMatchObject({ type: 'Index Only Scan', heapFetches: 0 });
+      const scans = (await planNodes(listImagesSql(T, { search: 'owl', ...filters }, { limit: 20 }))).filter((n) =>
+        n['Node Type']?.includes('Scan'),
+      );
+      const narrow = scans.find((n) => n['Index Name'] === index);
+      expect(narrow, JSON.stringify(scans.map(({ Plans: _, ...n }) => n))).toMatchObject({
+        'Node Type': 'Index Only Scan',
+        'Heap Fetches': 0,
+      });
       // In page order, stopping after the page (21 of the 150 matching rows among 300 filtered ones), not all 300 read first.
-      expect(narrow?.rows).toBe(21);
+      expect(narrow?.['Actual Rows']).toBe(21);
       expect((await listImages(h.sql, T, { search: 'owl', ...filters }, { limit: 20 })).rows).toHaveLength(20);
     }
   });
