@@ -633,8 +633,7 @@ interface Counts {
   metrics: Map<string, number>;
 }
 
-function report(n: number, warmup: number, pngBytes: number, run: Timed, sharpCpu: number, counts: Counts, floorRun: Timed): void {
-  const floor = { run: floorRun, sharpCpu };
+function report(n: number, warmup: number, pngBytes: number, run: Timed, sharpCpu: number, counts: Counts, floor: Timed): void {
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const added = sorted(run.added);
   const addedP50 = percentile(added, 50);
@@ -657,24 +656,24 @@ function report(n: number, warmup: number, pngBytes: number, run: Timed, sharpCp
     `added latency p50                ${fmt(addedP50, 2)} ms (p90 ${fmt(percentile(added, 90), 2)} ms; request p50 ${fmt(percentile(sorted(run.latencies), 50), 2)} ms)  target <= ${fmt(latencyTarget, 2)} ms  ${verdict(addedP50 <= latencyTarget)}`,
   );
   console.log(
-    `main-thread wake-ups per image   stack ${fmt(run.wakeupsPerImage, 2)}, floor ${fmt(floor.run.wakeupsPerImage, 2)} (sleeps in epoll_wait ended by I/O or a timer)`,
+    `main-thread wake-ups per image   stack ${fmt(run.wakeupsPerImage, 2)}, floor ${fmt(floor.wakeupsPerImage, 2)} (sleeps in epoll_wait ended by I/O or a timer)`,
   );
   const byThread = [...run.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
   console.log(`  by thread: ${byThread.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
   if (run.failed) console.log(`failed requests                  ${run.failed}`);
   // The floor beside the stack: what is above the image work in each, and their ratio.
-  const floorAdded = percentile(sorted(floor.run.added), 50);
+  const floorAdded = percentile(sorted(floor.added), 50);
   const stackCpuAbove = run.cpuPerImageMs - sharpCpu;
-  const floorCpuAbove = floor.run.cpuPerImageMs - floor.sharpCpu;
+  const floorCpuAbove = floor.cpuPerImageMs - sharpCpu;
   console.log(
-    `floor (one process, 4 round trips) CPU ${fmt(floor.run.cpuPerImageMs, 2)} ms, added latency p50 ${fmt(floorAdded, 2)} ms (asked in turns with the stack)`,
+    `floor (one process, 4 round trips) CPU ${fmt(floor.cpuPerImageMs, 2)} ms, added latency p50 ${fmt(floorAdded, 2)} ms (asked in turns with the stack)`,
   );
   console.log(
-    `above the image work             stack CPU ${fmt(stackCpuAbove, 2)} ms, latency ${fmt(addedP50 - sharpCpu, 2)} ms | floor CPU ${fmt(floorCpuAbove, 2)} ms, latency ${fmt(floorAdded - floor.sharpCpu, 2)} ms | stack/floor CPU x${fmt(stackCpuAbove / Math.max(0.01, floorCpuAbove), 2)}`,
+    `above the image work             stack CPU ${fmt(stackCpuAbove, 2)} ms, latency ${fmt(addedP50 - sharpCpu, 2)} ms | floor CPU ${fmt(floorCpuAbove, 2)} ms, latency ${fmt(floorAdded - sharpCpu, 2)} ms | stack/floor CPU x${fmt(stackCpuAbove / Math.max(0.01, floorCpuAbove), 2)}`,
   );
-  const floorThreads = [...floor.run.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  const floorThreads = [...floor.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
   console.log(`  floor by thread: ${floorThreads.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
-  if (floor.run.failed) console.log(`floor failed requests            ${floor.run.failed}`);
+  if (floor.failed) console.log(`floor failed requests            ${floor.failed}`);
 
   const per = (x: number) => fmt(x / counts.n, 2);
   const idleScale = counts.seconds / 3;
