@@ -20,6 +20,8 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const PROMPT = 'a benchmark picture of a lighthouse at dusk';
 /** Warm-up requests in flight at once: V8 optimises by call counts, so they need not be sequential. */
 const WARMUP_CONCURRENCY = 4;
+/** The floor's (and a baseline's) warm-up goes in this many rounds, so none of them idles long before the timed turns. */
+const WARMUP_ROUNDS = 5;
 
 /**
  * Issue 16 item 5: the generate path's own cost. A fixed upstream (both provider protocols, answering a
@@ -52,23 +54,35 @@ export async function benchGeneratePath(): Promise<void> {
     const timed = await startChildStack(upstream.url);
     let run: Timed;
     let floor: Timed;
+    let baseline: { run: Timed; diffs: { cpu: number; added: number }[] } | undefined;
     let sharpCpu: number;
     try {
       await timed.request(warmup, WARMUP_CONCURRENCY);
       const idleCpuPerSec = await idleCpu(timed.pid, 2000);
       const floorServer = await startFloorServer(upstream.url);
+      // BENCH_GENERATE_BASELINE=<dir>: another checkout's stack (e.g. `git worktree add <dir> main`, installed),
+      // asked in the same turns: an A/B of a change on the same minutes of the host.
+      const baselineRoot = process.env.BENCH_GENERATE_BASELINE;
+      const base = baselineRoot ? await startChildStack(upstream.url, undefined, baselineRoot) : undefined;
       try {
-        await floorServer.request(warmup, WARMUP_CONCURRENCY);
+        // The others' warm-up in rounds with a last one for the stack: a server left idle for minutes after its
+        // warm-up (V8 shrinks its heap, drops unused code) measured more CPU per image afterwards.
+        const others = base ? [floorServer, base] : [floorServer];
+        for (let round = 0; round < WARMUP_ROUNDS; round++)
+          for (const server of others) await server.request(Math.ceil(warmup / WARMUP_ROUNDS), WARMUP_CONCURRENCY);
+        await timed.request(Math.ceil(warmup / WARMUP_ROUNDS), WARMUP_CONCURRENCY);
         await sharpImageWork(png, 20); // warm-up of sharp in this process
         const perf = process.env.BENCH_PERF ? await recordPerf(timed.pid, process.env.BENCH_PERF) : undefined;
-        ({
-          runs: [run, floor],
-          sharpCpu,
-        } = await inTurns([timed, floorServer], n, upstream, png));
+        const servers = base ? [timed, floorServer, base] : [timed, floorServer];
+        const turns = await inTurns(servers, n, upstream, png);
+        [run, floor] = turns.runs;
+        sharpCpu = turns.sharpCpu;
+        if (base) baseline = { run: turns.runs[2], diffs: pairedDiffs(turns.turns[0], turns.turns[2]) };
         await perf?.stop();
         run.idleCpuPerSec = idleCpuPerSec;
       } finally {
         await floorServer.stop();
+        await base?.stop();
       }
     } finally {
       await timed.stop();
@@ -97,7 +111,7 @@ export async function benchGeneratePath(): Promise<void> {
       await proxy.close();
     }
 
-    report(n, warmup, png.length, run, sharpCpu, counts, floor);
+    report(n, warmup, png.length, run, sharpCpu, counts, floor, baseline);
   } finally {
     await upstream.close();
   }
@@ -173,7 +187,7 @@ interface ChildStack {
   stop(): Promise<void>;
 }
 
-async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Promise<ChildStack> {
+async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy, root = ROOT): Promise<ChildStack> {
   const db = await createTestDatabase(undefined, 'benchgen');
   const dbUrl = proxy ? proxy.urlFor(db.url) : db.url;
   const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-benchgen-'));
@@ -182,11 +196,11 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
   // BENCH_CPU_PROF=<dir>: the stack writes a V8 CPU profile there when it stops (where its CPU goes).
   const nodeFlags = process.env.BENCH_CPU_PROF && !proxy ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // BENCH_NODE_FLAGS: more node flags for the timed stack (e.g. --trace-gc), split on spaces.
-  if (process.env.BENCH_NODE_FLAGS && !proxy) nodeFlags.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
+  if (process.env.BENCH_NODE_FLAGS && !proxy && root === ROOT) nodeFlags.push(...process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean));
   // BENCH_PERF=<dir>: JIT symbols for perf (see recordPerf).
   if (process.env.BENCH_PERF && !proxy) nodeFlags.push('--perf-basic-prof-only-functions');
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'services/stack/src/main.ts'], {
-    cwd: ROOT,
+    cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
@@ -206,7 +220,7 @@ async function startChildStack(upstreamUrl: string, proxy?: PgCountingProxy): Pr
       PROVA_BASE_URL: upstreamUrl,
       PROVB_BASE_URL: upstreamUrl,
     },
-    stdio: ['ignore', process.env.BENCH_NODE_FLAGS ? 'inherit' : 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_NODE_FLAGS?.includes('--trace') && root === ROOT ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -247,15 +261,30 @@ async function inTurns(
   count: number,
   upstream: FixedUpstream,
   png: Buffer,
-): Promise<{ runs: Timed[]; sharpCpu: number }> {
+): Promise<{ runs: Timed[]; turns: Timed[][]; sharpCpu: number }> {
   const turns: Timed[][] = servers.map(() => []);
   const sharpRounds: number[] = [];
-  for (let done = 0; done < count; done += BLOCK) {
+  for (let done = 0, round = 0; done < count; done += BLOCK, round++) {
     const size = Math.min(BLOCK, count - done);
-    for (const [i, server] of servers.entries()) turns[i].push(await server.timedRun(size, upstream));
+    // Each round starts with the next server: the first turn after sharp's work measured more CPU (an A/A run of
+    // one commit against itself, same order every round, put the first 4 ms above the second).
+    for (let k = 0; k < servers.length; k++) {
+      const i = (round + k) % servers.length;
+      turns[i].push(await servers[i].timedRun(size, upstream));
+    }
     sharpRounds.push(await sharpImageWork(png, 10));
   }
-  return { runs: turns.map(mergeTimed), sharpCpu: median(sharpRounds) };
+  return { runs: turns.map(mergeTimed), turns, sharpCpu: median(sharpRounds) };
+}
+
+/** Per round of turns, this stack minus the baseline: CPU per image and added latency p50 (ms). */
+function pairedDiffs(mine: Timed[], theirs: Timed[]): { cpu: number; added: number }[] {
+  const p50 = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
+  return mine.map((t, i) => ({ cpu: t.cpuPerImageMs - theirs[i].cpuPerImageMs, added: p50(t.added) - p50(theirs[i].added) }));
 }
 
 /** One Timed of several turns of the same server: per-image figures weighted by each turn's answered requests. */
@@ -633,7 +662,16 @@ interface Counts {
   metrics: Map<string, number>;
 }
 
-function report(n: number, warmup: number, pngBytes: number, run: Timed, sharpCpu: number, counts: Counts, floor: Timed): void {
+function report(
+  n: number,
+  warmup: number,
+  pngBytes: number,
+  run: Timed,
+  sharpCpu: number,
+  counts: Counts,
+  floor: Timed,
+  baseline?: { run: Timed; diffs: { cpu: number; added: number }[] },
+): void {
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const added = sorted(run.added);
   const addedP50 = percentile(added, 50);
@@ -674,6 +712,33 @@ function report(n: number, warmup: number, pngBytes: number, run: Timed, sharpCp
   const floorThreads = [...floor.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
   console.log(`  floor by thread: ${floorThreads.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
   if (floor.failed) console.log(`floor failed requests            ${floor.failed}`);
+  if (baseline) {
+    const b = baseline.run;
+    const bAdded = percentile(sorted(b.added), 50);
+    const dCpu = baseline.diffs.map((d) => d.cpu);
+    const dAdded = baseline.diffs.map((d) => d.added);
+    console.log(
+      `baseline (${process.env.BENCH_GENERATE_BASELINE}) CPU above the image work ${fmt(b.cpuPerImageMs - sharpCpu, 2)} ms, latency ${fmt(bAdded - sharpCpu, 2)} ms`,
+    );
+    console.log(
+      `this - baseline, per round (median of ${dCpu.length}) CPU ${fmt(median(dCpu), 2)} ms (rounds ${fmt(
+        percentile(
+          [...dCpu].sort((x, y) => x - y),
+          25,
+        ),
+        2,
+      )}..${fmt(
+        percentile(
+          [...dCpu].sort((x, y) => x - y),
+          75,
+        ),
+        2,
+      )} IQR), added latency p50 ${fmt(median(dAdded), 2)} ms`,
+    );
+    const baseThreads = [...b.threads.entries()].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+    console.log(`  baseline by thread: ${baseThreads.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+    if (b.failed) console.log(`baseline failed requests         ${b.failed}`);
+  }
 
   const per = (x: number) => fmt(x / counts.n, 2);
   const idleScale = counts.seconds / 3;
