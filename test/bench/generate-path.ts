@@ -31,8 +31,9 @@ const WARMUP_ROUNDS = 5;
  *  - CPU per stored image of the stack process (/proc/<pid>/stat, every thread: libvips' included),
  *  - added latency p50: the request's time minus the upstream's own time for it,
  *  - the targets (image work + 4 ms CPU, image work + 3 ms latency) and pass/fail,
- *  - the same for the floor (floor-server.ts), asked in turns with the stack (inTurns), so both are measured
- *    in the same minutes of the host and beside the same image-work figure,
+ *  - the same for the floor (floor-server.ts), asked in turns with the stack (inTurns: every order of the servers
+ *    in turn, each turn's CPU read after its background work settled), so both are measured in the same minutes
+ *    of the host and beside the same image-work figure; BENCH_GENERATE_BASELINE adds another checkout's stack,
  *  - what one image costs in SQL statements and round trips (a second, short run through a counting proxy in
  *    front of PostgreSQL, so the timed run has no extra hop), gRPC calls and events published (/metrics).
  * BENCH_GENERATE_N (default 200) requests after BENCH_GENERATE_WARMUP (default 2,500, 4 at a time): the figures
