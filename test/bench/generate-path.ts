@@ -281,6 +281,12 @@ const stopAfter =
     throw err;
   };
 
+/** A Timed's CPU per image by thread, largest first: `main thread 7.08, node 6.02, ...`. */
+function byThread(t: Timed): string {
+  const rows = [...t.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  return rows.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ');
+}
+
 /** Per round of turns, this stack minus the baseline: CPU per image and added latency p50 (ms). */
 function pairedDiffs(mine: Timed[], theirs: Timed[]): { cpu: number; added: number }[] {
   const p50 = (xs: number[]) =>
@@ -704,8 +710,7 @@ function report(
   console.log(
     `main-thread wake-ups per image   stack ${fmt(run.wakeupsPerImage, 2)}, floor ${fmt(floor.wakeupsPerImage, 2)} (sleeps in epoll_wait ended by I/O or a timer)`,
   );
-  const byThread = [...run.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
-  console.log(`  by thread: ${byThread.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+  console.log(`  by thread: ${byThread(run)}`);
   if (run.failed) console.log(`failed requests                  ${run.failed}`);
   // The floor beside the stack: what is above the image work in each, and their ratio.
   const floorAdded = percentile(sorted(floor.added), 50);
@@ -717,34 +722,20 @@ function report(
   console.log(
     `above the image work             stack CPU ${fmt(stackCpuAbove, 2)} ms, latency ${fmt(addedP50 - sharpCpu, 2)} ms | floor CPU ${fmt(floorCpuAbove, 2)} ms, latency ${fmt(floorAdded - sharpCpu, 2)} ms | stack/floor CPU x${fmt(stackCpuAbove / Math.max(0.01, floorCpuAbove), 2)}`,
   );
-  const floorThreads = [...floor.threads.entries()].filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
-  console.log(`  floor by thread: ${floorThreads.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+  console.log(`  floor by thread: ${byThread(floor)}`);
   if (floor.failed) console.log(`floor failed requests            ${floor.failed}`);
   if (baseline) {
     const b = baseline.run;
     const bAdded = percentile(sorted(b.added), 50);
-    const dCpu = baseline.diffs.map((d) => d.cpu);
+    const dCpu = sorted(baseline.diffs.map((d) => d.cpu));
     const dAdded = baseline.diffs.map((d) => d.added);
     console.log(
       `baseline (${process.env.BENCH_GENERATE_BASELINE}) CPU above the image work ${fmt(b.cpuPerImageMs - sharpCpu, 2)} ms, latency ${fmt(bAdded - sharpCpu, 2)} ms`,
     );
     console.log(
-      `this - baseline, per round (median of ${dCpu.length}) CPU ${fmt(median(dCpu), 2)} ms (rounds ${fmt(
-        percentile(
-          [...dCpu].sort((x, y) => x - y),
-          25,
-        ),
-        2,
-      )}..${fmt(
-        percentile(
-          [...dCpu].sort((x, y) => x - y),
-          75,
-        ),
-        2,
-      )} IQR), added latency p50 ${fmt(median(dAdded), 2)} ms`,
+      `this - baseline, per round (median of ${dCpu.length}) CPU ${fmt(median(dCpu), 2)} ms (rounds ${fmt(percentile(dCpu, 25), 2)}..${fmt(percentile(dCpu, 75), 2)} IQR), added latency p50 ${fmt(median(dAdded), 2)} ms`,
     );
-    const baseThreads = [...b.threads.entries()].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
-    console.log(`  baseline by thread: ${baseThreads.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')}`);
+    console.log(`  baseline by thread: ${byThread(b)}`);
     if (b.failed) console.log(`baseline failed requests         ${b.failed}`);
   }
 
