@@ -70,12 +70,19 @@ export async function benchGeneratePath(): Promise<void> {
         for (const server of servers) await server.request(Math.ceil(warmup / WARMUP_ROUNDS), WARMUP_CONCURRENCY);
       const idleCpuPerSec = await idleCpu(timed.pid, 2000);
       await sharpImageWork(png, 20); // warm-up of sharp in this process
-      const perf = process.env.BENCH_PERF ? await recordPerf(timed.pid, process.env.BENCH_PERF) : undefined;
+      // BENCH_PERF=<dir>: perf.data (the stack) and perf-floor.data (the floor), the timed turns only.
+      const perfDir = process.env.BENCH_PERF;
+      const perf = perfDir
+        ? await Promise.all([
+            recordPerf(timed.pid, join(perfDir, 'perf.data')),
+            recordPerf(floorServer.pid, join(perfDir, 'perf-floor.data')),
+          ])
+        : undefined;
       const turns = await inTurns(servers, n, upstream, png);
       [run, floor] = turns.runs;
       sharpCpu = turns.sharpCpu;
       if (base) baseline = { run: turns.runs[2], diffs: pairedDiffs(turns.turns[0], turns.turns[2]) };
-      await perf?.stop();
+      await Promise.all(perf?.map((p) => p.stop()) ?? []);
       run.idleCpuPerSec = idleCpuPerSec;
     } finally {
       await Promise.all([timed.stop(), floorServer.stop(), base?.stop()]);
@@ -337,7 +344,8 @@ async function startFloorServer(upstreamUrl: string): Promise<ChildStack> {
   const db = await createTestDatabase(undefined, 'benchfloor');
   const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-benchfloor-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'test/bench/floor-server.ts'], {
+  const nodeFlags = process.env.BENCH_PERF ? ['--perf-basic-prof-only-functions'] : [];
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', 'test/bench/floor-server.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
@@ -439,8 +447,8 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
  * samples are wall time (a thread preempted inside a write or a thread-pool hand-off is charged for the wait),
  * these are CPU time.
  */
-async function recordPerf(pid: number, dir: string): Promise<{ stop(): Promise<void> }> {
-  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4000', '-g', '-p', String(pid), '-o', join(dir, 'perf.data')], {
+async function recordPerf(pid: number, file: string): Promise<{ stop(): Promise<void> }> {
+  const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', '4000', '-g', '-p', String(pid), '-o', file], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((r) => perf.once('exit', () => r()));
