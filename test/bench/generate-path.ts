@@ -441,8 +441,9 @@ function requestDriver(pid: number, baseUrl: string, apiKey: string): Pick<Child
 }
 
 /**
- * BENCH_PERF=<dir>: Linux perf samples the stack's CPU (cpu-clock, every thread) during the timed turns only (the
- * floor's turns too, while the stack idles), into <dir>/perf.data (`perf report -i <dir>/perf.data --sort
+ * BENCH_PERF=<dir>: Linux perf samples a server's CPU (cpu-clock, every thread) during the timed turns only (the
+ * other servers' turns too, while it idles), into `file`: <dir>/perf.data (the stack), <dir>/perf-floor.data (the
+ * floor) (`perf report -i <dir>/perf.data --sort
  * comm,dso,sym`; `--sort pid` names the main thread, `--tid <pid>` keeps its samples). Unlike V8's --cpu-prof, whose
  * samples are wall time (a thread preempted inside a write or a thread-pool hand-off is charged for the wait),
  * these are CPU time.
