@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
+import * as contracts from '@imagegen/contracts';
 import type { Logger } from 'pino';
 import { AppError, dependencyUnavailable, type ErrorBody, knownAppError } from './errors.js';
 import { recordGrpcClientCall, recordGrpcServerCall } from './metrics.js';
@@ -504,8 +506,9 @@ interface InProcessCall {
 /**
  * A call to a server in this same process (the all-in-one stack), without the loopback HTTP/2 hop: on this
  * kind of machine grpc-js and http2 cost ~0.6 ms of main-thread time per unary call, more than most
- * handlers. Everything else is as on the wire: request and response go through the method's protobuf
- * serializers (same defaults, no shared objects), the principal through metadata, errors through
+ * handlers. Everything else is as on the wire: request and response are copied as a socket's decoding would
+ * make them (messageCopiers: defaults filled in, unknown fields dropped, no shared objects), the principal
+ * through metadata, errors through
  * toServiceError/fromServiceError, the deadline is enforced (504), server metrics count the call, and
  * when tracing runs the call gets the CLIENT and SERVER spans the grpc-js instrumentation would make.
  */
@@ -520,10 +523,12 @@ function callInProcess(call: InProcessCall): Promise<unknown> {
 }
 
 async function invokeInProcess({ method, run, req, principal, deadline, signal }: InProcessCall): Promise<unknown> {
+  const copy = messageCopiers().get(method.path);
   let request: unknown;
   try {
-    request = roundTrip(req, method.requestSerialize, method.requestDeserialize);
-  } catch {
+    request = copyMessage(req, copy?.request, method.requestSerialize, method.requestDeserialize);
+  } catch (e) {
+    if (e instanceof CopyMismatch) throw e;
     // As grpc-js reports a request it cannot serialize: INTERNAL, i.e. 500 for the caller.
     const err = { code: grpc.status.INTERNAL, details: 'Request message serialization failure', metadata: new grpc.Metadata() };
     throw fromServiceError(err as grpc.ServiceError, principal.requestId);
@@ -538,7 +543,61 @@ async function invokeInProcess({ method, run, req, principal, deadline, signal }
   );
   if ('err' in r && !cancelled.signal.aborted) cancel();
   if ('err' in r) throw fromServiceError(r.err as grpc.ServiceError, principal.requestId);
-  return roundTrip(r.res, method.responseSerialize, method.responseDeserialize);
+  return copyMessage(r.res, copy?.response, method.responseSerialize, method.responseDeserialize);
+}
+
+/** Under vitest every copy is also checked against the wire form (see copyMessage). */
+const checkCopies = Boolean(process.env.VITEST);
+
+/**
+ * A message as the other side of a call gets it: the contract's copier, else the wire form (roundTrip). Under
+ * vitest the copy is also put through the wire form and must equal it: a message a socket call would refuse (a
+ * field missing or of the wrong type, which only a cast lets through) fails there as it would over the socket, and a
+ * copier that diverged from the serializers fails the test that made the call.
+ */
+function copyMessage<T>(message: T, copy: ((m: T) => T) | undefined, serialize: (m: T) => Buffer, deserialize: (b: Buffer) => T): T {
+  if (!copy) return roundTrip(message, serialize, deserialize);
+  const out = copy(message);
+  if (checkCopies && !isDeepStrictEqual(out, roundTrip(message, serialize, deserialize)))
+    throw new CopyMismatch(`an in-process copy differs from the message's wire form: ${JSON.stringify(out).slice(0, 300)}`);
+  return out;
+}
+class CopyMismatch extends Error {}
+
+interface MessageCopier {
+  request<T>(message: T): T;
+  response<T>(message: T): T;
+}
+interface GenericMethod {
+  name: string;
+  requestType: { fromPartial(m: unknown): unknown };
+  responseType: { fromPartial(m: unknown): unknown };
+}
+let copiersByPath: Map<string, MessageCopier> | undefined;
+
+/**
+ * Every contract method's request and response copiers by path: ts-proto's fromPartial of its message types (from
+ * the generated generic definitions). A copy is what a socket call's decoding makes of a message (each field its
+ * value or its default, unknown fields dropped, new objects all the way down) at a fraction of the cost: going
+ * through the wire form spends most of its time transcoding strings (14 us for an ImageRecord against 0.05 us;
+ * a generated image's 8 messages measured 0.35 ms of main thread in place; the A/B of this change: 0.5-0.95 ms
+ * less CPU and 1.45 ms less latency per image, its garbage included).
+ * Byte fields and dates are handed over as they are: neither side changes them after the call. Methods without
+ * a contract (the readiness probe, tests' own definitions) go through their serializers (roundTrip).
+ */
+function messageCopiers(): Map<string, MessageCopier> {
+  if (copiersByPath) return copiersByPath;
+  copiersByPath = new Map();
+  for (const area of Object.values(contracts))
+    for (const value of Object.values(area)) {
+      if (typeof value !== 'object' || value === null || !('fullName' in value) || !('methods' in value)) continue;
+      for (const m of Object.values(value.methods as Record<string, GenericMethod>))
+        copiersByPath.set(`/${value.fullName}/${m.name}`, {
+          request: <T>(message: T) => m.requestType.fromPartial(message) as T,
+          response: <T>(message: T) => m.responseType.fromPartial(message) as T,
+        });
+    }
+  return copiersByPath;
 }
 
 /** Byte fields at least this large (image data) pass an in-process call by reference instead of being copied. */

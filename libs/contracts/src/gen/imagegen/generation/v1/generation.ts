@@ -3652,6 +3652,88 @@ export const GetProviderStatusResponse: MessageFns<GetProviderStatusResponse> = 
  * Errors carry the SPEC 7 body: 400 'Invalid request payload' with one detail per problem, 402 quota,
  * 404 'Image not found' / 'Execution not found' / 'Session not found', 502/503/504 provider failures.
  */
+export type GenerationServiceDefinition = typeof GenerationServiceDefinition;
+export const GenerationServiceDefinition = {
+  name: "GenerationService",
+  fullName: "imagegen.generation.v1.GenerationService",
+  methods: {
+    /**
+     * POST /api/images (also MCP generate_image). Validates every rule of SPEC 4.1, composes the
+     * prompt, calls the provider (key rotation + failover, circuit breaker), checks the quota, stores
+     * the images through the library and records the execution (ExecutionFinished via the outbox).
+     */
+    generateImages: {
+      name: "GenerateImages",
+      requestType: GenerateImagesRequest as typeof GenerateImagesRequest,
+      requestStream: false,
+      responseType: GenerateImagesResponse as typeof GenerateImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** POST /api/edit-image: edits a stored image of the tenant; the new image's parent is the source. */
+    editImage: {
+      name: "EditImage",
+      requestType: EditImageRequest as typeof EditImageRequest,
+      requestStream: false,
+      responseType: EditImageResponse as typeof EditImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** POST /api/upload-for-editing: SSRF-guarded fetch of a public URL, stored with operation 'upload'. */
+    uploadForEditing: {
+      name: "UploadForEditing",
+      requestType: UploadForEditingRequest as typeof UploadForEditingRequest,
+      requestStream: false,
+      responseType: UploadForEditingResponse as typeof UploadForEditingResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/executions/:executionId. 404 'Execution not found' (also for other tenants). */
+    getExecution: {
+      name: "GetExecution",
+      requestType: GetExecutionRequest as typeof GetExecutionRequest,
+      requestStream: false,
+      responseType: Execution as typeof Execution,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/sessions/:sessionId/logs (+ the session stream's polling). 404 'Session not found'. */
+    listSessionExecutions: {
+      name: "ListSessionExecutions",
+      requestType: ListSessionExecutionsRequest as typeof ListSessionExecutionsRequest,
+      requestStream: false,
+      responseType: ListExecutionsResponse as typeof ListExecutionsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/executions/active: the tenant's running executions, newest first. */
+    listActiveExecutions: {
+      name: "ListActiveExecutions",
+      requestType: ListActiveExecutionsRequest as typeof ListActiveExecutionsRequest,
+      requestStream: false,
+      responseType: ListExecutionsResponse as typeof ListExecutionsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Circuit breaker state per provider (operators, tests). Not tenant data. */
+    getProviderStatus: {
+      name: "GetProviderStatus",
+      requestType: GetProviderStatusRequest as typeof GetProviderStatusRequest,
+      requestStream: false,
+      responseType: GetProviderStatusResponse as typeof GetProviderStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * Image generation, edits, uploads for editing, and the executions (tool execution logs) that record
+ * each of them. Owner: generation. The tenant is always the caller's principal (x-tenant-id metadata);
+ * the key type (live/test), tool source and X-Session-Id travel in the principal too.
+ * Errors carry the SPEC 7 body: 400 'Invalid request payload' with one detail per problem, 402 quota,
+ * 404 'Image not found' / 'Execution not found' / 'Session not found', 502/503/504 provider failures.
+ */
 export type GenerationServiceService = typeof GenerationServiceService;
 export const GenerationServiceService = {
   /**

@@ -7117,6 +7117,239 @@ export const MarkAssetsUsedResponse: MessageFns<MarkAssetsUsedResponse> = {
  * Update requests list the fields the client sent in `present_fields` (snake_case names); a listed
  * optional scalar that is unset means "set to null" (clear), an unlisted one means "leave unchanged".
  */
+export type AssetsServiceDefinition = typeof AssetsServiceDefinition;
+export const AssetsServiceDefinition = {
+  name: "AssetsService",
+  fullName: "imagegen.library.v1.AssetsService",
+  methods: {
+    /** Characters (SPEC 4.2) */
+    listCharacters: {
+      name: "ListCharacters",
+      requestType: ListCharactersRequest as typeof ListCharactersRequest,
+      requestStream: false,
+      responseType: ListCharactersResponse as typeof ListCharactersResponse,
+      responseStream: false,
+      options: {},
+    },
+    getCharacter: {
+      name: "GetCharacter",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: Character as typeof Character,
+      responseStream: false,
+      options: {},
+    },
+    createCharacter: {
+      name: "CreateCharacter",
+      requestType: CreateCharacterRequest as typeof CreateCharacterRequest,
+      requestStream: false,
+      responseType: Character as typeof Character,
+      responseStream: false,
+      options: {},
+    },
+    updateCharacter: {
+      name: "UpdateCharacter",
+      requestType: UpdateCharacterRequest as typeof UpdateCharacterRequest,
+      requestStream: false,
+      responseType: Character as typeof Character,
+      responseStream: false,
+      options: {},
+    },
+    deleteCharacter: {
+      name: "DeleteCharacter",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: DeleteAssetResponse as typeof DeleteAssetResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Products (SPEC 4.4) */
+    listProducts: {
+      name: "ListProducts",
+      requestType: ListProductsRequest as typeof ListProductsRequest,
+      requestStream: false,
+      responseType: ListProductsResponse as typeof ListProductsResponse,
+      responseStream: false,
+      options: {},
+    },
+    getProduct: {
+      name: "GetProduct",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: Product as typeof Product,
+      responseStream: false,
+      options: {},
+    },
+    createProduct: {
+      name: "CreateProduct",
+      requestType: CreateProductRequest as typeof CreateProductRequest,
+      requestStream: false,
+      responseType: Product as typeof Product,
+      responseStream: false,
+      options: {},
+    },
+    updateProduct: {
+      name: "UpdateProduct",
+      requestType: UpdateProductRequest as typeof UpdateProductRequest,
+      requestStream: false,
+      responseType: Product as typeof Product,
+      responseStream: false,
+      options: {},
+    },
+    deleteProduct: {
+      name: "DeleteProduct",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: DeleteAssetResponse as typeof DeleteAssetResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Scene presets (SPEC 4.5); a scene is also a "reference group" for generation. */
+    listScenes: {
+      name: "ListScenes",
+      requestType: ListScenesRequest as typeof ListScenesRequest,
+      requestStream: false,
+      responseType: ListScenesResponse as typeof ListScenesResponse,
+      responseStream: false,
+      options: {},
+    },
+    getScene: {
+      name: "GetScene",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: Scene as typeof Scene,
+      responseStream: false,
+      options: {},
+    },
+    createScene: {
+      name: "CreateScene",
+      requestType: CreateSceneRequest as typeof CreateSceneRequest,
+      requestStream: false,
+      responseType: Scene as typeof Scene,
+      responseStream: false,
+      options: {},
+    },
+    updateScene: {
+      name: "UpdateScene",
+      requestType: UpdateSceneRequest as typeof UpdateSceneRequest,
+      requestStream: false,
+      responseType: Scene as typeof Scene,
+      responseStream: false,
+      options: {},
+    },
+    deleteScene: {
+      name: "DeleteScene",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: DeleteSceneResponse as typeof DeleteSceneResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Style presets (SPEC 4.3) */
+    listStylePresets: {
+      name: "ListStylePresets",
+      requestType: ListStylePresetsRequest as typeof ListStylePresetsRequest,
+      requestStream: false,
+      responseType: ListStylePresetsResponse as typeof ListStylePresetsResponse,
+      responseStream: false,
+      options: {},
+    },
+    getStylePreset: {
+      name: "GetStylePreset",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: StylePreset as typeof StylePreset,
+      responseStream: false,
+      options: {},
+    },
+    createStylePreset: {
+      name: "CreateStylePreset",
+      requestType: CreateStylePresetRequest as typeof CreateStylePresetRequest,
+      requestStream: false,
+      responseType: StylePreset as typeof StylePreset,
+      responseStream: false,
+      options: {},
+    },
+    updateStylePreset: {
+      name: "UpdateStylePreset",
+      requestType: UpdateStylePresetRequest as typeof UpdateStylePresetRequest,
+      requestStream: false,
+      responseType: StylePreset as typeof StylePreset,
+      responseStream: false,
+      options: {},
+    },
+    deleteStylePreset: {
+      name: "DeleteStylePreset",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: DeleteAssetResponse as typeof DeleteAssetResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Gallery search presets (SPEC 4.6) */
+    listSearchPresets: {
+      name: "ListSearchPresets",
+      requestType: ListSearchPresetsRequest as typeof ListSearchPresetsRequest,
+      requestStream: false,
+      responseType: ListSearchPresetsResponse as typeof ListSearchPresetsResponse,
+      responseStream: false,
+      options: {},
+    },
+    createSearchPreset: {
+      name: "CreateSearchPreset",
+      requestType: CreateSearchPresetRequest as typeof CreateSearchPresetRequest,
+      requestStream: false,
+      responseType: SearchPreset as typeof SearchPreset,
+      responseStream: false,
+      options: {},
+    },
+    deleteSearchPreset: {
+      name: "DeleteSearchPreset",
+      requestType: GetAssetRequest as typeof GetAssetRequest,
+      requestStream: false,
+      responseType: DeleteAssetResponse as typeof DeleteAssetResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Runs a saved preset's filters against the tenant's image list (GET /api/search-presets/:id/images). */
+    runSearchPreset: {
+      name: "RunSearchPreset",
+      requestType: RunSearchPresetRequest as typeof RunSearchPresetRequest,
+      requestStream: false,
+      responseType: RunSearchPresetResponse as typeof RunSearchPresetResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Generation-facing (docs/CONTRACTS.md) */
+    resolveGenerationAssets: {
+      name: "ResolveGenerationAssets",
+      requestType: ResolveGenerationAssetsRequest as typeof ResolveGenerationAssetsRequest,
+      requestStream: false,
+      responseType: ResolveGenerationAssetsResponse as typeof ResolveGenerationAssetsResponse,
+      responseStream: false,
+      options: {},
+    },
+    markAssetsUsed: {
+      name: "MarkAssetsUsed",
+      requestType: MarkAssetsUsedRequest as typeof MarkAssetsUsedRequest,
+      requestStream: false,
+      responseType: MarkAssetsUsedResponse as typeof MarkAssetsUsedResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * Saved assets of a tenant, served by the library service: characters, products, scene presets
+ * (= reference groups), style presets and gallery search presets, plus the two RPCs generation uses
+ * to apply them (ResolveGenerationAssets, MarkAssetsUsed).
+ *
+ * The tenant is always the caller's principal (x-tenant-id metadata). Errors carry the SPEC 7 body.
+ * Timestamps are ISO 8601 strings. `identifier` is a numeric id or an exact name.
+ * Update requests list the fields the client sent in `present_fields` (snake_case names); a listed
+ * optional scalar that is unset means "set to null" (clear), an unlisted one means "leave unchanged".
+ */
 export type AssetsServiceService = typeof AssetsServiceService;
 export const AssetsServiceService = {
   /** Characters (SPEC 4.2) */

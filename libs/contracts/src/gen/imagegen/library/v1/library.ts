@@ -4516,6 +4516,137 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
  * sessions. Tenant-scoped calls take the tenant from the principal metadata unless a request
  * carries an explicit tenant_id (internal callers such as generation use StoreImage with it).
  */
+export type LibraryServiceDefinition = typeof LibraryServiceDefinition;
+export const LibraryServiceDefinition = {
+  name: "LibraryService",
+  fullName: "imagegen.library.v1.LibraryService",
+  methods: {
+    /**
+     * Writes original + 200x200 thumbnail, inserts the row and the ImageStored outbox event in one
+     * transaction (files removed again when it fails); upserts the session; 1,000 images per session.
+     */
+    storeImage: {
+      name: "StoreImage",
+      requestType: StoreImageRequest as typeof StoreImageRequest,
+      requestStream: false,
+      responseType: ImageRecord as typeof ImageRecord,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Makes the pending images of a completed execution (StoreImage with pending) listed and billed:
+     * moves them into the gallery with their ImageStored events, in one transaction. Idempotent; the
+     * library also does it on the execution's ExecutionFinished event, and discards them when it failed.
+     */
+    commitExecutionImages: {
+      name: "CommitExecutionImages",
+      requestType: CommitExecutionImagesRequest as typeof CommitExecutionImagesRequest,
+      requestStream: false,
+      responseType: CommitExecutionImagesResponse as typeof CommitExecutionImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** One image of the caller's tenant with its original bytes. 404 'Image not found'. */
+    getImageData: {
+      name: "GetImageData",
+      requestType: GetImageDataRequest as typeof GetImageDataRequest,
+      requestStream: false,
+      responseType: GetImageDataResponse as typeof GetImageDataResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
+    getObjectData: {
+      name: "GetObjectData",
+      requestType: GetObjectDataRequest as typeof GetObjectDataRequest,
+      requestStream: false,
+      responseType: GetObjectDataResponse as typeof GetObjectDataResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/images: every filter of SPEC 4.1 (+ sort_by for search presets). */
+    listImages: {
+      name: "ListImages",
+      requestType: ListImagesRequest as typeof ListImagesRequest,
+      requestStream: false,
+      responseType: ListImagesResponse as typeof ListImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/images/:id: the record plus edit history. 404 'Image not found'. */
+    getImage: {
+      name: "GetImage",
+      requestType: GetImageRequest as typeof GetImageRequest,
+      requestStream: false,
+      responseType: ImageDetail as typeof ImageDetail,
+      responseStream: false,
+      options: {},
+    },
+    /** Records of the given ids that belong to the caller's tenant (order of the request; unknown ids in missing_ids). */
+    resolveImages: {
+      name: "ResolveImages",
+      requestType: ResolveImagesRequest as typeof ResolveImagesRequest,
+      requestStream: false,
+      responseType: ResolveImagesResponse as typeof ResolveImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** DELETE /api/images/:id: removes the row (ImageDeleted event in the same transaction) then the files. */
+    deleteImage: {
+      name: "DeleteImage",
+      requestType: DeleteImageRequest as typeof DeleteImageRequest,
+      requestStream: false,
+      responseType: DeleteImageResponse as typeof DeleteImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** POST /api/images/delete-bulk: per-id results. */
+    deleteImages: {
+      name: "DeleteImages",
+      requestType: DeleteImagesRequest as typeof DeleteImagesRequest,
+      requestStream: false,
+      responseType: DeleteImagesResponse as typeof DeleteImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Creates the session when absent and marks activity; reports how many images it still accepts.
+     * Generation calls it before spending provider work (400 when the session id is invalid).
+     */
+    touchSession: {
+      name: "TouchSession",
+      requestType: TouchSessionRequest as typeof TouchSessionRequest,
+      requestStream: false,
+      responseType: SessionInfo as typeof SessionInfo,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/sessions */
+    listSessions: {
+      name: "ListSessions",
+      requestType: ListSessionsRequest as typeof ListSessionsRequest,
+      requestStream: false,
+      responseType: ListSessionsResponse as typeof ListSessionsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GET /api/sessions/:sessionId. 404 'Session not found'. */
+    getSession: {
+      name: "GetSession",
+      requestType: GetSessionRequest as typeof GetSessionRequest,
+      requestStream: false,
+      responseType: GetSessionResponse as typeof GetSessionResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * The image library: originals + thumbnails in object storage, metadata in schema `library`,
+ * sessions. Tenant-scoped calls take the tenant from the principal metadata unless a request
+ * carries an explicit tenant_id (internal callers such as generation use StoreImage with it).
+ */
 export type LibraryServiceService = typeof LibraryServiceService;
 export const LibraryServiceService = {
   /**

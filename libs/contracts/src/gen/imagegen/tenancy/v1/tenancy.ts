@@ -5258,6 +5258,213 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
  * Tenants, API keys, provider credentials, model allowlists, admin users, admin sessions and
  * invitations. Timestamps are ISO 8601 strings; empty string means "not set" unless optional.
  */
+export type TenancyServiceDefinition = typeof TenancyServiceDefinition;
+export const TenancyServiceDefinition = {
+  name: "TenancyService",
+  fullName: "imagegen.tenancy.v1.TenancyService",
+  methods: {
+    /**
+     * ---- tenant API keys (gateway hot path, on cache miss only) ----
+     * Unknown or revoked key: 401 'Invalid or missing API key'. Counts one use (batched).
+     */
+    authenticateApiKey: {
+      name: "AuthenticateApiKey",
+      requestType: AuthenticateApiKeyRequest as typeof AuthenticateApiKeyRequest,
+      requestStream: false,
+      responseType: AuthenticateApiKeyResponse as typeof AuthenticateApiKeyResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Adds uses the gateway served from its cache (batched by the caller). */
+    recordApiKeyUsage: {
+      name: "RecordApiKeyUsage",
+      requestType: RecordApiKeyUsageRequest as typeof RecordApiKeyUsageRequest,
+      requestStream: false,
+      responseType: RecordApiKeyUsageResponse as typeof RecordApiKeyUsageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ---- tenants ---- */
+    getTenant: {
+      name: "GetTenant",
+      requestType: GetTenantRequest as typeof GetTenantRequest,
+      requestStream: false,
+      responseType: Tenant as typeof Tenant,
+      responseStream: false,
+      options: {},
+    },
+    listTenants: {
+      name: "ListTenants",
+      requestType: ListTenantsRequest as typeof ListTenantsRequest,
+      requestStream: false,
+      responseType: ListTenantsResponse as typeof ListTenantsResponse,
+      responseStream: false,
+      options: {},
+    },
+    getTenantDetail: {
+      name: "GetTenantDetail",
+      requestType: GetTenantRequest as typeof GetTenantRequest,
+      requestStream: false,
+      responseType: TenantDetail as typeof TenantDetail,
+      responseStream: false,
+      options: {},
+    },
+    createTenant: {
+      name: "CreateTenant",
+      requestType: CreateTenantRequest as typeof CreateTenantRequest,
+      requestStream: false,
+      responseType: CreateTenantResponse as typeof CreateTenantResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateTenant: {
+      name: "UpdateTenant",
+      requestType: UpdateTenantRequest as typeof UpdateTenantRequest,
+      requestStream: false,
+      responseType: TenantDetail as typeof TenantDetail,
+      responseStream: false,
+      options: {},
+    },
+    createApiKey: {
+      name: "CreateApiKey",
+      requestType: CreateApiKeyRequest as typeof CreateApiKeyRequest,
+      requestStream: false,
+      responseType: CreatedApiKey as typeof CreatedApiKey,
+      responseStream: false,
+      options: {},
+    },
+    /** key_ref is a key id (key_...) or a key name. Idempotent. */
+    revokeApiKey: {
+      name: "RevokeApiKey",
+      requestType: RevokeApiKeyRequest as typeof RevokeApiKeyRequest,
+      requestStream: false,
+      responseType: ApiKeyRecord as typeof ApiKeyRecord,
+      responseStream: false,
+      options: {},
+    },
+    /** Decrypted keys, in stored order (internal use by generation only). */
+    getProviderCredentials: {
+      name: "GetProviderCredentials",
+      requestType: GetProviderCredentialsRequest as typeof GetProviderCredentialsRequest,
+      requestStream: false,
+      responseType: GetProviderCredentialsResponse as typeof GetProviderCredentialsResponse,
+      responseStream: false,
+      options: {},
+    },
+    getTenantStats: {
+      name: "GetTenantStats",
+      requestType: GetTenantStatsRequest as typeof GetTenantStatsRequest,
+      requestStream: false,
+      responseType: GetTenantStatsResponse as typeof GetTenantStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ---- admin users and sessions ---- */
+    adminLogin: {
+      name: "AdminLogin",
+      requestType: AdminLoginRequest as typeof AdminLoginRequest,
+      requestStream: false,
+      responseType: AdminSession as typeof AdminSession,
+      responseStream: false,
+      options: {},
+    },
+    adminLogout: {
+      name: "AdminLogout",
+      requestType: AdminLogoutRequest as typeof AdminLogoutRequest,
+      requestStream: false,
+      responseType: AdminLogoutResponse as typeof AdminLogoutResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** 401 when unknown/expired/revoked or the user is inactive. Never cached by callers for long. */
+    authenticateAdminSession: {
+      name: "AuthenticateAdminSession",
+      requestType: AuthenticateAdminSessionRequest as typeof AuthenticateAdminSessionRequest,
+      requestStream: false,
+      responseType: AuthenticateAdminSessionResponse as typeof AuthenticateAdminSessionResponse,
+      responseStream: false,
+      options: {},
+    },
+    getAdminUser: {
+      name: "GetAdminUser",
+      requestType: GetAdminUserRequest as typeof GetAdminUserRequest,
+      requestStream: false,
+      responseType: AdminUser as typeof AdminUser,
+      responseStream: false,
+      options: {},
+    },
+    listAdminUsers: {
+      name: "ListAdminUsers",
+      requestType: ListAdminUsersRequest as typeof ListAdminUsersRequest,
+      requestStream: false,
+      responseType: ListAdminUsersResponse as typeof ListAdminUsersResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateAdminUser: {
+      name: "UpdateAdminUser",
+      requestType: UpdateAdminUserRequest as typeof UpdateAdminUserRequest,
+      requestStream: false,
+      responseType: AdminUser as typeof AdminUser,
+      responseStream: false,
+      options: {},
+    },
+    unlockAdminUser: {
+      name: "UnlockAdminUser",
+      requestType: GetAdminUserRequest as typeof GetAdminUserRequest,
+      requestStream: false,
+      responseType: AdminUser as typeof AdminUser,
+      responseStream: false,
+      options: {},
+    },
+    /** ---- invitations ---- */
+    createInvitation: {
+      name: "CreateInvitation",
+      requestType: CreateInvitationRequest as typeof CreateInvitationRequest,
+      requestStream: false,
+      responseType: Invitation as typeof Invitation,
+      responseStream: false,
+      options: {},
+    },
+    listInvitations: {
+      name: "ListInvitations",
+      requestType: ListInvitationsRequest as typeof ListInvitationsRequest,
+      requestStream: false,
+      responseType: ListInvitationsResponse as typeof ListInvitationsResponse,
+      responseStream: false,
+      options: {},
+    },
+    getInvitation: {
+      name: "GetInvitation",
+      requestType: InvitationTokenRequest as typeof InvitationTokenRequest,
+      requestStream: false,
+      responseType: Invitation as typeof Invitation,
+      responseStream: false,
+      options: {},
+    },
+    revokeInvitation: {
+      name: "RevokeInvitation",
+      requestType: InvitationTokenRequest as typeof InvitationTokenRequest,
+      requestStream: false,
+      responseType: Invitation as typeof Invitation,
+      responseStream: false,
+      options: {},
+    },
+    acceptInvitation: {
+      name: "AcceptInvitation",
+      requestType: AcceptInvitationRequest as typeof AcceptInvitationRequest,
+      requestStream: false,
+      responseType: AdminSession as typeof AdminSession,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * Tenants, API keys, provider credentials, model allowlists, admin users, admin sessions and
+ * invitations. Timestamps are ISO 8601 strings; empty string means "not set" unless optional.
+ */
 export type TenancyServiceService = typeof TenancyServiceService;
 export const TenancyServiceService = {
   /**

@@ -1263,6 +1263,61 @@ export const GetPlatformUsageResponse: MessageFns<GetPlatformUsageResponse> = {
  * Tenant-scoped requests take the tenant from tenant_id when set (internal callers), otherwise from the
  * principal in metadata. A tenant principal may only ask about its own tenant.
  */
+export type UsageServiceDefinition = typeof UsageServiceDefinition;
+export const UsageServiceDefinition = {
+  name: "UsageService",
+  fullName: "imagegen.usage.v1.UsageService",
+  methods: {
+    /**
+     * Quota enforcement before anything is stored: allowed = used_bytes + incoming_bytes <= quota_bytes
+     * (and used_bytes < quota_bytes). Callers answer 402 quotaExceeded() when !allowed.
+     */
+    checkQuota: {
+      name: "CheckQuota",
+      requestType: CheckQuotaRequest as typeof CheckQuotaRequest,
+      requestStream: false,
+      responseType: CheckQuotaResponse as typeof CheckQuotaResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** The SPEC "Quota object" (all integers, MB). */
+    getQuota: {
+      name: "GetQuota",
+      requestType: GetQuotaRequest as typeof GetQuotaRequest,
+      requestStream: false,
+      responseType: Quota as typeof Quota,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * GET /api/usage: months newest first (limit 1..24, default 12; other values: 400 'Invalid limit'),
+     * rolling 30 days, quota.
+     */
+    getUsage: {
+      name: "GetUsage",
+      requestType: GetUsageRequest as typeof GetUsageRequest,
+      requestStream: false,
+      responseType: GetUsageResponse as typeof GetUsageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Admin stats across tenants. */
+    getPlatformUsage: {
+      name: "GetPlatformUsage",
+      requestType: GetPlatformUsageRequest as typeof GetPlatformUsageRequest,
+      requestStream: false,
+      responseType: GetPlatformUsageResponse as typeof GetPlatformUsageResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * Usage metering and storage quota (owner: usage-metering).
+ * Tenant-scoped requests take the tenant from tenant_id when set (internal callers), otherwise from the
+ * principal in metadata. A tenant principal may only ask about its own tenant.
+ */
 export type UsageServiceService = typeof UsageServiceService;
 export const UsageServiceService = {
   /**

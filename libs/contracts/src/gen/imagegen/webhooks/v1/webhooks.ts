@@ -1716,6 +1716,82 @@ export const TestWebhookRequest: MessageFns<TestWebhookRequest> = {
  * Every RPC is tenant-scoped: the tenant comes from the principal in metadata; another tenant's
  * ids answer 404 'Webhook not found'.
  */
+export type WebhookServiceDefinition = typeof WebhookServiceDefinition;
+export const WebhookServiceDefinition = {
+  name: "WebhookService",
+  fullName: "imagegen.webhooks.v1.WebhookService",
+  methods: {
+    /** URL must be https and resolve to public addresses (400 otherwise). The secret is returned only here. */
+    createWebhook: {
+      name: "CreateWebhook",
+      requestType: CreateWebhookRequest as typeof CreateWebhookRequest,
+      requestStream: false,
+      responseType: CreateWebhookResponse as typeof CreateWebhookResponse,
+      responseStream: false,
+      options: {},
+    },
+    listWebhooks: {
+      name: "ListWebhooks",
+      requestType: ListWebhooksRequest as typeof ListWebhooksRequest,
+      requestStream: false,
+      responseType: ListWebhooksResponse as typeof ListWebhooksResponse,
+      responseStream: false,
+      options: {},
+    },
+    getWebhook: {
+      name: "GetWebhook",
+      requestType: GetWebhookRequest as typeof GetWebhookRequest,
+      requestStream: false,
+      responseType: Webhook as typeof Webhook,
+      responseStream: false,
+      options: {},
+    },
+    deleteWebhook: {
+      name: "DeleteWebhook",
+      requestType: DeleteWebhookRequest as typeof DeleteWebhookRequest,
+      requestStream: false,
+      responseType: DeleteWebhookResponse as typeof DeleteWebhookResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * enabled=true re-enables an (auto-)disabled endpoint: consecutive_failures resets and pending
+     * deliveries resume at once. enabled=false pauses delivery.
+     */
+    updateWebhook: {
+      name: "UpdateWebhook",
+      requestType: UpdateWebhookRequest as typeof UpdateWebhookRequest,
+      requestStream: false,
+      responseType: Webhook as typeof Webhook,
+      responseStream: false,
+      options: {},
+    },
+    /** Newest first, each with its attempts. */
+    listDeliveries: {
+      name: "ListDeliveries",
+      requestType: ListDeliveriesRequest as typeof ListDeliveriesRequest,
+      requestStream: false,
+      responseType: ListDeliveriesResponse as typeof ListDeliveriesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Queues a 'webhook.test' delivery to the endpoint (same signing, retries and failure counting). */
+    testWebhook: {
+      name: "TestWebhook",
+      requestType: TestWebhookRequest as typeof TestWebhookRequest,
+      requestStream: false,
+      responseType: Delivery as typeof Delivery,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/**
+ * Webhook endpoints, signed delivery, retries and auto-disable (owner: webhook-dispatcher).
+ * Every RPC is tenant-scoped: the tenant comes from the principal in metadata; another tenant's
+ * ids answer 404 'Webhook not found'.
+ */
 export type WebhookServiceService = typeof WebhookServiceService;
 export const WebhookServiceService = {
   /** URL must be https and resolve to public addresses (400 otherwise). The secret is returned only here. */
