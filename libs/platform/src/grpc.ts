@@ -558,8 +558,16 @@ const checkCopies = Boolean(process.env.VITEST);
 function copyMessage<T>(message: T, copy: ((m: T) => T) | undefined, serialize: (m: T) => Buffer, deserialize: (b: Buffer) => T): T {
   if (!copy) return roundTrip(message, serialize, deserialize);
   const out = copy(message);
-  if (checkCopies && !isDeepStrictEqual(out, roundTrip(message, serialize, deserialize)))
-    throw new CopyMismatch(`an in-process copy differs from the message's wire form: ${JSON.stringify(out).slice(0, 300)}`);
+  if (checkCopies) {
+    const wire = roundTrip(message, serialize, deserialize);
+    if (!isDeepStrictEqual(out, wire)) {
+      const [a, b] = [out, wire] as Record<string, unknown>[];
+      const fields = Object.keys(b).filter((k) => !isDeepStrictEqual(a[k], b[k]));
+      throw new CopyMismatch(
+        `an in-process copy differs from its wire form in ${fields.map((k) => `${k} (${String(a[k])} -> ${String(b[k])})`).join(', ')}`,
+      );
+    }
+  }
   return out;
 }
 class CopyMismatch extends Error {}

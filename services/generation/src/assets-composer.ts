@@ -157,7 +157,7 @@ export function createAssetsComposer(ctx: Pick<ServiceContext, 'resolve'>) {
         // SPEC 4.1 rule 4: any request value overrides an asset default.
         negativePrompt: plan.negativePrompt ?? r.negativePrompt,
         systemInstruction: plan.systemInstruction ?? r.systemInstruction,
-        aspectRatio: ratio ? (RATIO_ALIASES[ratio] ?? ratio) : undefined,
+        aspectRatio: ratio ? (Object.hasOwn(RATIO_ALIASES, ratio) ? RATIO_ALIASES[ratio] : ratio) : undefined,
         referenceImages,
         stylePresetId: r.stylePresetId,
         productReferenceId: r.productReferenceId,

@@ -70,7 +70,8 @@ export const RATIO_CHOICES = [...Object.keys(RATIO_ALIASES), ...RATIOS];
 /** The canonical ratio for a request value (alias or ratio), or undefined when not supported. */
 export function normalizeRatio(v: string): string | undefined {
   const t = v.trim().toLowerCase();
-  if (RATIO_ALIASES[t]) return RATIO_ALIASES[t];
+  // Own keys only: 'constructor' or 'toString' must not find Object.prototype's functions.
+  if (Object.hasOwn(RATIO_ALIASES, t)) return RATIO_ALIASES[t];
   return (RATIOS as readonly string[]).includes(t) ? t : undefined;
 }
 

@@ -104,7 +104,7 @@ export function validateGenerate(
   // model first: the prompt limit and the provider-specific rules depend on it
   let model: ModelInfo | undefined;
   const modelId = req.modelId ?? defaultModelFor(c.tenant);
-  if (!MODELS[modelId]) d.push(`model_id must be one of: ${MODEL_IDS.join(', ')}`);
+  if (!Object.hasOwn(MODELS, modelId)) d.push(`model_id must be one of: ${MODEL_IDS.join(', ')}`);
   else if (!allowedFor(c.tenant).includes(modelId)) {
     d.push(`model_id ${modelId} is not allowed for this tenant (allowed: ${allowedFor(c.tenant).join(', ')})`);
   } else model = MODELS[modelId];

@@ -63,6 +63,11 @@ describe('aspect ratio and n', () => {
   });
   it('refuses other ratios', () => {
     expect(details({ prompt: 'p', aspectRatio: '7:5' })[0]).toMatch(/^aspect_ratio must be one of: square, portrait, landscape, 1:1/);
+    // Names of Object.prototype's members are not aliases (the fuzz once got a function through as the ratio).
+    for (const r of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(details({ prompt: 'p', aspectRatio: r })[0]).toMatch(/^aspect_ratio must be one of/);
+      expect(details({ prompt: 'p', modelId: r })[0]).toMatch(/^model_id must be one of/);
+    }
   });
   it('n is 1-4', () => {
     expect(run({ prompt: 'p' }).n).toBe(1);
