@@ -89,7 +89,13 @@ interface Answer {
   status: number;
   type: string;
   text: string;
+  /** A ZIP download answered 200 whose body broke off (see send). */
+  cut?: boolean;
 }
+
+/** Requests that delete images (and their files): DELETE /api/images/{id}, POST /api/images/delete-bulk. */
+const deletesImages = (r: { method: string; path: string }) =>
+  (r.method === 'DELETE' && /^\/api\/images\/[^/?]+/.test(r.path)) || (r.method === 'POST' && r.path.startsWith('/api/images/delete-bulk'));
 
 async function send(r: { method: string; path: string; headers: Record<string, string>; body?: string }): Promise<Answer> {
   const res = await request(`${s.baseUrl}${r.path}`, { method: r.method as 'GET', headers: r.headers, body: r.body, dispatcher: agent });
@@ -111,8 +117,17 @@ async function send(r: { method: string; path: string; headers: Record<string, s
     res.body.destroy();
     return { status: res.statusCode, type, text };
   }
-  const buf = Buffer.from(await res.body.arrayBuffer());
-  return { status: res.statusCode, type, text: type.startsWith('application/zip') ? '' : buf.toString('utf8') };
+  const zip = type.startsWith('application/zip');
+  let buf: Buffer;
+  try {
+    buf = Buffer.from(await res.body.arrayBuffer());
+  } catch (err) {
+    // A ZIP whose files are deleted while it streams is cut short (issue 13, images-download-race.test.ts): the
+    // batch tells whether a delete ran beside it.
+    if (zip && res.statusCode === 200) return { status: res.statusCode, type, text: '', cut: true };
+    throw err;
+  }
+  return { status: res.statusCode, type, text: zip ? '' : buf.toString('utf8') };
 }
 
 const api = async (method: string, path: string, body?: unknown, auth: 'tenant' | 'admin' = 'tenant') => {
@@ -213,6 +228,8 @@ describe('OpenAPI-driven fuzz', () => {
     const perOp = new Map<string, number>();
     const statuses = { hostile: new Map<number, number>(), valid: new Map<number, number>() };
     let sent = 0;
+    /** ZIP downloads cut short by a delete in their own batch (the race issue 13 settled): counted, not violations. */
+    let cutBesideDelete = 0;
     let expensive = 0;
     const started = Date.now();
 
@@ -236,6 +253,11 @@ describe('OpenAPI-driven fuzz', () => {
                 violations.push({ kind: `no answer (${(err as Error).message})`, req: r, status: 0, text: '' });
                 return;
               }
+              if (a.cut && !list.some(deletesImages)) {
+                violations.push({ kind: 'ZIP cut short with no delete beside it', req: r, status: a.status, text: '' });
+                return;
+              }
+              if (a.cut) cutBesideDelete++;
               sent++;
               perOp.set(`${r.method} ${r.op.template}`, (perOp.get(`${r.method} ${r.op.template}`) ?? 0) + 1);
               statuses[p].set(a.status, (statuses[p].get(a.status) ?? 0) + 1);
@@ -267,7 +289,7 @@ describe('OpenAPI-driven fuzz', () => {
     const fivexx = violations.filter((v) => v.kind === '5xx').length;
     const show = (m: Map<number, number>) => JSON.stringify(Object.fromEntries([...m].sort((x, y) => x[0] - y[0])));
     console.log(
-      `fuzz: ${sent} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; ${fivexx} 5xx; ${violations.length} violations in ${groups.size} groups; statuses of hostile requests ${show(statuses.hostile)}, of valid-ish ones ${show(statuses.valid)}`,
+      `fuzz: ${sent} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; ${fivexx} 5xx; ${violations.length} violations in ${groups.size} groups; ${cutBesideDelete} ZIPs cut by a delete beside them; statuses of hostile requests ${show(statuses.hostile)}, of valid-ish ones ${show(statuses.valid)}`,
     );
     const report = [...groups]
       .sort((a, b) => b[1].n - a[1].n)
