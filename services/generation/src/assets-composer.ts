@@ -14,12 +14,12 @@ import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/ge
 import { AssetsServiceService, type ResolveGenerationAssetsResponse } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { createClient, invalidPayload, type Principal, type ServiceContext } from '@imagegen/platform';
+import { aliasedRatio } from './models.js';
 
 export const MAX_TOTAL_REFERENCES = { provA: 14, provB: 16 } as const;
 const MAX_CHARACTERS = 5;
 const MAX_PRODUCTS = 6;
 const MAX_GROUPS = 5;
-const RATIO_ALIASES: Record<string, string> = { square: '1:1', portrait: '3:4', landscape: '4:3' };
 
 /** The parts of generation's types this composer relies on (structural, so no import from generation). */
 interface ModelLike {
@@ -157,7 +157,7 @@ export function createAssetsComposer(ctx: Pick<ServiceContext, 'resolve'>) {
         // SPEC 4.1 rule 4: any request value overrides an asset default.
         negativePrompt: plan.negativePrompt ?? r.negativePrompt,
         systemInstruction: plan.systemInstruction ?? r.systemInstruction,
-        aspectRatio: ratio ? (Object.hasOwn(RATIO_ALIASES, ratio) ? RATIO_ALIASES[ratio] : ratio) : undefined,
+        aspectRatio: ratio ? (aliasedRatio(ratio) ?? ratio) : undefined,
         referenceImages,
         stylePresetId: r.stylePresetId,
         productReferenceId: r.productReferenceId,

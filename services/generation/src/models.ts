@@ -67,12 +67,16 @@ export const RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', 
 export const RATIO_ALIASES: Record<string, string> = { square: '1:1', portrait: '3:4', landscape: '4:3' };
 export const RATIO_CHOICES = [...Object.keys(RATIO_ALIASES), ...RATIOS];
 
+/** The ratio an alias (square, portrait, landscape; trimmed, lower-case) stands for, else undefined. */
+export function aliasedRatio(t: string): string | undefined {
+  // Own keys only: 'constructor' or 'toString' must not find Object.prototype's functions.
+  return Object.hasOwn(RATIO_ALIASES, t) ? RATIO_ALIASES[t] : undefined;
+}
+
 /** The canonical ratio for a request value (alias or ratio), or undefined when not supported. */
 export function normalizeRatio(v: string): string | undefined {
   const t = v.trim().toLowerCase();
-  // Own keys only: 'constructor' or 'toString' must not find Object.prototype's functions.
-  if (Object.hasOwn(RATIO_ALIASES, t)) return RATIO_ALIASES[t];
-  return (RATIOS as readonly string[]).includes(t) ? t : undefined;
+  return aliasedRatio(t) ?? ((RATIOS as readonly string[]).includes(t) ? t : undefined);
 }
 
 const ratioValue = (r: string) => {
