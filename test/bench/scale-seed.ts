@@ -138,3 +138,117 @@ export async function seedScale(
     await sql.end();
   }
 }
+
+/** A running execution seeded by the bench belongs to this liveness row, kept fresh so no reaper fails it meanwhile. */
+const SEED_INSTANCE = 'scale-seed';
+
+/**
+ * Item 4's lists for `pnpm bench scale`: in each tenant (after its images, whose ids the assets refer to), per
+ * 1,000 images 100 executions (3 log lines each; the session of 1,000 images gets 100; 2% failed; the newest 5 of
+ * the tenant running), 10 each of characters, scenes, products and style presets (names and tags from word
+ * lists: 'lantern' in 1% of them), 12 months and 32 days of hourly usage. So at 1M images: 100,000 executions,
+ * 300,000 log lines, 10,000 of each asset. Rows only (no files): lists never open them.
+ */
+export async function seedListsAtScale(databaseUrl: string, tenants: { id: string; count: number }[]): Promise<{ ms: number }> {
+  const t0 = performance.now();
+  const sql = createDb(databaseUrl, { schema: 'public', max: 2 });
+  try {
+    await sql.unsafe(`INSERT INTO generation.instances (instance_id, heartbeat_at) VALUES ('${SEED_INSTANCE}', now() + interval '1 day')
+      ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`);
+    for (const t of tenants) {
+      const executions = t.count / 10;
+      const assets = t.count / 100;
+      await Promise.all([seedExecutions(sql, t.id, executions), seedAssetsAndUsage(sql, t.id, assets)]);
+    }
+    await Promise.all(
+      ['generation.executions', 'generation.execution_logs', 'library.characters', 'library.scenes', 'library.products'].map((table) =>
+        sql.unsafe(`VACUUM (ANALYZE) ${table}`),
+      ),
+    );
+    return { ms: performance.now() - t0 };
+  } finally {
+    await sql.end();
+  }
+}
+
+/** `n` executions over the tenant's sessions (100 each, session s holding executions 100s..100s+99, newest first). */
+async function seedExecutions(sql: ReturnType<typeof createDb>, tenant: string, n: number): Promise<void> {
+  await sql.unsafe(
+    `INSERT INTO generation.executions (execution_id, tenant_id, session_id, tool_name, tool_source, status, progress_percent,
+       current_step, model_id, started_at, updated_at, completed_at, duration_ms, result_summary, error, images, log_count,
+       instance_id, image_ids, images_requested)
+     SELECT md5($1 || '-' || i)::uuid::text, $1, 'scale-' || $1 || '-' || (i / 100), 'generate_image', 'tenant_api',
+       CASE WHEN i < 5 THEN 'running' WHEN i % 50 = 1 THEN 'failed' ELSE 'completed' END,
+       CASE WHEN i < 5 THEN 40 ELSE 100 END, CASE WHEN i < 5 THEN 'generating' ELSE 'completed' END, 'provA-pro-image',
+       at, at, CASE WHEN i >= 5 THEN at + interval '20 seconds' END, CASE WHEN i >= 5 THEN 20000 END,
+       CASE WHEN i < 5 THEN NULL WHEN i % 50 = 1 THEN 'Failed: provider error' ELSE 'Generated 1 of 1 image(s)' END,
+       CASE WHEN i % 50 = 1 AND i >= 5 THEN 'provider error' END, CASE WHEN i % 50 = 1 OR i < 5 THEN 0 ELSE 1 END, 3,
+       CASE WHEN i < 5 THEN '${SEED_INSTANCE}' END, CASE WHEN i >= 5 AND i % 50 <> 1 THEN ARRAY[i] END, 1
+     FROM generate_series(0, $2::int - 1) i, LATERAL (SELECT now() - make_interval(secs => i::float8 * 31536000 / $2::int) AS at) a`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `INSERT INTO generation.execution_logs (execution_id, tenant_id, logged_at, level, message)
+     SELECT md5($1 || '-' || i)::uuid::text, $1, now() - make_interval(secs => i::float8 * 31536000 / $2::int) + make_interval(secs => l * 5),
+       'info', (ARRAY['Generating 1 image(s) with provA-pro-image', 'Received 1 image(s) from provA; storing', 'Completed'])[l + 1]
+     FROM generate_series(0, $2::int - 1) i, generate_series(0, 2) l`,
+    [tenant, n],
+  );
+}
+
+/** `n` each of characters, scenes, products and style presets, and the tenant's usage of the last year. */
+async function seedAssetsAndUsage(sql: ReturnType<typeof createDb>, tenant: string, n: number): Promise<void> {
+  // Reference images: three of the tenant's 3,000 newest images per asset.
+  const refs = `(SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM library.images WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 3000) x)`;
+  const word = `(${arr(SUBJECTS)})[1 + (i % 40)]`;
+  const tag = `CASE WHEN i % 100 = 7 THEN 'lantern' ELSE (${arr(ADJECTIVES)})[1 + (i % 30)] END`;
+  const common = `now() - make_interval(secs => i::float8 * 31536000 / $2::int), now(),
+    CASE WHEN i % 3 = 0 THEN NULL ELSE now() - make_interval(secs => (i * 7 % $2::int)::float8 * 31536000 / $2::int) END, (i * 13) % 50`;
+  await sql.unsafe(
+    `WITH r AS (SELECT ${refs} AS a)
+     INSERT INTO library.characters (tenant_id, character_name, description, base_prompt, reference_image_ids, tags,
+       created_at, updated_at, last_used_at, times_used)
+     SELECT $1, ${word} || ' character ' || i, 'a ' || ${tag} || ' ' || ${word}, 'a portrait of a ' || ${word} || ' in detail',
+       ARRAY[r.a[1 + (i * 3) % 3000], r.a[1 + (i * 3 + 1) % 3000], r.a[1 + (i * 3 + 2) % 3000]], ARRAY[${tag}], ${common}
+     FROM generate_series(0, $2::int - 1) i, r`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `WITH r AS (SELECT ${refs} AS a)
+     INSERT INTO library.scenes (tenant_id, scene_name, description, scene_prompt, reference_image_ids, tags,
+       created_at, updated_at, last_used_at, times_used)
+     SELECT $1, ${word} || ' scene ' || i, 'a ' || ${tag} || ' place', 'a wide view of a ' || ${word},
+       ARRAY[r.a[1 + (i * 2) % 3000], r.a[1 + (i * 2 + 1) % 3000]], ARRAY[${tag}], ${common}
+     FROM generate_series(0, $2::int - 1) i, r`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `INSERT INTO library.products (tenant_id, product_name, product_description, product_url, tags, object_key,
+       object_thumbnail_key, width, height, size_bytes, thumbnail_size_bytes, format, mime_type,
+       created_at, updated_at, last_used_at, times_used)
+     SELECT $1, ${word} || ' product ' || i, 'a ' || ${tag} || ' ' || ${word} || ' product', 'https://shop.example/p/' || i, ${tag},
+       'tenants/' || $1 || '/products/p-' || i || '.png', 'tenants/' || $1 || '/thumbnails/p-' || i || '.webp',
+       800, 800, 250000, 9000, 'png', 'image/png', ${common}
+     FROM generate_series(0, $2::int - 1) i`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `INSERT INTO library.style_presets (tenant_id, name, prompt, created_at, updated_at, last_used_at, times_used)
+     SELECT $1, ${word} || ' style ' || i, 'in the style of a ' || ${tag} || ' ' || ${word}, ${common}
+     FROM generate_series(0, $2::int - 1) i`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `INSERT INTO usage.usage_months (tenant_id, month, total_operations, total_images, total_bytes, duration_ms_sum, duration_count)
+     SELECT $1, to_char(date_trunc('month', now()) - make_interval(months => m), 'YYYY-MM'), $2::int * 10, $2::int * 8,
+       $2::bigint * 8 * 2000000, $2::bigint * 10 * 20000, $2::int * 10
+     FROM generate_series(0, 11) m ON CONFLICT DO NOTHING`,
+    [tenant, n],
+  );
+  await sql.unsafe(
+    `INSERT INTO usage.usage_hours (tenant_id, hour, operations, images, bytes)
+     SELECT $1, date_trunc('hour', now()) - make_interval(hours => h), 3, 2, 4000000
+     FROM generate_series(0, 32 * 24 - 1) h ON CONFLICT DO NOTHING`,
+    [tenant],
+  );
+}

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { startTestStack } from '../support/stack.js';
-import { seedScale } from './scale-seed.js';
+import { seedListsAtScale, seedScale } from './scale-seed.js';
 import { fmt, load, machineLoad } from './util.js';
 
 /**
@@ -8,6 +9,9 @@ import { fmt, load, machineLoad } from './util.js';
  * search preset run, and of the sessions list) through the gateway at 8 connections, and the growth of p99 from 10k to 1M.
  * Targets: p99 < 100 ms at 1M for page 1 and every filter, alone and combined, and p99 within 3x of 10k.
  * Seeding (scale-seed.ts) must take under two minutes.
+ *
+ * Item 4: the usage, executions, session, character, scene, product and style preset lists at the same two sizes, with
+ * 100 executions per 1,000 images (1,000 and 100,000) and 10 of each asset (100 and 10,000; seedListsAtScale).
  *
  * BENCH_SECONDS (default 5 per query and size), BENCH_SCALE_IMAGES (default 1000000: the big tenant and the
  * others together), BENCH_SCALE_CONNECTIONS (default 8), BENCH_SCALE_ONLY (query names separated by ';').
@@ -46,6 +50,41 @@ const QUERIES: { name: string; query: string | ((size: number) => string); bound
   { name: 'preset: any 10%, smallest', query: 'PRESET:{"search":"misty harbor","searchMode":"any","sortBy":"smallest"}' },
 ];
 
+/** An execution id the seeding wrote (md5 of tenant and row number, as a UUID). */
+const seededExecutionId = (tenantId: string, i: number) =>
+  createHash('md5')
+    .update(`${tenantId}-${i}`)
+    .digest('hex')
+    .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
+
+/**
+ * Item 4's lists: `n` is the tenant's image count (n / 10 executions, 100 per session; n / 100 of each asset). The
+ * middle session (images and executions) and the middle execution are read at both sizes.
+ */
+const LIST_QUERIES: { name: string; path: (tenantId: string, n: number) => string }[] = [
+  { name: 'usage, limit=12', path: () => '/api/usage' },
+  { name: 'usage, limit=24', path: () => '/api/usage?limit=24' },
+  { name: 'executions active (5 running)', path: () => '/api/executions/active' },
+  { name: 'session logs, limit=50 (of 100)', path: (t, n) => `/api/sessions/scale-${t}-${n / 2000}/logs?limit=50` },
+  { name: 'execution detail with logs', path: (t, n) => `/api/executions/${seededExecutionId(t, n / 20 + 2)}` },
+  { name: 'session detail (1,000 images)', path: (t, n) => `/api/sessions/scale-${t}-${n / 2000}` },
+  { name: 'characters, by name', path: () => '/api/characters' },
+  { name: 'characters, sort_by=recent', path: () => '/api/characters?sort_by=recent' },
+  { name: 'characters, sort_by=used', path: () => '/api/characters?sort_by=used' },
+  { name: 'characters, offset = half', path: (_t, n) => `/api/characters?offset=${n / 200}` },
+  { name: 'characters, search (1%)', path: () => '/api/characters?search=lantern' },
+  { name: 'scenes, by name', path: () => '/api/scenes' },
+  { name: 'scenes, sort_by=created', path: () => '/api/scenes?sort_by=created' },
+  { name: 'scenes, offset = half', path: (_t, n) => `/api/scenes?offset=${n / 200}` },
+  { name: 'scenes, search (1%)', path: () => '/api/scenes?search=lantern' },
+  { name: 'products, page 1', path: () => '/api/products' },
+  { name: 'products, page = half', path: (_t, n) => `/api/products?page=${Math.round(n / 4000)}` },
+  { name: 'products, search (1%)', path: () => '/api/products?search=lantern' },
+  { name: 'style presets, page 1', path: () => '/api/style-presets' },
+];
+
+type Results = Map<string, { small?: Figure; big?: Figure; exact?: string; boundOnly?: boolean }>;
+
 interface Figure {
   p50: number;
   p99: number;
@@ -71,6 +110,10 @@ export async function benchScale(): Promise<void> {
       others: big,
       otherTenants: 100,
     });
+    const listsSeeded = await seedListsAtScale(stack.env.DATABASE_URL, [
+      { id: tenants.small.tenantId, count: small },
+      { id: tenants.big.tenantId, count: big },
+    ]);
     console.log(
       `\n== scale: image lists at ${small} and ${big} images in a tenant (${big} more over 100 tenants), ${connections} connections ==`,
     );
@@ -78,8 +121,13 @@ export async function benchScale(): Promise<void> {
       `seeded ${seeded.rows} rows in ${fmt(seeded.ms / 1000, 1)} s (target < 120 s: rows ${fmt(seeded.phasesMs.insert / 1000, 1)} s, ` +
         `indexes rebuilt ${fmt(seeded.phasesMs.indexes / 1000, 1)} s, VACUUM ANALYZE ${fmt(seeded.phasesMs.vacuum / 1000, 1)} s); ${machineLoad()}`,
     );
+    console.log(
+      `seeded item 4's lists (executions with log lines, assets, usage) in ${fmt(listsSeeded.ms / 1000, 1)} s: ` +
+        `${small / 10} and ${big / 10} executions, ${small / 100} and ${big / 100} of each asset`,
+    );
 
-    const results = new Map<string, { small?: Figure; big?: Figure; exact?: string; boundOnly?: boolean }>();
+    const results: Results = new Map();
+    const listResults: Results = new Map();
     for (const [size, tenant, n] of [
       ['small', tenants.small, small],
       ['big', tenants.big, big],
@@ -89,6 +137,24 @@ export async function benchScale(): Promise<void> {
         const r = await fetch(`${stack.baseUrl}${path}`, { headers });
         if (r.status !== 200) throw new Error(`${path}: ${r.status} ${(await r.text()).slice(0, 300)}`);
         return (await r.json()) as { data: { createdAt: string }[]; pagination: { nextCursor: string | null; totalIsExact: boolean } };
+      };
+      /** Warms the query up for a second, then loads it for the bench's seconds; records its figures under `name`. */
+      const measure = async (into: Results, name: string, path: string, boundOnly?: boolean) => {
+        const first = (await get(path)) as unknown as {
+          total?: number;
+          totalIsExact?: boolean;
+          pagination?: { total?: number; totalIsExact?: boolean };
+        };
+        const url = `${stack.baseUrl}${path}`;
+        await load(url, { connections, durationSec: 1, headers }); // warm-up (plans, caches)
+        const r = await load(url, { connections, durationSec, headers });
+        const entry = into.get(name) ?? {};
+        entry[size] = { p50: r.p50, p99: r.p99, rps: r.reqPerSec, bad: r.non2xx + r.errors };
+        const totalIsExact = first.pagination?.totalIsExact ?? first.totalIsExact;
+        const counted = first.pagination?.total ?? first.total;
+        if (size === 'big') entry.exact = totalIsExact === false ? 'capped' : counted !== undefined ? 'exact' : '';
+        entry.boundOnly = boundOnly;
+        into.set(name, entry);
       };
       for (const q of QUERIES) {
         if (only && !only.includes(q.name)) continue;
@@ -117,31 +183,34 @@ export async function benchScale(): Promise<void> {
             .replace('SESSION', `sessionId=scale-${tenant.tenantId}-${Math.floor(n / 2000)}`);
           path = `/api/images?${qs}`;
         }
-        const first = await get(path);
-        const url = `${stack.baseUrl}${path}`;
-        await load(url, { connections, durationSec: 1, headers }); // warm-up (plans, caches)
-        const r = await load(url, { connections, durationSec, headers });
-        const entry = results.get(q.name) ?? {};
-        entry[size] = { p50: r.p50, p99: r.p99, rps: r.reqPerSec, bad: r.non2xx + r.errors };
-        if (size === 'big') entry.exact = first.pagination?.totalIsExact === false ? 'capped' : 'exact';
-        entry.boundOnly = q.boundOnly;
-        results.set(q.name, entry);
+        await measure(results, q.name, path, q.boundOnly);
+      }
+      for (const q of LIST_QUERIES) {
+        if (only && !only.includes(q.name)) continue;
+        await measure(listResults, q.name, q.path(tenant.tenantId, n));
       }
     }
-    const pad = (s: string, n: number) => s.padEnd(n);
-    console.log(
-      `${pad('GET /api/images?...', 34)}${pad('10k p50 / p99 ms', 19)}${pad('1M p50 / p99 ms', 19)}${pad('growth p99', 12)}${pad('1M req/s', 10)}total`,
-    );
-    for (const [name, e] of results) {
-      const f = (x?: Figure) => (x ? `${x.p50} / ${x.p99}${x.bad ? ` (${x.bad} bad)` : ''}` : '-');
-      const growth = e.small && e.big ? `x${fmt(e.big.p99 / Math.max(e.small.p99, 1), 1)}` : '-';
-      const grew = e.small && !e.boundOnly && e.big && e.big.p99 > 3 * Math.max(e.small.p99, 1);
-      const flag = e.big && (e.big.p99 >= 100 || grew) ? '  <- over target' : '';
-      console.log(
-        `${pad(name, 34)}${pad(f(e.small), 19)}${pad(f(e.big), 19)}${pad(growth, 12)}${pad(e.big ? fmt(e.big.rps, 0) : '-', 10)}${e.exact ?? ''}${flag}`,
-      );
-    }
+    printTable('GET /api/images?...', results);
+    printTable("item 4's lists", listResults);
   } finally {
     await stack.stop();
+  }
+}
+
+/** One line per query: p50 / p99 at both sizes, the growth of p99, the big tenant's req/s, and how its total was counted. */
+function printTable(title: string, results: Results): void {
+  if (results.size === 0) return;
+  const pad = (s: string, n: number) => s.padEnd(n);
+  console.log(
+    `${pad(title, 34)}${pad('10k p50 / p99 ms', 19)}${pad('1M p50 / p99 ms', 19)}${pad('growth p99', 12)}${pad('1M req/s', 10)}total`,
+  );
+  for (const [name, e] of results) {
+    const f = (x?: Figure) => (x ? `${x.p50} / ${x.p99}${x.bad ? ` (${x.bad} bad)` : ''}` : '-');
+    const growth = e.small && e.big ? `x${fmt(e.big.p99 / Math.max(e.small.p99, 1), 1)}` : '-';
+    const grew = e.small && !e.boundOnly && e.big && e.big.p99 > 3 * Math.max(e.small.p99, 1);
+    const flag = e.big && (e.big.p99 >= 100 || grew) ? '  <- over target' : '';
+    console.log(
+      `${pad(name, 34)}${pad(f(e.small), 19)}${pad(f(e.big), 19)}${pad(growth, 12)}${pad(e.big ? fmt(e.big.rps, 0) : '-', 10)}${e.exact ?? ''}${flag}`,
+    );
   }
 }

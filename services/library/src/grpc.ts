@@ -16,7 +16,7 @@ import {
 import { cursorKey as makeCursorKey } from './images/cursor.js';
 import { type ImageListFilters, type ListPageInfo, listImages, listImagesJson } from './images/list-query.js';
 import { commitExecutionImages } from './images/pending.js';
-import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages } from './images/store.js';
+import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages, sessionImagesJson } from './images/store.js';
 import { storeImage } from './images/store-image.js';
 import { type ImageRow, toImageRecord } from './images/types.js';
 import { getSession, listSessions, type SessionSummaryRow, touchSession } from './sessions/store.js';
@@ -222,9 +222,14 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     async getSession(req, { principal }) {
       const tenantId = tenantOf(principal);
       if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
-      const s = await getSession(sql, tenantId, req.sessionId);
+      // The session and its images side by side (a missing session answers 404 whatever the images' query found).
+      const [s, json] = await Promise.all([
+        getSession(sql, tenantId, req.sessionId),
+        req.asJson ? sessionImagesJson(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED, ctx.storage.plainKeyUrlPrefix) : undefined,
+      ]);
+      if (json !== undefined) return { session: sessionSummary(s), images: [], imagesJson: Buffer.from(json) };
       const rows = await sessionImages(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED);
-      return { session: sessionSummary(s), images: rows.map(record) };
+      return { session: sessionSummary(s), images: rows.map(record), imagesJson: Buffer.alloc(0) };
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
+import { sessionImageJson } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
@@ -47,15 +48,105 @@ describe('sessions', () => {
     expect(capped).toMatchObject({ limit: 100, offset: 1 });
     expect(capped.sessions.map((x) => x.sessionId)).toEqual(['one']);
 
-    const d = await h.client.getSession({ sessionId: 'one' }, h.principal('tL'));
+    const d = await h.client.getSession({ sessionId: 'one', asJson: false }, h.principal('tL'));
     expect(d.session?.totalImages).toBe(2);
     expect(d.images.map((i) => i.operation)).toEqual(['generate', 'edit']);
-    const other = await h.client.getSession({ sessionId: 'one' }, h.principal('tL2'));
+    const other = await h.client.getSession({ sessionId: 'one', asJson: false }, h.principal('tL2'));
     expect(other.images).toHaveLength(1);
-    await expect(h.client.getSession({ sessionId: 'two' }, h.principal('tL2'))).rejects.toMatchObject({
+    await expect(h.client.getSession({ sessionId: 'two', asJson: false }, h.principal('tL2'))).rejects.toMatchObject({
       status: 404,
       body: { error: 'Session not found' },
     });
-    await expect(h.client.getSession({ sessionId: '' }, h.principal('tL'))).rejects.toMatchObject({ status: 404 });
+    await expect(h.client.getSession({ sessionId: '', asJson: false }, h.principal('tL'))).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('GetSession as_json (the images rendered by PostgreSQL in their session detail form)', () => {
+  const insert = (tenant: string, session: string, r: Record<string, unknown>) => h.sql`
+    INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, width, height, size_bytes,
+      thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id, resolution_tier, parent_image_id,
+      style_preset_id, product_reference_id, reference_group_ids, is_reference, created_at)
+    VALUES (${tenant}, ${session}, ${r.objectKey as string}, ${`tenants/${tenant}/thumbnails/${r.key}.webp`}, 'image/png', 'png', 3, 4,
+      ${r.size as number}, 9, ${r.prompt as string}, ${(r.negative as string | null) ?? null}, ${r.operation as string}, '3:4',
+      'provA-pro-image', ${r.tier as string}, ${(r.parent as number | null) ?? null}, ${(r.style as number | null) ?? null},
+      ${(r.product as number | null) ?? null}, ${(r.groups as string | null) ?? null}::bigint[], ${r.reference as boolean},
+      ${r.at as string}::text::timestamptz)`; // through text: a timestamptz parameter would go through a JS Date (milliseconds)
+  const both = async (tenant: string, sessionId: string) => {
+    const records = await h.client.getSession({ sessionId, asJson: false }, h.principal(tenant));
+    const json = await h.client.getSession({ sessionId, asJson: true }, h.principal(tenant));
+    return { records, json, got: json.imagesJson.length ? JSON.parse(Buffer.from(json.imagesJson).toString('utf8')) : undefined };
+  };
+
+  it('equals sessionImageJson of the records field for field, oldest first; the same session; tenant-scoped', async () => {
+    const T = 'tSJ';
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count, is_active) VALUES (${T}, 'sJ', 0, true), (${T}, 'empty', 0, true)`;
+    const rows = [
+      {
+        key: 'a',
+        at: '2025-03-01T10:00:00.123999Z',
+        negative: null,
+        prompt: 'ünïcödé "quoted" \\ back\nline',
+        size: 2 ** 40,
+        tier: '',
+        operation: 'generate',
+        groups: null,
+        reference: false,
+      },
+      {
+        key: 'b',
+        at: '2025-03-01T10:00:00.123001Z',
+        negative: '',
+        prompt: 'same millisecond, earlier',
+        size: 1,
+        tier: '2k',
+        operation: 'edit',
+        parent: 5,
+        style: 7,
+        product: 9,
+        groups: '{}',
+        reference: true,
+      },
+      {
+        key: 'c',
+        at: '1999-12-31T23:59:59.999999+02:00',
+        negative: 'dark',
+        prompt: 'old',
+        size: 5,
+        tier: '4k',
+        operation: 'generate',
+        groups: '{3,4}',
+        reference: false,
+      },
+    ];
+    for (const r of rows) await insert(T, 'sJ', { ...r, objectKey: `tenants/${T}/images/${r.key}.png` });
+    await insert('tSJother', 'sJ', { ...rows[0], objectKey: 'tenants/tSJother/images/x.png' });
+
+    const { records, json, got } = await both(T, 'sJ');
+    expect(records.images.map((i) => i.prompt)).toEqual(['old', 'same millisecond, earlier', rows[0].prompt]);
+    expect(json.images).toEqual([]);
+    expect(json.session).toEqual(records.session);
+    const expected = JSON.parse(JSON.stringify(records.images.map(sessionImageJson)));
+    expect(got).toEqual(expected);
+    expect(Object.keys(got[0])).toEqual(Object.keys(expected[0])); // same field order too
+    expect(got[2]).toMatchObject({ createdAt: '2025-03-01T10:00:00.123Z', sizeBytes: 2 ** 40, negativePrompt: null, resolutionTier: null });
+    expect(got[1]).toMatchObject({ referenceGroupIds: [], parent_image_id: 5, stylePresetId: 7, productReferenceId: 9, isReference: true });
+    expect(got[0]).toMatchObject({ referenceGroupIds: [3, 4], fullUrl: `http://files.test/files/tenants/${T}/images/c.png` });
+
+    expect(Buffer.from((await both(T, 'empty')).json.imagesJson).toString('utf8')).toBe('[]');
+    await expect(h.client.getSession({ sessionId: 'sJ', asJson: true }, h.principal('tSJnobody'))).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'Session not found' },
+    });
+  });
+
+  it('falls back to the records when a key is not plain (its URL encoded as publicUrl does)', async () => {
+    const T = 'tSJodd';
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count, is_active) VALUES (${T}, 'odd', 0, true)`;
+    const row = { key: 'o', at: '2025-01-01T00:00:00Z', prompt: 'odd', size: 1, tier: '1k', operation: 'generate', reference: false };
+    await insert(T, 'odd', { ...row, objectKey: `tenants/${T}/images/with space.png` });
+    const { records, json } = await both(T, 'odd');
+    expect(json.imagesJson).toHaveLength(0);
+    expect(json.images).toEqual(records.images);
+    expect(sessionImageJson(json.images[0]).fullUrl).toMatch(/with%20space\.png$/);
   });
 });

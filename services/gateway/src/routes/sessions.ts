@@ -11,6 +11,8 @@ import { libraryClient } from './images.js';
  * executions are in routes/executions.ts.
  */
 
+const CLOSE_DATA = Buffer.from('}}');
+
 const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   const library = libraryClient(ctx);
 
@@ -46,10 +48,14 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { sessionId } = req.params as { sessionId: string };
-      const r = await library.getSession({ sessionId }, req.principal);
-      return { data: { session: sessionRecordJson(r.session as SessionSummary), images: r.images.map(sessionImageJson) } };
+      // The library renders the images' JSON itself (as_json): up to 1,000 ImageRecords not decoded and re-encoded here.
+      const r = await library.getSession({ sessionId, asJson: true }, req.principal);
+      const session = sessionRecordJson(r.session as SessionSummary);
+      if (r.imagesJson.length === 0) return { data: { session, images: r.images.map(sessionImageJson) } };
+      const head = Buffer.from(`{"data":{"session":${JSON.stringify(session)},"images":`);
+      return reply.type('application/json; charset=utf-8').send(Buffer.concat([head, r.imagesJson, CLOSE_DATA]));
     },
   );
 };

@@ -300,11 +300,25 @@ export interface ListSessionsResponse {
 
 export interface GetSessionRequest {
   sessionId: string;
+  /**
+   * Answer with images_json instead of images: the gateway's GET /api/sessions/:sessionId, which would otherwise
+   * decode up to 1,000 ImageRecords only to re-encode them as the same JSON.
+   */
+  asJson: boolean;
 }
 
 export interface GetSessionResponse {
-  session: SessionSummary | undefined;
+  session:
+    | SessionSummary
+    | undefined;
+  /** empty when images_json is set */
   images: ImageRecord[];
+  /**
+   * With as_json: the session's images as a UTF-8 JSON array in their session detail form (SPEC 2, libs/platform
+   * present.ts sessionImageJson), oldest first like images. Empty (and images set) when a key of the session's
+   * images is not plain (storage keys.ts isPlainKey), whose URL the storage must build.
+   */
+  imagesJson: Buffer;
 }
 
 function createBaseStoreImageRequest(): StoreImageRequest {
@@ -4352,13 +4366,16 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
 };
 
 function createBaseGetSessionRequest(): GetSessionRequest {
-  return { sessionId: "" };
+  return { sessionId: "", asJson: false };
 }
 
 export const GetSessionRequest: MessageFns<GetSessionRequest> = {
   encode(message: GetSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.sessionId !== "") {
       writer.uint32(10).string(message.sessionId);
+    }
+    if (message.asJson !== false) {
+      writer.uint32(16).bool(message.asJson);
     }
     return writer;
   },
@@ -4384,6 +4401,14 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
             message.sessionId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.asJson = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4403,6 +4428,11 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
         : isSet(object.session_id)
         ? globalThis.String(object.session_id)
         : "",
+      asJson: isSet(object.asJson)
+        ? globalThis.Boolean(object.asJson)
+        : isSet(object.as_json)
+        ? globalThis.Boolean(object.as_json)
+        : false,
     };
   },
 
@@ -4410,6 +4440,9 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
     const obj: any = {};
     if (message.sessionId !== "") {
       obj.sessionId = message.sessionId;
+    }
+    if (message.asJson !== false) {
+      obj.asJson = message.asJson;
     }
     return obj;
   },
@@ -4420,12 +4453,13 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
   fromPartial(object: DeepPartial<GetSessionRequest>): GetSessionRequest {
     const message = createBaseGetSessionRequest();
     message.sessionId = object.sessionId ?? "";
+    message.asJson = object.asJson ?? false;
     return message;
   },
 };
 
 function createBaseGetSessionResponse(): GetSessionResponse {
-  return { session: undefined, images: [] };
+  return { session: undefined, images: [], imagesJson: Buffer.alloc(0) };
 }
 
 export const GetSessionResponse: MessageFns<GetSessionResponse> = {
@@ -4435,6 +4469,9 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     for (const v of message.images) {
       ImageRecord.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.imagesJson.length !== 0) {
+      writer.uint32(26).bytes(message.imagesJson);
     }
     return writer;
   },
@@ -4468,6 +4505,14 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
             message.images.push(ImageRecord.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.imagesJson = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4484,6 +4529,11 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     return {
       session: isSet(object.session) ? SessionSummary.fromJSON(object.session) : undefined,
       images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => ImageRecord.fromJSON(e)) : [],
+      imagesJson: isSet(object.imagesJson)
+        ? Buffer.from(bytesFromBase64(object.imagesJson))
+        : isSet(object.images_json)
+        ? Buffer.from(bytesFromBase64(object.images_json))
+        : Buffer.alloc(0),
     };
   },
 
@@ -4494,6 +4544,9 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     if (message.images?.length) {
       obj.images = message.images.map((e) => ImageRecord.toJSON(e));
+    }
+    if (message.imagesJson.length !== 0) {
+      obj.imagesJson = base64FromBytes(message.imagesJson);
     }
     return obj;
   },
@@ -4507,6 +4560,7 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
       ? SessionSummary.fromPartial(object.session)
       : undefined;
     message.images = object.images?.map((e) => ImageRecord.fromPartial(e)) || [];
+    message.imagesJson = object.imagesJson ?? Buffer.alloc(0);
     return message;
   },
 };
