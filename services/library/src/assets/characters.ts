@@ -20,6 +20,7 @@ import {
 } from '@imagegen/platform';
 import {
   ASPECT_RATIOS,
+  assetListWhere,
   cleanTags,
   findAsset,
   idArray,
@@ -28,7 +29,6 @@ import {
   isUniqueViolation,
   LIMITS,
   LIST_SORTS,
-  likePattern,
   num,
   numArray,
   Problems,
@@ -191,12 +191,7 @@ export function characterHandlers(deps: { sql: Sql; storage: ObjectStorage; curs
       p.oneOf('sort_by', sortBy, LIST_SORTS);
       p.maxLength('search', req.search, LIMITS.searchQuery);
       p.throwIf(invalidPayload);
-      const search = req.search?.trim() ? likePattern(req.search.trim()) : null;
-      const where = sql`tenant_id = ${tenantId} ${
-        search
-          ? sql`AND (character_name ILIKE ${search} OR coalesce(description, '') ILIKE ${search} OR array_to_string(tags, ' ') ILIKE ${search})`
-          : sql``
-      }`;
+      const where = assetListWhere(sql, 'characters', tenantId, req.search);
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM characters WHERE ${where}`;
       const page = await keysetPage({
         sql,

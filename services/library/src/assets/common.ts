@@ -94,6 +94,42 @@ export const idArray = (ids: number[]): string => `{${ids.map((i) => Math.trunc(
 /** Characters with a special meaning in LIKE patterns are matched literally. */
 export const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/**
+ * What each asset list's `search` matches (SPEC 4.2, 4.4, 4.5): `fields`, each tested with ILIKE '%term%'; and `keys`,
+ * the expression of the list's key index (migrations 260 and 270) over the same fields, written exactly as the index
+ * is built, or the planner cannot use it.
+ */
+const ASSET_SEARCH = {
+  characters: {
+    fields: ['character_name', "coalesce(description, '')", "array_to_string(tags, ' ')"],
+    keys: 'asset_search_keys(tenant_id, ARRAY[character_name, description] || tags)',
+  },
+  scenes: {
+    fields: ['scene_name', "coalesce(description, '')", "coalesce(scene_prompt, '')", "array_to_string(tags, ' ')"],
+    keys: 'asset_search_keys(tenant_id, ARRAY[scene_name, description, scene_prompt] || tags)',
+  },
+  products: {
+    fields: ['product_name', "coalesce(product_description, '')", 'tags'],
+    keys: 'asset_search_keys(tenant_id, ARRAY[product_name, product_description, tags])',
+  },
+} as const;
+
+/**
+ * The WHERE of an asset list: the tenant, and with a search the assets one of whose fields contains it (ILIKE). When
+ * the term has a run of three letters or digits, the candidates come from the list's key index first (every asset
+ * that matches holds the term's keys; the ILIKEs stay the exact test); without one the term has no keys, and the
+ * ILIKEs test every asset of the tenant.
+ */
+export function assetListWhere(sql: Sql, list: keyof typeof ASSET_SEARCH, tenantId: string, search?: string) {
+  const term = search?.trim() ?? '';
+  if (!term) return sql`tenant_id = ${tenantId}`;
+  const pattern = likePattern(term);
+  const { fields, keys } = ASSET_SEARCH[list];
+  const matches = fields.map((f) => sql`${sql.unsafe(f)} ILIKE ${pattern}`).reduce((a, b) => sql`${a} OR ${b}`);
+  const candidates = /[a-z0-9]{3}/i.test(term) ? sql`AND ${sql.unsafe(keys)} @> search_trgm_keys(${tenantId}, ${term})` : sql``;
+  return sql`tenant_id = ${tenantId} ${candidates} AND (${matches})`;
+}
+
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string } | null;
   return e?.code === '23505' && (!constraint || e.constraint_name === constraint);

@@ -25,7 +25,7 @@ import {
 import { writeImageDeleted, writeImageStored } from '../images/events.js';
 import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from '../images/object-gc.js';
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
-import { findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, likePattern, num, Problems, strOrUndef, tenantOf } from './common.js';
+import { assetListWhere, findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { fetchImage } from './fetch-image.js';
 import { assetOrders, keysetPage } from './keyset.js';
 import type { QuotaGuard } from './quota.js';
@@ -170,12 +170,7 @@ export function productHandlers(deps: {
       if (pageSize < 1 || pageSize > LIMITS.listMax) p.add(`page_size must be between 1 and ${LIMITS.listMax}`);
       p.maxLength('search', req.search, LIMITS.searchQuery);
       p.throwIf(invalidPayload);
-      const search = req.search?.trim() ? likePattern(req.search.trim()) : null;
-      const where = sql`tenant_id = ${tenantId} ${
-        search
-          ? sql`AND (product_name ILIKE ${search} OR coalesce(product_description, '') ILIKE ${search} OR tags ILIKE ${search})`
-          : sql``
-      }`;
+      const where = assetListWhere(sql, 'products', tenantId, req.search);
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM products WHERE ${where}`;
       const offset = (page - 1) * pageSize;
       // A cursor continues from the previous page whatever its number: only page 1 (or none) goes with one.

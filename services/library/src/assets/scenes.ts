@@ -22,6 +22,7 @@ import { processImage, storeImage } from '../images/store-image.js';
 import { newSessionId } from '../sessions/store.js';
 import {
   ASPECT_RATIOS,
+  assetListWhere,
   cleanTags,
   findAsset,
   idArray,
@@ -30,7 +31,6 @@ import {
   isUniqueViolation,
   LIMITS,
   LIST_SORTS,
-  likePattern,
   num,
   numArray,
   Problems,
@@ -249,13 +249,7 @@ export function sceneHandlers(deps: {
       p.oneOf('sort_by', sortBy, LIST_SORTS);
       p.maxLength('search', req.search, LIMITS.searchQuery);
       p.throwIf((d) => badRequest('Invalid request payload', d));
-      const search = req.search?.trim() ? likePattern(req.search.trim()) : null;
-      const where = sql`tenant_id = ${tenantId} ${
-        search
-          ? sql`AND (scene_name ILIKE ${search} OR coalesce(description, '') ILIKE ${search}
-                OR coalesce(scene_prompt, '') ILIKE ${search} OR array_to_string(tags, ' ') ILIKE ${search})`
-          : sql``
-      }`;
+      const where = assetListWhere(sql, 'scenes', tenantId, req.search);
       const [{ total }] = await sql`SELECT count(*)::int AS total FROM scenes WHERE ${where}`;
       const page = await keysetPage({
         sql,
