@@ -10,6 +10,7 @@ import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { sleep } from './generation-support.js';
+import { librarySeeder } from './images-seed.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -116,6 +117,14 @@ describe('executions', () => {
     expect(foreign.status).toBe(404);
     expect(foreign.body.error).toBe('Session not found');
     expect((await api('/api/sessions/no-such-session/logs')).status).toBe(404);
+    // A session that holds images but no execution (stored through the library alone): 200 with none.
+    const seeder = librarySeeder(s);
+    await seeder.store(t.tenantId, { sessionId: 'images-only' });
+    seeder.close();
+    const bare = await api('/api/sessions/images-only/logs');
+    expect(bare.status).toBe(200);
+    expect(bare.body).toMatchObject({ success: true, sessionId: 'images-only', executions: [], total: 0 });
+    expect((await api('/api/sessions/images-only/logs', other.liveKey)).status).toBe(404);
     // ExecutionFinished went out through the outbox and JetStream
     const ev = await waitFor(() => finished.find((e) => e.executionId === g1.body.data.executionId));
     expect(ev).toMatchObject({

@@ -49,7 +49,7 @@ export function grpcCollaborators(ctx: ServiceContext): Collaborators {
     getObjectData: (p, objectKey) => library.getObjectData({ objectKey }, p),
     sessionExists: async (p, sessionId) => {
       try {
-        await library.getSession({ sessionId, asJson: false }, p);
+        await library.getSession({ sessionId, asJson: false, sessionOnly: true }, p);
         return true;
       } catch (err) {
         if ((err as { status?: number }).status === 404) return false;

@@ -223,6 +223,8 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
       const tenantId = tenantOf(principal);
       if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
       // The session and its images side by side (a missing session answers 404 whatever the images' query found).
+      if (req.sessionOnly)
+        return { session: sessionSummary(await getSession(sql, tenantId, req.sessionId)), images: [], imagesJson: Buffer.alloc(0) };
       const [s, json] = await Promise.all([
         getSession(sql, tenantId, req.sessionId),
         req.asJson ? sessionImagesJson(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED, ctx.storage.plainKeyUrlPrefix) : undefined,

@@ -65,7 +65,7 @@ describe('session totals', () => {
       b: { images: 0, edits: 0, bytes: 0, tokens: 0, count: 0 },
     });
     expect((await totals('tT2')).a).toMatchObject({ images: 1, tokens: 100 });
-    const detail = await h.client.getSession({ sessionId: 'a', asJson: false }, h.principal('tT2'));
+    const detail = await h.client.getSession({ sessionId: 'a', asJson: false, sessionOnly: false }, h.principal('tT2'));
     expect(detail.session).toMatchObject({ totalImages: 1, totalTokens: 100, totalEdits: 0 });
   });
 

@@ -48,16 +48,28 @@ describe('sessions', () => {
     expect(capped).toMatchObject({ limit: 100, offset: 1 });
     expect(capped.sessions.map((x) => x.sessionId)).toEqual(['one']);
 
-    const d = await h.client.getSession({ sessionId: 'one', asJson: false }, h.principal('tL'));
+    const d = await h.client.getSession({ sessionId: 'one', asJson: false, sessionOnly: false }, h.principal('tL'));
     expect(d.session?.totalImages).toBe(2);
     expect(d.images.map((i) => i.operation)).toEqual(['generate', 'edit']);
-    const other = await h.client.getSession({ sessionId: 'one', asJson: false }, h.principal('tL2'));
+    const other = await h.client.getSession({ sessionId: 'one', asJson: false, sessionOnly: false }, h.principal('tL2'));
     expect(other.images).toHaveLength(1);
-    await expect(h.client.getSession({ sessionId: 'two', asJson: false }, h.principal('tL2'))).rejects.toMatchObject({
+    await expect(h.client.getSession({ sessionId: 'two', asJson: false, sessionOnly: false }, h.principal('tL2'))).rejects.toMatchObject({
       status: 404,
       body: { error: 'Session not found' },
     });
-    await expect(h.client.getSession({ sessionId: '', asJson: false }, h.principal('tL'))).rejects.toMatchObject({ status: 404 });
+    await expect(h.client.getSession({ sessionId: '', asJson: false, sessionOnly: false }, h.principal('tL'))).rejects.toMatchObject({
+      status: 404,
+    });
+
+    // session_only: the record alone (an existence check), the same 404s.
+    const only = await h.client.getSession({ sessionId: 'one', asJson: false, sessionOnly: true }, h.principal('tL'));
+    expect(only.session).toEqual(d.session);
+    expect(only.images).toEqual([]);
+    expect(only.imagesJson).toHaveLength(0);
+    await expect(h.client.getSession({ sessionId: 'two', asJson: true, sessionOnly: true }, h.principal('tL2'))).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'Session not found' },
+    });
   });
 });
 
@@ -72,8 +84,8 @@ describe('GetSession as_json (the images rendered by PostgreSQL in their session
       ${(r.product as number | null) ?? null}, ${(r.groups as string | null) ?? null}::bigint[], ${r.reference as boolean},
       ${r.at as string}::text::timestamptz)`; // through text: a timestamptz parameter would go through a JS Date (milliseconds)
   const both = async (tenant: string, sessionId: string) => {
-    const records = await h.client.getSession({ sessionId, asJson: false }, h.principal(tenant));
-    const json = await h.client.getSession({ sessionId, asJson: true }, h.principal(tenant));
+    const records = await h.client.getSession({ sessionId, asJson: false, sessionOnly: false }, h.principal(tenant));
+    const json = await h.client.getSession({ sessionId, asJson: true, sessionOnly: false }, h.principal(tenant));
     return { records, json, got: json.imagesJson.length ? JSON.parse(Buffer.from(json.imagesJson).toString('utf8')) : undefined };
   };
 
@@ -133,7 +145,9 @@ describe('GetSession as_json (the images rendered by PostgreSQL in their session
     expect(got[0]).toMatchObject({ referenceGroupIds: [3, 4], fullUrl: `http://files.test/files/tenants/${T}/images/c.png` });
 
     expect(Buffer.from((await both(T, 'empty')).json.imagesJson).toString('utf8')).toBe('[]');
-    await expect(h.client.getSession({ sessionId: 'sJ', asJson: true }, h.principal('tSJnobody'))).rejects.toMatchObject({
+    await expect(
+      h.client.getSession({ sessionId: 'sJ', asJson: true, sessionOnly: false }, h.principal('tSJnobody')),
+    ).rejects.toMatchObject({
       status: 404,
       body: { error: 'Session not found' },
     });

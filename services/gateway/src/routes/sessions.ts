@@ -51,7 +51,7 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     async (req, reply) => {
       const { sessionId } = req.params as { sessionId: string };
       // The library renders the images' JSON itself (as_json): up to 1,000 ImageRecords not decoded and re-encoded here.
-      const r = await library.getSession({ sessionId, asJson: true }, req.principal);
+      const r = await library.getSession({ sessionId, asJson: true, sessionOnly: false }, req.principal);
       const session = sessionRecordJson(r.session as SessionSummary);
       if (r.imagesJson.length === 0) return { data: { session, images: r.images.map(sessionImageJson) } };
       const head = Buffer.from(`{"data":{"session":${JSON.stringify(session)},"images":`);

@@ -46,7 +46,7 @@ const getSession = defineTool({
   input: { session_id: z.string().min(1).max(200).describe('Session id') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id, asJson: false }, ctx.principal);
+    const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id, asJson: false, sessionOnly: false }, ctx.principal);
     return { data: { data: { session: r.session ? sessionRecordJson(r.session) : null, images: r.images.map(sessionImageJson) } } };
   },
 });
@@ -153,7 +153,7 @@ const waitForExecution = defineTool({
     let images: ReturnType<typeof sessionImageJson>[] = [];
     let thumbs: ToolImage[] = [];
     try {
-      const sess = await library.getSession({ sessionId: e.sessionId, asJson: false }, ctx.principal);
+      const sess = await library.getSession({ sessionId: e.sessionId, asJson: false, sessionOnly: false }, ctx.principal);
       const mine = sess.images.filter((i) => i.executionId === e.executionId);
       images = mine.map(sessionImageJson);
       thumbs = await thumbnailsOf(

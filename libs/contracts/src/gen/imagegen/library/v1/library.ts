@@ -305,6 +305,8 @@ export interface GetSessionRequest {
    * decode up to 1,000 ImageRecords only to re-encode them as the same JSON.
    */
   asJson: boolean;
+  /** Answer the session alone, no images (images and images_json empty): an existence check (404 when there is none). */
+  sessionOnly: boolean;
 }
 
 export interface GetSessionResponse {
@@ -4366,7 +4368,7 @@ export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
 };
 
 function createBaseGetSessionRequest(): GetSessionRequest {
-  return { sessionId: "", asJson: false };
+  return { sessionId: "", asJson: false, sessionOnly: false };
 }
 
 export const GetSessionRequest: MessageFns<GetSessionRequest> = {
@@ -4376,6 +4378,9 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
     }
     if (message.asJson !== false) {
       writer.uint32(16).bool(message.asJson);
+    }
+    if (message.sessionOnly !== false) {
+      writer.uint32(24).bool(message.sessionOnly);
     }
     return writer;
   },
@@ -4409,6 +4414,14 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
             message.asJson = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sessionOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4433,6 +4446,11 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
         : isSet(object.as_json)
         ? globalThis.Boolean(object.as_json)
         : false,
+      sessionOnly: isSet(object.sessionOnly)
+        ? globalThis.Boolean(object.sessionOnly)
+        : isSet(object.session_only)
+        ? globalThis.Boolean(object.session_only)
+        : false,
     };
   },
 
@@ -4444,6 +4462,9 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
     if (message.asJson !== false) {
       obj.asJson = message.asJson;
     }
+    if (message.sessionOnly !== false) {
+      obj.sessionOnly = message.sessionOnly;
+    }
     return obj;
   },
 
@@ -4454,6 +4475,7 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
     const message = createBaseGetSessionRequest();
     message.sessionId = object.sessionId ?? "";
     message.asJson = object.asJson ?? false;
+    message.sessionOnly = object.sessionOnly ?? false;
     return message;
   },
 };
