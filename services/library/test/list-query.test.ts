@@ -217,8 +217,11 @@ describe('as_json (the page rendered by PostgreSQL in its public form)', () => {
       await h.sql`INSERT INTO images (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, width, height,
           size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, created_at)
         VALUES (${J}, 'sJ', ${`tenants/${J}/images/${r.key}.png`}, ${`tenants/${J}/thumbnails/${r.key}.webp`}, 'image/png', 'png',
-          3, 4, ${r.size}, 9, ${r.prompt}, ${r.negative}, 'generate', '3:4', ${r.at})`;
+          3, 4, ${r.size}, 9, ${r.prompt}, ${r.negative}, 'generate', '3:4', ${r.at}::text::timestamptz)`; // through text: a timestamptz parameter goes through a JS Date (milliseconds)
     }
+    const [stored] =
+      await h.sql`SELECT to_char(created_at AT TIME ZONE 'UTC', 'US') AS us FROM images WHERE tenant_id = ${J} AND object_key LIKE '%/a.png'`;
+    expect(stored.us).toBe('123999'); // the microseconds are in the table, so both renderings below must drop them alike
     const all = await page(J);
     expect(all.got).toHaveLength(3);
     expect(all.got).toEqual(all.expected);
