@@ -95,6 +95,12 @@ export const idArray = (ids: number[]): string => `{${ids.map((i) => Math.trunc(
 export const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
+ * Whether search_trgm_keys (migration 190) gives `text` any key: it needs three letters or digits in a row. Without
+ * one a key index would match every row, so the search tests the rows themselves instead.
+ */
+export const hasSearchKeys = (text: string): boolean => /[a-z0-9]{3}/i.test(text);
+
+/**
  * What each asset list's `search` matches (SPEC 4.2, 4.4, 4.5): `fields`, each tested with ILIKE '%term%'; and `keys`,
  * the expression of the list's key index (migrations 260 and 270) over the same fields, written exactly as the index
  * is built, or the planner cannot use it.
@@ -126,7 +132,7 @@ export function assetListWhere(sql: Sql, list: keyof typeof ASSET_SEARCH, tenant
   const pattern = likePattern(term);
   const { fields, keys } = ASSET_SEARCH[list];
   const matches = fields.map((f) => sql`${sql.unsafe(f)} ILIKE ${pattern}`).reduce((a, b) => sql`${a} OR ${b}`);
-  const candidates = /[a-z0-9]{3}/i.test(term) ? sql`AND ${sql.unsafe(keys)} @> search_trgm_keys(${tenantId}, ${term})` : sql``;
+  const candidates = hasSearchKeys(term) ? sql`AND ${sql.unsafe(keys)} @> search_trgm_keys(${tenantId}, ${term})` : sql``;
   return sql`tenant_id = ${tenantId} ${candidates} AND (${matches})`;
 }
 

@@ -1,7 +1,7 @@
 import { AppError, invalidPayload, MODEL_IDS, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
-import { likePattern } from '../assets/common.js';
+import { hasSearchKeys, likePattern } from '../assets/common.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
+import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, rowFromDb } from './types.js';
 
 /**
  * The gallery query, shared by GET /api/images and search presets (assets code): filters are the
@@ -219,8 +219,7 @@ const searchWords = (search: string) => [...new Set(search.split(/\s+/).filter(B
  */
 export function trigramUsable(f: Pick<NormalizedFilters, 'search' | 'searchMode'>): boolean {
   if (!f.search) return false;
-  const run = /[a-z0-9]{3}/i;
-  return f.searchMode === 'any' ? searchWords(f.search).every((w) => run.test(w)) : run.test(f.search);
+  return f.searchMode === 'any' ? searchWords(f.search).every(hasSearchKeys) : hasSearchKeys(f.search);
 }
 
 /** `WHERE ...`: the tenant (always $1) plus every given filter. */
@@ -697,14 +696,8 @@ export async function listImagesJson(
         `${q.ctes(`id, session_id, object_key, thumbnail_key, width, height, size_bytes, prompt, negative_prompt, operation,
         aspect_ratio, created_at`)}
       SELECT (SELECT total FROM tot) AS total, (SELECT walked FROM tot) AS walked, (SELECT count(*) FROM ids) AS fetched, ${q.last} AS last, count(*) AS n,
-        bool_and(object_key ~ ${plainKey} AND thumbnail_key ~ ${plainKey}
-          AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0) AS plain,
-        COALESCE(json_agg((
-          SELECT r FROM (SELECT id, session_id AS "sessionId", ${prefix} || object_key AS "fullUrl",
-            ${prefix} || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
-            negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
-            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt") r
-        ) ${q.order}), '[]')::text AS page
+        ${allKeysPlain(plainKey)} AS plain,
+        COALESCE(json_agg((SELECT r FROM (SELECT ${imageJsonSelect(prefix)}) r) ${q.order}), '[]')::text AS page
       FROM page`,
         q.params.values as never[],
         { prepare: preparable(q) },

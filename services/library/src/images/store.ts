@@ -2,7 +2,7 @@ import { type Config, type Logger, notFound, type ObjectStorage, PLAIN_KEY_SQL, 
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageDeleted } from './events.js';
 import { removeObjects, scheduleRemoval } from './object-gc.js';
-import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
+import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, rowFromDb, SESSION_IMAGE_JSON_FIELDS } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
 
@@ -144,22 +144,13 @@ export async function sessionImagesJson(
   limit: number,
   urlPrefix: string,
 ): Promise<string | undefined> {
-  const [r] = await sql`
-    WITH i AS (
-      SELECT * FROM images WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} ORDER BY created_at, id LIMIT ${limit}
-    )
-    SELECT bool_and(object_key ~ ${PLAIN_KEY_SQL} AND thumbnail_key ~ ${PLAIN_KEY_SQL}
-        AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0) AS plain,
-      COALESCE(json_agg((
-        SELECT r FROM (SELECT id, session_id AS "sessionId", ${urlPrefix}::text || object_key AS "fullUrl",
-          ${urlPrefix}::text || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
-          negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
-          to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt", model_id AS "modelId",
-          style_preset_id AS "stylePresetId", product_reference_id AS "productReferenceId",
-          reference_group_ids AS "referenceGroupIds", parent_image_id, NULLIF(resolution_tier, '') AS "resolutionTier",
-          format, mime_type AS "mimeType", is_reference AS "isReference", thumbnail_size_bytes AS "thumbnailSizeBytes",
-          object_key AS "objectKey", thumbnail_key AS "objectThumbnailKey") r
-      ) ORDER BY created_at, id), '[]')::text AS images
-    FROM i`;
+  const [r] = await sql.unsafe(
+    `WITH i AS (SELECT * FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3)
+    SELECT ${allKeysPlain('$4')} AS plain,
+      COALESCE(json_agg((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r) ORDER BY created_at, id),
+        '[]')::text AS images
+    FROM i`,
+    [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix],
+  );
   return r?.plain === false ? undefined : (r?.images as string);
 }

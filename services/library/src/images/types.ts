@@ -40,6 +40,28 @@ export const IMAGE_COLUMNS = `id, tenant_id, session_id, object_key, thumbnail_k
   resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
   is_reference, execution_id, has_synthid, key_type, tokens, created_at`;
 
+/**
+ * The select list of an image's list form (present.ts imageJson, field for field, in its order) for PostgreSQL to
+ * render as JSON: URLs are `prefix` + key, publicUrl's form for plain keys (`prefix` is a placeholder, e.g. '$5').
+ */
+export const imageJsonSelect = (prefix: string) => `id, session_id AS "sessionId", ${prefix} || object_key AS "fullUrl",
+  ${prefix} || thumbnail_key AS "thumbnailUrl", width, height, size_bytes AS "sizeBytes", prompt,
+  negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt"`;
+
+/** What the session detail form (present.ts sessionImageJson) adds to the list form, in its order. */
+export const SESSION_IMAGE_JSON_FIELDS = `model_id AS "modelId", style_preset_id AS "stylePresetId",
+  product_reference_id AS "productReferenceId", reference_group_ids AS "referenceGroupIds", parent_image_id,
+  NULLIF(resolution_tier, '') AS "resolutionTier", format, mime_type AS "mimeType", is_reference AS "isReference",
+  thumbnail_size_bytes AS "thumbnailSizeBytes", object_key AS "objectKey", thumbnail_key AS "objectThumbnailKey"`;
+
+/**
+ * Aggregate: whether every row's keys are plain, so that imageJsonSelect's URLs are the storage's (`plain` is the
+ * placeholder of PLAIN_KEY_SQL; '..' is tested apart, as isPlainKey does). NULL over no rows.
+ */
+export const allKeysPlain = (plain: string) => `bool_and(object_key ~ ${plain} AND thumbnail_key ~ ${plain}
+  AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0)`;
+
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
