@@ -22,6 +22,8 @@ declare module 'autocannon' {
     method?: string;
     body?: string;
     amount?: number;
+    /** Each connection cycles through these; setupRequest may rewrite a request (e.g. its path) before it is sent. */
+    requests?: { setupRequest?: (req: { path: string }) => { path: string } }[];
   }
   function autocannon(opts: Options): Promise<Result>;
   export default autocannon;

@@ -61,13 +61,20 @@ const seededExecutionId = (tenantId: string, i: number) =>
  * Item 4's lists: `n` is the tenant's image count (n / 10 executions, 100 per session; n / 100 of each asset). The
  * middle session (images and executions) and the middle execution are read at both sizes.
  */
-const LIST_QUERIES: { name: string; path: (tenantId: string, n: number) => string }[] = [
+const LIST_QUERIES: { name: string; path: (tenantId: string, n: number) => string; paths?: (tenantId: string, n: number) => string[] }[] = [
   { name: 'usage, limit=12', path: () => '/api/usage' },
   { name: 'usage, limit=24', path: () => '/api/usage?limit=24' },
   { name: 'executions active (5 running)', path: () => '/api/executions/active' },
   { name: 'session logs, limit=50 (of 100)', path: (t, n) => `/api/sessions/scale-${t}-${n / 2000}/logs?limit=50` },
   { name: 'execution detail with logs', path: (t, n) => `/api/executions/${seededExecutionId(t, n / 20 + 2)}` },
+  // The same session read again (its rendered JSON kept), then every session of the tenant in turn (each rendered:
+  // the bench's stack keeps 2 MiB of them, so reading them in a cycle never finds one kept).
   { name: 'session detail (1,000 images)', path: (t, n) => `/api/sessions/scale-${t}-${n / 2000}` },
+  {
+    name: 'session detail, each rendered',
+    path: (t) => `/api/sessions/scale-${t}-0`,
+    paths: (t, n) => Array.from({ length: n / 1000 }, (_, i) => `/api/sessions/scale-${t}-${i}`),
+  },
   { name: 'characters, by name', path: () => '/api/characters' },
   { name: 'characters, sort_by=recent', path: () => '/api/characters?sort_by=recent' },
   { name: 'characters, sort_by=used', path: () => '/api/characters?sort_by=used' },
@@ -99,7 +106,7 @@ export async function benchScale(): Promise<void> {
   const connections = Number(process.env.BENCH_SCALE_CONNECTIONS ?? 8);
   const only = process.env.BENCH_SCALE_ONLY?.split(';');
   process.env.RATE_LIMIT_DISABLED = '1';
-  const stack = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1' } });
+  const stack = await startTestStack({ env: { RATE_LIMIT_DISABLED: '1', SESSION_JSON_CACHE_MB: '2' } });
   try {
     const tenants = { small: await stack.createTenant(), big: await stack.createTenant() };
     const seeded = await seedScale(stack.env.DATABASE_URL, {
@@ -139,15 +146,15 @@ export async function benchScale(): Promise<void> {
         return (await r.json()) as { data: { createdAt: string }[]; pagination: { nextCursor: string | null; totalIsExact: boolean } };
       };
       /** Warms the query up for a second, then loads it for the bench's seconds; records its figures under `name`. */
-      const measure = async (into: Results, name: string, path: string, boundOnly?: boolean) => {
+      const measure = async (into: Results, name: string, path: string, boundOnly?: boolean, paths?: string[]) => {
         const first = (await get(path)) as unknown as {
           total?: number;
           totalIsExact?: boolean;
           pagination?: { total?: number; totalIsExact?: boolean };
         };
         const url = `${stack.baseUrl}${path}`;
-        await load(url, { connections, durationSec: 1, headers }); // warm-up (plans, caches)
-        const r = await load(url, { connections, durationSec, headers });
+        await load(url, { connections, durationSec: 1, headers, paths }); // warm-up (plans, caches)
+        const r = await load(url, { connections, durationSec, headers, paths });
         const entry = into.get(name) ?? {};
         entry[size] = { p50: r.p50, p99: r.p99, rps: r.reqPerSec, bad: r.non2xx + r.errors };
         const totalIsExact = first.pagination?.totalIsExact ?? first.totalIsExact;
@@ -187,7 +194,7 @@ export async function benchScale(): Promise<void> {
       }
       for (const q of LIST_QUERIES) {
         if (only && !only.includes(q.name)) continue;
-        await measure(listResults, q.name, q.path(tenant.tenantId, n));
+        await measure(listResults, q.name, q.path(tenant.tenantId, n), false, q.paths?.(tenant.tenantId, n));
       }
     }
     printTable('GET /api/images?...', results);

@@ -9,12 +9,20 @@ export interface LoadResult {
   errors: number;
 }
 
-/** Runs autocannon against `url` and returns average req/s and latency percentiles (ms). */
+/**
+ * Runs autocannon against `url` and returns average req/s and latency percentiles (ms). With `paths`, the requests
+ * go to each path in turn instead of the url's own.
+ */
 export async function load(
   url: string,
-  opts: { connections: number; durationSec: number; headers?: Record<string, string> },
+  opts: { connections: number; durationSec: number; headers?: Record<string, string>; paths?: string[] },
 ): Promise<LoadResult> {
-  const r = await autocannon({ url, connections: opts.connections, duration: opts.durationSec, headers: opts.headers });
+  let next = 0;
+  const paths = opts.paths;
+  const requests = paths?.length
+    ? [{ setupRequest: (req: { path: string }) => ({ ...req, path: paths[next++ % paths.length] }) }]
+    : undefined;
+  const r = await autocannon({ url, connections: opts.connections, duration: opts.durationSec, headers: opts.headers, requests });
   return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 

@@ -81,6 +81,7 @@ const schema = z.object({
   WEBHOOK_CA_FILE: optionalString,
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
+  SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
   GRPC_IN_PROCESS: boolTrue,
   OPS_PORT: z.preprocess(blank, z.coerce.number().int().min(0).max(65535).optional()),
@@ -150,6 +151,8 @@ export interface Config {
   webhookCaFile?: string;
   apiKeyCacheTtlMs: number;
   dbPoolMax: number;
+  /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
+  sessionJsonCacheMb: number;
   /** Calls to a gRPC server of this same process skip the loopback socket (GRPC_IN_PROCESS, default on). */
   grpcInProcess: boolean;
   /** Default deadline of gRPC client calls (GRPC_DEADLINE_MS). */
@@ -324,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     dbPoolMax: e.DB_POOL_MAX,
+    sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,
     grpcInProcess: e.GRPC_IN_PROCESS,
     opsPort: e.OPS_PORT,

@@ -76,6 +76,12 @@ function build() {
       labelNames: ['subject', 'outcome'] as const,
       registers: [registry],
     }),
+    sessionJsonCache: new Counter({
+      name: 'imagegen_session_json_cache_total',
+      help: "Session detail reads by whether the session's rendered images were kept (hit) or rendered again (miss)",
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     outboxDeadLettered: new Counter({
       name: 'imagegen_outbox_dead_lettered_total',
       help: 'Outbox events moved to the outbox_dead_letter table instead of being published, by schema and reason (payload_too_large, invalid_subject, no_stream, max_attempts)',
@@ -313,6 +319,11 @@ export function trackOutboxDeadLetters(schema: string, count: () => Promise<numb
 /** The outbox relay moved an event of `schema` to its dead-letter table. */
 export function recordOutboxDeadLettered(schema: string, reason: string): void {
   M.outboxDeadLettered.inc({ schema, reason });
+}
+
+/** A session detail read found its images' JSON kept at the session's version (hit) or not (miss). */
+export function recordSessionJsonCache(outcome: 'hit' | 'miss'): void {
+  M.sessionJsonCache.inc({ outcome });
 }
 
 export type WebhookAttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'disabled';

@@ -19,6 +19,7 @@ import { commitExecutionImages } from './images/pending.js';
 import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages, sessionImagesJson } from './images/store.js';
 import { storeImage } from './images/store-image.js';
 import { type ImageRow, toImageRecord } from './images/types.js';
+import { SessionJsonCache } from './sessions/json-cache.js';
 import { getSession, listSessions, type SessionSummaryRow, touchSession } from './sessions/store.js';
 
 export const MAX_RESOLVE_IDS = 1000;
@@ -65,6 +66,27 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
   const { sql, ctx, outbox } = deps;
   const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
   const { key: cursorKey, ephemeral } = makeCursorKey(ctx.config);
+  const sessionJson = new SessionJsonCache(ctx.config.sessionJsonCacheMb * 1024 * 1024);
+  /**
+   * The session and its images' JSON (undefined when a key is not plain: records then). A kept rendering is served
+   * when the session's version has not moved since; otherwise the session and the rendering are read side by side.
+   */
+  const sessionDetailJson = async (tenantId: string, sessionId: string) => {
+    const prefix = ctx.storage.plainKeyUrlPrefix;
+    if (sessionJson.has(tenantId, sessionId, prefix)) {
+      const session = await getSession(sql, tenantId, sessionId);
+      const kept = sessionJson.get(tenantId, sessionId, prefix, session.imagesVersion);
+      if (kept !== undefined) return { session, images: kept };
+    }
+    const [session, rendered] = await Promise.all([
+      getSession(sql, tenantId, sessionId),
+      sessionImagesJson(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix),
+    ]);
+    if (rendered === undefined) return undefined;
+    const images = Buffer.from(rendered.json);
+    sessionJson.set(tenantId, sessionId, prefix, { version: rendered.version, json: images });
+    return { session, images };
+  };
   if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
   // The call's logger is a child made on first use (most calls never log): the write paths get it lazily too.
   const writeDeps = (call: CallContext) => ({
@@ -222,14 +244,14 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     async getSession(req, { principal }) {
       const tenantId = tenantOf(principal);
       if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
-      // The session and its images side by side (a missing session answers 404 whatever the images' query found).
+      // A missing session answers 404 whatever the images' query found (getSession throws).
       if (req.sessionOnly)
         return { session: sessionSummary(await getSession(sql, tenantId, req.sessionId)), images: [], imagesJson: Buffer.alloc(0) };
-      const [s, json] = await Promise.all([
-        getSession(sql, tenantId, req.sessionId),
-        req.asJson ? sessionImagesJson(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED, ctx.storage.plainKeyUrlPrefix) : undefined,
-      ]);
-      if (json !== undefined) return { session: sessionSummary(s), images: [], imagesJson: Buffer.from(json) };
+      if (req.asJson) {
+        const json = await sessionDetailJson(tenantId, req.sessionId);
+        if (json !== undefined) return { session: sessionSummary(json.session), images: [], imagesJson: json.images };
+      }
+      const s = await getSession(sql, tenantId, req.sessionId);
       const rows = await sessionImages(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED);
       return { session: sessionSummary(s), images: rows.map(record), imagesJson: Buffer.alloc(0) };
     },

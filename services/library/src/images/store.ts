@@ -143,14 +143,17 @@ export async function sessionImagesJson(
   sessionId: string,
   limit: number,
   urlPrefix: string,
-): Promise<string | undefined> {
+): Promise<{ json: string; version: string } | undefined> {
+  // The session's images_version comes from the same statement, so the same snapshot, as the JSON: what the
+  // session JSON cache keeps it under (sessions/json-cache.ts). '0' when the session does not exist.
   const [r] = await sql.unsafe(
     `WITH i AS (SELECT * FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3)
     SELECT ${allKeysPlain('$4')} AS plain,
       COALESCE(json_agg((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r) ORDER BY created_at, id),
-        '[]')::text AS images
+        '[]')::text AS images,
+      COALESCE((SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2), 0)::text AS version
     FROM i`,
     [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix],
   );
-  return r?.plain === false ? undefined : (r?.images as string);
+  return r?.plain === false ? undefined : { json: r?.images as string, version: r?.version as string };
 }

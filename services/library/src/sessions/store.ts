@@ -165,9 +165,10 @@ export async function listSessions(sql: Sql, tenantId: string, page: SessionPage
   };
 }
 
-export async function getSession(sql: Sql, tenantId: string, sessionId: string): Promise<SessionSummaryRow> {
-  const [r] = await sql`SELECT ${SUMMARY_SELECT(sql)} FROM sessions s
+/** A session with its images' version (migration 280), or 404. */
+export async function getSession(sql: Sql, tenantId: string, sessionId: string): Promise<SessionSummaryRow & { imagesVersion: string }> {
+  const [r] = await sql`SELECT ${SUMMARY_SELECT(sql)}, s.images_version::text AS images_version FROM sessions s
     WHERE s.tenant_id = ${tenantId} AND s.session_id = ${sessionId}`;
   if (!r) throw notFound('Session not found');
-  return summaryFromDb(r as Record<string, unknown>);
+  return { ...summaryFromDb(r as Record<string, unknown>), imagesVersion: r.images_version as string };
 }
