@@ -16,10 +16,19 @@ import {
 import { cursorKey as makeCursorKey } from './images/cursor.js';
 import { type ImageListFilters, type ListPageInfo, listImages, listImagesJson } from './images/list-query.js';
 import { commitExecutionImages } from './images/pending.js';
-import { deleteImage, deleteImages, editHistory, getImage, resolveImages, sessionImages, sessionImagesJson } from './images/store.js';
+import {
+  deleteImage,
+  deleteImages,
+  editHistory,
+  getImage,
+  resolveImages,
+  sessionImages,
+  sessionImagesJson,
+  sessionImagesJsonParts,
+} from './images/store.js';
 import { storeImage } from './images/store-image.js';
 import { type ImageRow, toImageRecord } from './images/types.js';
-import { SessionJsonCache } from './sessions/json-cache.js';
+import { assembleSessionJson, SessionJsonCache } from './sessions/json-cache.js';
 import { getSession, listSessions, type SessionSummaryRow, touchSession } from './sessions/store.js';
 
 export const MAX_RESOLVE_IDS = 1000;
@@ -69,23 +78,35 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
   const sessionJson = new SessionJsonCache(ctx.config.sessionJsonCacheMb * 1024 * 1024);
   /**
    * The session and its images' JSON (undefined when a key is not plain: records then). A kept rendering is served
-   * when the session's version has not moved since; otherwise the session and the rendering are read side by side.
+   * when the session's version has not moved since; when it moved, only the images it lacks are rendered. A session
+   * not kept is read and rendered whole, side by side.
    */
   const sessionDetailJson = async (tenantId: string, sessionId: string) => {
     const prefix = ctx.storage.plainKeyUrlPrefix;
-    if (sessionJson.has(tenantId, sessionId, prefix)) {
-      const session = await getSession(sql, tenantId, sessionId);
-      const kept = sessionJson.get(tenantId, sessionId, prefix, session.imagesVersion);
-      if (kept !== undefined) return { session, images: kept };
+    const kept = sessionJson.peek(tenantId, sessionId, prefix);
+    if (!kept) {
+      const [session, whole] = await Promise.all([
+        getSession(sql, tenantId, sessionId),
+        sessionImagesJson(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix),
+      ]);
+      if (!whole) return undefined;
+      sessionJson.set(tenantId, sessionId, prefix, whole);
+      return { session, images: whole.json };
     }
-    const [session, rendered] = await Promise.all([
-      getSession(sql, tenantId, sessionId),
-      sessionImagesJson(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix),
-    ]);
-    if (rendered === undefined) return undefined;
-    const images = Buffer.from(rendered.json);
-    sessionJson.set(tenantId, sessionId, prefix, { version: rendered.version, json: images });
-    return { session, images };
+    const session = await getSession(sql, tenantId, sessionId);
+    const same = sessionJson.get(tenantId, sessionId, prefix, session.imagesVersion);
+    if (same !== undefined) return { session, images: same };
+    const parts = (known: string[]) => sessionImagesJsonParts(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix, known);
+    const rendered = await parts(kept.parts ? [...kept.parts.keys()] : []);
+    // assembleSessionJson fails only if a known image were missing from the entry: then all are rendered.
+    let entry = rendered && assembleSessionJson(rendered, kept);
+    if (rendered && !entry) {
+      const all = await parts([]);
+      entry = all && assembleSessionJson(all);
+    }
+    if (!entry) return undefined;
+    sessionJson.set(tenantId, sessionId, prefix, entry);
+    return { session, images: entry.json };
   };
   if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
   // The call's logger is a child made on first use (most calls never log): the write paths get it lazily too.

@@ -2,7 +2,7 @@ import { type Config, type Logger, notFound, type ObjectStorage, PLAIN_KEY_SQL, 
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageDeleted } from './events.js';
 import { removeObjects, scheduleRemoval } from './object-gc.js';
-import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, rowFromDb, SESSION_IMAGE_JSON_FIELDS } from './types.js';
+import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, keysPlain, rowFromDb, SESSION_IMAGE_JSON_FIELDS } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
 
@@ -132,10 +132,11 @@ export async function sessionImages(sql: Sql, tenantId: string, sessionId: strin
 /**
  * The same images rendered by PostgreSQL as the JSON array of their session detail form (present.ts
  * sessionImageJson of toImageRecord, field for field; URLs are `urlPrefix` + key, as publicUrl makes them for
- * plain keys). A full session's 1,000 images then cost the Node process one text column instead of 1,000 rows
+ * plain keys). A full session's 1,000 images then cost the Node process one text value instead of 1,000 rows
  * parsed, copied as messages and serialized again: GET /api/sessions/:id of 1,000 images took 39 ms unloaded and
- * 22 req/s at 8 connections, now 15 ms and 84 req/s. Undefined when a key is not plain (its URL is the storage's to
- * encode): the caller renders the rows instead.
+ * 22 req/s at 8 connections, then 15 ms and 84 req/s. With the session's images_version in the same statement, so
+ * the same snapshot: what the session JSON cache keeps it under ('0' when the session has no images). Undefined
+ * when a key is not plain (its URL is the storage's to encode): the caller renders the rows instead.
  */
 export async function sessionImagesJson(
   sql: Sql,
@@ -143,17 +144,68 @@ export async function sessionImagesJson(
   sessionId: string,
   limit: number,
   urlPrefix: string,
-): Promise<{ json: string; version: string } | undefined> {
-  // The session's images_version comes from the same statement, so the same snapshot, as the JSON: what the
-  // session JSON cache keeps it under (sessions/json-cache.ts). '0' when the session does not exist.
+): Promise<{ version: string; json: Buffer } | undefined> {
   const [r] = await sql.unsafe(
     `WITH i AS (SELECT * FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3)
     SELECT ${allKeysPlain('$4')} AS plain,
       COALESCE(json_agg((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r) ORDER BY created_at, id),
         '[]')::text AS images,
-      COALESCE((SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2), 0)::text AS version
+      CASE WHEN count(*) > 0 THEN (SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2) ELSE 0 END::text AS version
     FROM i`,
     [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix],
   );
-  return r?.plain === false ? undefined : { json: r?.images as string, version: r?.version as string };
+  return r?.plain === false ? undefined : { version: (r?.version as string | null) ?? '0', json: Buffer.from(r?.images as string) };
+}
+
+/** A session's images in order, each with its JSON unless the caller knew it (sessionImagesJsonParts). */
+export interface SessionImagesJson {
+  /** The session's images_version in the same snapshot ('0' when the session has no images). */
+  version: string;
+  /**
+   * Oldest first. `key` names the image's row version (its id and the row's xmin, which an UPDATE changes), `json`
+   * (UTF-8) is null for the keys the caller said it knows.
+   */
+  images: { key: string; json: Buffer | null }[];
+}
+
+/**
+ * sessionImagesJson image by image, for a caller that keeps the images it rendered before (the session JSON cache):
+ * those of `knownKeys` come back as keys only, so a session read again after one more image renders that one. The
+ * new images' JSON comes back as one text value with each one's length in bytes. Undefined as sessionImagesJson.
+ */
+export async function sessionImagesJsonParts(
+  sql: Sql,
+  tenantId: string,
+  sessionId: string,
+  limit: number,
+  urlPrefix: string,
+  knownKeys: string[],
+): Promise<SessionImagesJson | undefined> {
+  // One statement, so one snapshot, as sessionImagesJson. Known rows join by hash.
+  const [r] = await sql.unsafe(
+    `WITH i AS (SELECT *, id || '.' || xmin AS row_key FROM images WHERE tenant_id = $1 AND session_id = $2
+      ORDER BY created_at, id LIMIT $3),
+    r AS (SELECT i.created_at, i.id, i.row_key, k.key IS NOT NULL OR ${keysPlain('$4')} AS plain,
+      CASE WHEN k.key IS NULL
+        THEN row_to_json((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r))::text END AS json
+      FROM i LEFT JOIN unnest($6::text[]) k(key) ON k.key = i.row_key)
+    SELECT (SELECT images_version::text FROM sessions WHERE tenant_id = $1 AND session_id = $2) AS version,
+      bool_and(plain) AS plain, array_agg(row_key ORDER BY created_at, id) AS keys,
+      array_agg(COALESCE(octet_length(json), -1) ORDER BY created_at, id) AS lengths, string_agg(json, '' ORDER BY created_at, id) AS json
+    FROM r`,
+    [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix, knownKeys],
+  );
+  if (r.plain === false) return undefined;
+  // No images: no version kept ('0'; an empty session costs little to read again).
+  if (r.keys === null) return { version: '0', images: [] };
+  const json = Buffer.from((r.json as string | null) ?? '');
+  const lengths = r.lengths as number[]; // -1: a known image (postgres.js parses a NULL in an int[] as NaN)
+  let at = 0;
+  const images = (r.keys as string[]).map((key, i) => {
+    const length = lengths[i];
+    if (length < 0) return { key, json: null };
+    at += length;
+    return { key, json: json.subarray(at - length, at) };
+  });
+  return { version: (r.version as string | null) ?? '0', images };
 }

@@ -56,11 +56,14 @@ export const SESSION_IMAGE_JSON_FIELDS = `model_id AS "modelId", style_preset_id
   thumbnail_size_bytes AS "thumbnailSizeBytes", object_key AS "objectKey", thumbnail_key AS "objectThumbnailKey"`;
 
 /**
- * Aggregate: whether every row's keys are plain, so that imageJsonSelect's URLs are the storage's (`plain` is the
- * placeholder of PLAIN_KEY_SQL; '..' is tested apart, as isPlainKey does). NULL over no rows.
+ * Whether a row's keys are plain, so that imageJsonSelect's URLs are the storage's (`plain` is the placeholder of
+ * PLAIN_KEY_SQL; '..' is tested apart, as isPlainKey does).
  */
-export const allKeysPlain = (plain: string) => `bool_and(object_key ~ ${plain} AND thumbnail_key ~ ${plain}
+export const keysPlain = (plain: string) => `(object_key ~ ${plain} AND thumbnail_key ~ ${plain}
   AND strpos(object_key, '..') = 0 AND strpos(thumbnail_key, '..') = 0)`;
+
+/** Aggregate of keysPlain over the rows: NULL over no rows. */
+export const allKeysPlain = (plain: string) => `bool_and${keysPlain(plain)}`;
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
