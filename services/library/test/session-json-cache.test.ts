@@ -5,9 +5,8 @@ import { sessionImagesJsonParts } from '../src/images/store.js';
 import { assembleSessionJson, SessionJsonCache, type SessionJsonEntry } from '../src/sessions/json-cache.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
-/** An entry of one image whose JSON is `size` bytes. */
-const entry = (version: string, size: number) =>
-  assembleSessionJson({ version, images: [{ key: `1.${version}`, json: Buffer.from(`"${'x'.repeat(size - 4)}"`) }] }) as SessionJsonEntry;
+/** An entry rendered whole (no per-image parts) of `size` bytes. */
+const entry = (version: string, size: number): SessionJsonEntry => ({ version, json: Buffer.alloc(size, 120) });
 
 describe('assembleSessionJson', () => {
   it('joins new and known images in the rendered order, each part a view of its own object', () => {
@@ -69,6 +68,22 @@ describe('SessionJsonCache', () => {
     c.set('t', 's', '', entry('11', 30));
     expect(c.get('t', 's', '', '10')).toBeUndefined();
     expect(c.size).toEqual({ entries: 1, bytes: 30 });
+  });
+
+  it('counts the per-image map of an entry in its bound', () => {
+    const c = new SessionJsonCache(1000);
+    const images = Array.from({ length: 5 }, (_, i) => ({ key: `${i}.1`, json: Buffer.from(`{"id":${i}}`) }));
+    const parted = assembleSessionJson({ version: '3', images }) as SessionJsonEntry;
+    c.set('t', 's', '', parted);
+    expect(c.size).toEqual({ entries: 1, bytes: parted.json.length + 5 * 160 });
+    c.set(
+      't',
+      's',
+      '',
+      assembleSessionJson({ version: '4', images: [...images, ...images.map((i) => ({ ...i, key: `x${i.key}` }))] }) as SessionJsonEntry,
+    );
+    // Over 1,000 bytes with its map: not kept (the older version stays, its images still known).
+    expect(c.peek('t', 's', '')?.version).toBe('3');
   });
 
   it('stays within its bytes, the least recently read out first', () => {

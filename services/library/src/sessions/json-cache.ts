@@ -27,6 +27,9 @@ export interface SessionJsonEntry {
 }
 
 const OPEN = Buffer.from('[');
+/** What an entry's per-image map costs beside its JSON (key string, view object, map slot), counted in the bound. */
+const PART_OVERHEAD_BYTES = 160;
+const entryBytes = (e: SessionJsonEntry) => e.json.length + (e.parts?.size ?? 0) * PART_OVERHEAD_BYTES;
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
 
@@ -88,21 +91,22 @@ export class SessionJsonCache {
   }
 
   set(tenantId: string, sessionId: string, urlPrefix: string, entry: SessionJsonEntry): void {
-    if (entry.version === '0' || entry.json.length > this.maxBytes) return;
+    const size = entryBytes(entry);
+    if (entry.version === '0' || size > this.maxBytes) return;
     const key = SessionJsonCache.key(tenantId, sessionId, urlPrefix);
     const old = this.entries.get(key);
     if (old !== undefined) {
       // Two renders of one session can finish out of order: keep the newer version.
       if (BigInt(old.version) > BigInt(entry.version)) return;
-      this.bytes -= old.json.length;
+      this.bytes -= entryBytes(old);
       this.entries.delete(key);
     }
     this.entries.set(key, entry);
-    this.bytes += entry.json.length;
+    this.bytes += size;
     for (const [k, e] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
-      this.bytes -= e.json.length;
+      this.bytes -= entryBytes(e);
     }
   }
 
