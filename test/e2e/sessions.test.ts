@@ -189,6 +189,40 @@ describe('GET /api/sessions/:sessionId', () => {
     }
   });
 
+  it('answers an ETag, and 304 without a body to If-None-Match while neither the session nor its images changed', async () => {
+    await seed.store(A.tenantId, { sessionId: 'etag', prompt: 'one' });
+    const path = '/api/sessions/etag';
+    const first = await s.api(path, { key: A.liveKey });
+    const etag = first.headers.get('etag') as string;
+    expect(etag).toMatch(/^"\d+-[\w-]{22}"$/);
+    expect(first.headers.get('cache-control')).toBe('private, no-cache');
+    const same = await s.api(path, { key: A.liveKey, headers: { 'if-none-match': etag } });
+    expect(same.status).toBe(304);
+    expect(same.body).toBeUndefined();
+    expect(same.headers.get('etag')).toBe(etag);
+    expect((await s.api(path, { key: A.liveKey, headers: { 'if-none-match': `"other", W/${etag}` } })).status).toBe(304);
+    expect((await s.api(path, { key: A.liveKey, headers: { 'if-none-match': '*' } })).status).toBe(304);
+    expect((await s.api(path, { key: A.liveKey, headers: { 'if-none-match': '"other"' } })).status).toBe(200);
+    // Another tenant holding the tag: its own answer (404: no such session), never a 304.
+    const foreign = await s.api(path, { key: B.liveKey, headers: { 'if-none-match': etag } });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toEqual({ error: 'Session not found' });
+
+    // One more image: 200 with the new image and a new tag.
+    await seed.store(A.tenantId, { sessionId: 'etag', prompt: 'two' });
+    const changed = await s.api(path, { key: A.liveKey, headers: { 'if-none-match': etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.body.data.images.map((i: { prompt: string }) => i.prompt)).toEqual(['one', 'two']);
+    const etag2 = changed.headers.get('etag') as string;
+    expect(etag2).not.toBe(etag);
+    // The session record alone changing (its activity, its state): a new tag as well.
+    await sql`UPDATE sessions SET last_activity_at = last_activity_at - interval '1 second'
+      WHERE tenant_id = ${A.tenantId} AND session_id = 'etag'`;
+    const touched = await s.api(path, { key: A.liveKey, headers: { 'if-none-match': etag2 } });
+    expect(touched.status).toBe(200);
+    expect(touched.headers.get('etag')).not.toBe(etag2);
+  });
+
   it('accepts URL-encoded characters in session ids', async () => {
     await seed.store(A.tenantId, { sessionId: ODD_ID });
     const odd = await s.api(`/api/sessions/${encodeURIComponent(ODD_ID)}`, { key: A.liveKey });

@@ -21,6 +21,8 @@ export interface OperationSpec {
   ok: { status: number; description: string; schema?: z.ZodTypeAny; media?: 'application/zip' | 'text/event-stream' };
   /** Error statuses this operation answers besides the ones every operation of its kind does (see openapi.ts). */
   errors?: number[];
+  /** Answers an ETag and, to a request whose If-None-Match holds it, 304 Not Modified without a body. */
+  conditional?: boolean;
   /** Stores images, so the storage quota applies (402 QUOTA_EXCEEDED). */
   bills?: boolean;
   /** Calls an image provider or fetches a URL (502, 504). */
@@ -257,6 +259,7 @@ export const OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Sessions',
     auth: 'tenant',
     ok: ok(data(z.object({ session: R.SessionRecord, images: z.array(R.SessionImage) }))),
+    conditional: true,
   },
   'GET /api/sessions/:sessionId/logs': {
     operationId: 'listSessionLogs',

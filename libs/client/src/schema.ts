@@ -4379,7 +4379,10 @@ export interface operations {
     getSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of answers already held: 304 without a body when one of them is still current */
+                "If-None-Match"?: string;
+            };
             path: {
                 sessionId: string;
             };
@@ -4398,6 +4401,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description When the window resets (unix seconds) */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Names this answer: send it back as If-None-Match to get 304 while nothing changed */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4445,6 +4450,23 @@ export interface operations {
                         };
                     };
                 };
+            };
+            /** @description Not Modified: If-None-Match held the current ETag; no body */
+            304: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Names this answer: send it back as If-None-Match to get 304 while nothing changed */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["TenantError400"];
             401: components["responses"]["TenantError401"];

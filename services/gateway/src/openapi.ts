@@ -116,6 +116,11 @@ const SECURITY: Record<OperationSpec['auth'], Json[]> = {
 };
 
 /** Every status an operation can answer, with its response object. */
+const ETAG_HEADER: Json = {
+  description: 'Names this answer: send it back as If-None-Match to get 304 while nothing changed',
+  schema: { type: 'string' },
+};
+
 export function responsesOf(method: string, url: string, spec: OperationSpec): Record<string, Json> {
   const out: Record<string, Json> = {};
   const tenant = spec.auth === 'tenant';
@@ -135,6 +140,13 @@ export function responsesOf(method: string, url: string, spec: OperationSpec): R
         : {}),
     },
   };
+  if (spec.conditional) {
+    (success.headers as Record<string, Json>).ETag = ETAG_HEADER;
+    out['304'] = {
+      description: 'Not Modified: If-None-Match held the current ETag; no body',
+      headers: { ...headers, ETag: ETAG_HEADER },
+    };
+  }
   if (spec.ok.schema) success.content = { 'application/json': { schema: schemaOf(spec.ok.schema) } };
   else if (spec.ok.media)
     success.content = {
@@ -209,6 +221,13 @@ const HEADER_PARAMS: Record<string, Json> = {
     description:
       'Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+  },
+  ifNoneMatch: {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: 'ETags of answers already held: 304 without a body when one of them is still current',
+    schema: { type: 'string' },
   },
   sessionId: {
     name: 'X-Session-Id',
@@ -534,6 +553,7 @@ export function swaggerOptions(): SwaggerOptions {
           const params = (op.parameters as Json[] | undefined) ?? [];
           if (method === 'POST' && IDEMPOTENT_ROUTES.has(url)) params.push(HEADER_PARAMS.idempotencyKey as Json);
           if (spec.upstream && spec.auth === 'tenant') params.push(HEADER_PARAMS.sessionId as Json);
+          if (spec.conditional) params.push(HEADER_PARAMS.ifNoneMatch as Json);
           if (params.length) op.parameters = params;
         }
       }

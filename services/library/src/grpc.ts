@@ -91,11 +91,11 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
       ]);
       if (!whole) return undefined;
       sessionJson.set(tenantId, sessionId, prefix, whole);
-      return { session, images: whole.json };
+      return { session, images: whole.json, version: whole.version };
     }
     const session = await getSession(sql, tenantId, sessionId);
     const same = sessionJson.get(tenantId, sessionId, prefix, session.imagesVersion);
-    if (same !== undefined) return { session, images: same };
+    if (same !== undefined) return { session, images: same, version: session.imagesVersion };
     const parts = (known: string[]) => sessionImagesJsonParts(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix, known);
     const rendered = await parts(kept.parts ? [...kept.parts.keys()] : []);
     // assembleSessionJson fails only if a known image were missing from the entry: then all are rendered.
@@ -106,7 +106,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     }
     if (!entry) return undefined;
     sessionJson.set(tenantId, sessionId, prefix, entry);
-    return { session, images: entry.json };
+    return { session, images: entry.json, version: entry.version };
   };
   if (ephemeral) ctx.logger.warn('neither CURSOR_KEY nor CREDENTIALS_KEY is set: image list cursors are valid in this process only');
   // The call's logger is a child made on first use (most calls never log): the write paths get it lazily too.
@@ -267,14 +267,20 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
       if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
       // A missing session answers 404 whatever the images' query found (getSession throws).
       if (req.sessionOnly)
-        return { session: sessionSummary(await getSession(sql, tenantId, req.sessionId)), images: [], imagesJson: Buffer.alloc(0) };
+        return {
+          session: sessionSummary(await getSession(sql, tenantId, req.sessionId)),
+          images: [],
+          imagesJson: Buffer.alloc(0),
+          imagesVersion: '',
+        };
       if (req.asJson) {
         const json = await sessionDetailJson(tenantId, req.sessionId);
-        if (json !== undefined) return { session: sessionSummary(json.session), images: [], imagesJson: json.images };
+        if (json !== undefined)
+          return { session: sessionSummary(json.session), images: [], imagesJson: json.images, imagesVersion: json.version };
       }
       const s = await getSession(sql, tenantId, req.sessionId);
       const rows = await sessionImages(sql, tenantId, req.sessionId, MAX_SESSION_IMAGES_LISTED);
-      return { session: sessionSummary(s), images: rows.map(record), imagesJson: Buffer.alloc(0) };
+      return { session: sessionSummary(s), images: rows.map(record), imagesJson: Buffer.alloc(0), imagesVersion: '' };
     },
   };
 }

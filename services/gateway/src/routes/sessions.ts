@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Infer, SessionListQuery } from '@imagegen/api-schemas';
 import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
 import { cursorPagination, sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
@@ -12,6 +13,13 @@ import { libraryClient } from './images.js';
  */
 
 const CLOSE_DATA = Buffer.from('}}');
+
+/** RFC 9110 13.1.2: If-None-Match holds `*` or a list of entity tags, compared weakly (a W/ prefix is ignored). */
+export function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}
 
 const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
   const library = libraryClient(ctx);
@@ -54,7 +62,13 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       const r = await library.getSession({ sessionId, asJson: true, sessionOnly: false }, req.principal);
       const session = sessionRecordJson(r.session as SessionSummary);
       if (r.imagesJson.length === 0) return { data: { session, images: r.images.map(sessionImageJson) } };
-      const head = Buffer.from(`{"data":{"session":${JSON.stringify(session)},"images":`);
+      const sessionText = JSON.stringify(session);
+      // The answer is the session record and the images at their version: its ETag names both, so a client polling
+      // a session gets 304 and no body (up to ~750 KB) while neither changed.
+      const etag = `"${r.imagesVersion}-${createHash('sha256').update(sessionText).digest('base64url').slice(0, 22)}"`;
+      reply.header('etag', etag).header('cache-control', 'private, no-cache');
+      if (matchesEtag(req.headers['if-none-match'], etag)) return reply.code(304).send();
+      const head = Buffer.from(`{"data":{"session":${sessionText},"images":`);
       return reply.type('application/json; charset=utf-8').send(Buffer.concat([head, r.imagesJson, CLOSE_DATA]));
     },
   );

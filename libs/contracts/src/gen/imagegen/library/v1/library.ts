@@ -321,6 +321,11 @@ export interface GetSessionResponse {
    * images is not plain (storage keys.ts isPlainKey), whose URL the storage must build.
    */
   imagesJson: Buffer;
+  /**
+   * With as_json: the session's images_version the images_json was rendered at (migration 280; moved by every insert
+   * and delete of its images, never reused). The gateway's ETag of the session detail. Empty with images.
+   */
+  imagesVersion: string;
 }
 
 function createBaseStoreImageRequest(): StoreImageRequest {
@@ -4481,7 +4486,7 @@ export const GetSessionRequest: MessageFns<GetSessionRequest> = {
 };
 
 function createBaseGetSessionResponse(): GetSessionResponse {
-  return { session: undefined, images: [], imagesJson: Buffer.alloc(0) };
+  return { session: undefined, images: [], imagesJson: Buffer.alloc(0), imagesVersion: "" };
 }
 
 export const GetSessionResponse: MessageFns<GetSessionResponse> = {
@@ -4494,6 +4499,9 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     }
     if (message.imagesJson.length !== 0) {
       writer.uint32(26).bytes(message.imagesJson);
+    }
+    if (message.imagesVersion !== "") {
+      writer.uint32(34).string(message.imagesVersion);
     }
     return writer;
   },
@@ -4535,6 +4543,14 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
             message.imagesJson = Buffer.from(reader.bytes());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.imagesVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4556,6 +4572,11 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
         : isSet(object.images_json)
         ? Buffer.from(bytesFromBase64(object.images_json))
         : Buffer.alloc(0),
+      imagesVersion: isSet(object.imagesVersion)
+        ? globalThis.String(object.imagesVersion)
+        : isSet(object.images_version)
+        ? globalThis.String(object.images_version)
+        : "",
     };
   },
 
@@ -4570,6 +4591,9 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
     if (message.imagesJson.length !== 0) {
       obj.imagesJson = base64FromBytes(message.imagesJson);
     }
+    if (message.imagesVersion !== "") {
+      obj.imagesVersion = message.imagesVersion;
+    }
     return obj;
   },
 
@@ -4583,6 +4607,7 @@ export const GetSessionResponse: MessageFns<GetSessionResponse> = {
       : undefined;
     message.images = object.images?.map((e) => ImageRecord.fromPartial(e)) || [];
     message.imagesJson = object.imagesJson ?? Buffer.alloc(0);
+    message.imagesVersion = object.imagesVersion ?? "";
     return message;
   },
 };
