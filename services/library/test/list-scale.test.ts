@@ -232,6 +232,16 @@ describe('bounded totals', () => {
     // A date range the window covers entirely: exact again (the window walks the range).
     const day = await listImages(h.sql, T, { search: 'owl', dateFrom: '2025-05-31T12:00:00Z' }, { limit: 5 });
     expect(day).toMatchObject({ total: 180, totalIsExact: true });
+    // Sorted by size, the window is still walked in date order within the range: the same counts. (Walked by size,
+    // the 2,000 largest held none of the range's images: total 0, inexact.)
+    for (const sortBy of ['largest', 'smallest'] as const) {
+      const sized = await listImages(h.sql, T, { search: 'owl', dateFrom: '2025-05-31T12:00:00Z', sortBy }, { limit: 5 });
+      expect(sized).toMatchObject({ total: 180, totalIsExact: true });
+      expect(await listImages(h.sql, T, { search: 'owl', sortBy }, { limit: 5 })).toMatchObject({
+        total: TOTAL_WINDOW / 4,
+        totalIsExact: false,
+      });
+    }
     // Two filters: window.
     const two = await listImages(h.sql, T, { aspectRatio: '1:1', operationType: 'edit' }, { limit: 5 });
     expect(two).toMatchObject({ total: TOTAL_WINDOW / 10, totalIsExact: false });

@@ -426,14 +426,19 @@ function daySkipIds(desc: boolean, fetchParam: string, offsetParam: string): str
 }
 
 /**
- * The window total (see TOTAL_CAP): the sort index walked for at most TOTAL_WINDOW rows (the date range narrows a
- * walk by created_at), the filters (`where`, tenant $1) evaluated on those rows only. Columns total, walked.
+ * The window total (see TOTAL_CAP): at most TOTAL_WINDOW rows walked in date order (the list's own when it is sorted
+ * by date, else newest first) within the date range, the filters (`where`, tenant $1) evaluated on those rows only.
+ * Columns total, walked. A list sorted by size counts among its newest images too: rows lie in the table in the
+ * order they were stored, so the newest 2,000 are ~100 table pages where the largest 2,000 are ~2,000 (the window
+ * of a 0.1% search at 1M images: 6.75 -> 5.54 ms, medians of 10 rounds in turn), and a date range narrows the walk
+ * whatever the sort. Either way the count is a lower bound unless the window held every image in range (walked <
+ * TOTAL_WINDOW: exact).
  */
 function windowTotal(p: QueryParams, f: NormalizedFilters, where: string): string {
-  const range = SORT_KEY[f.sortBy].col === 'created_at' ? dateRange(p, f) : '';
+  const order = SORT_KEY[f.sortBy].col === 'created_at' ? ORDER_BY[f.sortBy] : ORDER_BY.newest;
   const matched = where.slice('WHERE tenant_id = $1 AND '.length);
   return `SELECT count(*) FILTER (WHERE ${matched})::int AS total, count(*)::int AS walked
-      FROM (SELECT * FROM images WHERE tenant_id = $1${range} ${ORDER_BY[f.sortBy]} LIMIT ${TOTAL_WINDOW}) images`;
+      FROM (SELECT * FROM images WHERE tenant_id = $1${dateRange(p, f)} ${order} LIMIT ${TOTAL_WINDOW}) images`;
 }
 
 /**
