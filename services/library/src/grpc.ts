@@ -9,6 +9,7 @@ import {
   invalidPayload,
   notFound,
   type Principal,
+  recordSessionJsonCache,
   type ServiceContext,
   type Sql,
   validateKey,
@@ -85,6 +86,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     const prefix = ctx.storage.plainKeyUrlPrefix;
     const kept = sessionJson.peek(tenantId, sessionId, prefix);
     if (!kept) {
+      recordSessionJsonCache('miss');
       const [session, whole] = await Promise.all([
         getSession(sql, tenantId, sessionId),
         sessionImagesJson(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix),
@@ -95,6 +97,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     }
     const session = await getSession(sql, tenantId, sessionId);
     const same = sessionJson.get(tenantId, sessionId, prefix, session.imagesVersion);
+    recordSessionJsonCache(same === undefined ? 'miss' : 'hit');
     if (same !== undefined) return { session, images: same, version: session.imagesVersion };
     const parts = (known: string[]) => sessionImagesJsonParts(sql, tenantId, sessionId, MAX_SESSION_IMAGES_LISTED, prefix, known);
     const rendered = await parts(kept.parts ? [...kept.parts.keys()] : []);

@@ -133,12 +133,15 @@ describe('GetSession as_json through the kept rendering', () => {
     const again = await detail('tK', 'k');
     expect(first.prompts).toEqual(['one']);
     expect(again).toEqual(first);
-    expect(await outcomes()).toEqual({ hit: before.hit + 1, miss: before.miss });
+    // The first read rendered the session (a miss), the second served it kept (a hit).
+    expect(await outcomes()).toEqual({ hit: before.hit + 1, miss: before.miss + 1 });
 
     const v1 = await version('tK', 'k');
     const second = await store('tK', 'k', { prompt: 'two' });
     expect(BigInt(await version('tK', 'k'))).toBeGreaterThan(BigInt(v1));
+    const beforeChanged = await outcomes();
     expect((await detail('tK', 'k')).prompts).toEqual(['one', 'two']);
+    expect(await outcomes()).toEqual({ hit: beforeChanged.hit, miss: beforeChanged.miss + 1 }); // kept, but at an older version
     expect((await detail('tK', 'k')).session?.totalImages).toBe(2);
 
     await h.client.deleteImage({ imageId: second.id }, h.principal('tK'));

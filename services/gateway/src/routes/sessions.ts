@@ -15,7 +15,7 @@ import { libraryClient } from './images.js';
 const CLOSE_DATA = Buffer.from('}}');
 
 /** RFC 9110 13.1.2: If-None-Match holds `*` or a list of entity tags, compared weakly (a W/ prefix is ignored). */
-export function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
+function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
   if (ifNoneMatch.trim() === '*') return true;
   return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);

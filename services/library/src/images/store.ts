@@ -130,6 +130,15 @@ export async function sessionImages(sql: Sql, tenantId: string, sessionId: strin
 }
 
 /**
+ * SQL of both session renderings (sessionImagesJson, sessionImagesJsonParts), parameters $1 tenant, $2 session,
+ * $3 limit, $4 PLAIN_KEY_SQL, $5 URL prefix: the session's images oldest first, one image's JSON object (a row of
+ * `i`), and the session's images_version read in the same statement (one snapshot with the images).
+ */
+const SESSION_IMAGES_FROM = 'FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3';
+const SESSION_IMAGE_ROW = `(SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r)`;
+const SESSION_VERSION = '(SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2)';
+
+/**
  * The same images rendered by PostgreSQL as the JSON array of their session detail form (present.ts
  * sessionImageJson of toImageRecord, field for field; URLs are `urlPrefix` + key, as publicUrl makes them for
  * plain keys). A full session's 1,000 images then cost the Node process one text value instead of 1,000 rows
@@ -146,11 +155,9 @@ export async function sessionImagesJson(
   urlPrefix: string,
 ): Promise<{ version: string; json: Buffer } | undefined> {
   const [r] = await sql.unsafe(
-    `WITH i AS (SELECT * FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3)
-    SELECT ${allKeysPlain('$4')} AS plain,
-      COALESCE(json_agg((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r) ORDER BY created_at, id),
-        '[]')::text AS images,
-      CASE WHEN count(*) > 0 THEN (SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2) ELSE 0 END::text AS version
+    `WITH i AS (SELECT * ${SESSION_IMAGES_FROM})
+    SELECT ${allKeysPlain('$4')} AS plain, COALESCE(json_agg(${SESSION_IMAGE_ROW} ORDER BY created_at, id), '[]')::text AS images,
+      CASE WHEN count(*) > 0 THEN ${SESSION_VERSION} ELSE 0 END::text AS version
     FROM i`,
     [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix],
   );
@@ -183,13 +190,11 @@ export async function sessionImagesJsonParts(
 ): Promise<SessionImagesJson | undefined> {
   // One statement, so one snapshot, as sessionImagesJson. Known rows join by hash.
   const [r] = await sql.unsafe(
-    `WITH i AS (SELECT *, id || '.' || xmin AS row_key FROM images WHERE tenant_id = $1 AND session_id = $2
-      ORDER BY created_at, id LIMIT $3),
+    `WITH i AS (SELECT *, id || '.' || xmin AS row_key ${SESSION_IMAGES_FROM}),
     r AS (SELECT i.created_at, i.id, i.row_key, k.key IS NOT NULL OR ${keysPlain('$4')} AS plain,
-      CASE WHEN k.key IS NULL
-        THEN row_to_json((SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r))::text END AS json
+      CASE WHEN k.key IS NULL THEN row_to_json(${SESSION_IMAGE_ROW})::text END AS json
       FROM i LEFT JOIN unnest($6::text[]) k(key) ON k.key = i.row_key)
-    SELECT (SELECT images_version::text FROM sessions WHERE tenant_id = $1 AND session_id = $2) AS version,
+    SELECT ${SESSION_VERSION}::text AS version,
       bool_and(plain) AS plain, array_agg(row_key ORDER BY created_at, id) AS keys,
       array_agg(COALESCE(octet_length(json), -1) ORDER BY created_at, id) AS lengths, string_agg(json, '' ORDER BY created_at, id) AS json
     FROM r`,

@@ -1,4 +1,3 @@
-import { recordSessionJsonCache } from '@imagegen/platform';
 import type { SessionImagesJson } from '../images/store.js';
 
 /**
@@ -27,11 +26,11 @@ export interface SessionJsonEntry {
 }
 
 const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
 /** What an entry's per-image map costs beside its JSON (key string, view object, map slot), counted in the bound. */
 const PART_OVERHEAD_BYTES = 160;
 const entryBytes = (e: SessionJsonEntry) => e.json.length + (e.parts?.size ?? 0) * PART_OVERHEAD_BYTES;
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']');
 
 /**
  * The JSON array of `rendered`'s images in their order: each new image's JSON as PostgreSQL rendered it, each known
@@ -75,15 +74,11 @@ export class SessionJsonCache {
     return this.entries.get(SessionJsonCache.key(tenantId, sessionId, urlPrefix));
   }
 
-  /** The JSON rendered at exactly `version`, counted as a hit or a miss. */
+  /** The JSON rendered at exactly `version` (a read: it becomes the most recently used). */
   get(tenantId: string, sessionId: string, urlPrefix: string, version: string): Buffer | undefined {
     const key = SessionJsonCache.key(tenantId, sessionId, urlPrefix);
     const e = this.entries.get(key);
-    if (e === undefined || e.version !== version) {
-      recordSessionJsonCache('miss');
-      return undefined;
-    }
-    recordSessionJsonCache('hit');
+    if (e === undefined || e.version !== version) return undefined;
     // Most recently used last: Map keeps insertion order.
     this.entries.delete(key);
     this.entries.set(key, e);
