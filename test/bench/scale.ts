@@ -96,7 +96,7 @@ const LIST_QUERIES: {
   { name: 'products, page 1', path: () => '/api/products' },
   { name: 'products, page = half', path: (_t, n) => `/api/products?page=${Math.round(n / 4000)}` },
   { name: 'products, search (1%)', path: () => '/api/products?search=lantern', boundOnly: true },
-  { name: 'products, search (1%), page_size=1', path: () => '/api/products?search=lantern&page_size=1' },
+  { name: 'products, search 1%, page_size=1', path: () => '/api/products?search=lantern&page_size=1' },
   { name: 'style presets, page 1', path: () => '/api/style-presets' },
 ];
 
