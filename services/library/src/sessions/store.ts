@@ -102,7 +102,7 @@ function summaryFromDb(r: Record<string, unknown>): SessionSummaryRow {
     totalEdits: Number(r.total_edits ?? 0),
     totalBytes: Number(r.total_bytes ?? 0),
     totalTokens: Number(r.total_tokens ?? 0),
-  });
+  } satisfies Partial<SessionSummaryRow>);
 }
 
 export interface SessionPageRequest {
