@@ -125,6 +125,17 @@ describe('results and errors match REST', () => {
     expect(bulkMcp.deleted).toEqual([third.record_id]);
   });
 
+  it('get_session answers exactly what GET /api/sessions/:id answers (the images as the library rendered them)', async () => {
+    await ok(mcp, 'generate_image', { prompt: 'a "quoted" parity owl \\ ünïcode', n: 2, session_id: 'parity-get' });
+    await ok(mcp, 'generate_image', { prompt: 'a second parity owl', negative_prompt: 'blurry', session_id: 'parity-get' });
+    const viaRest = await rest('/api/sessions/parity-get');
+    expect(viaRest.status).toBe(200);
+    expect(viaRest.body.data.images).toHaveLength(3);
+    // Twice: the second answer is the library's kept rendering of the unchanged session.
+    for (let i = 0; i < 2; i++) expect(await ok(mcp, 'get_session', { session_id: 'parity-get' })).toEqual(viaRest.body);
+    expect((await fails(mcpB, 'get_session', { session_id: 'parity-get' })).text).toContain('Session not found');
+  });
+
   it('list_images names the argument the model passed in filter errors; list_active_executions pages like REST', async () => {
     const bad = await fails(mcp, 'list_images', { date_from: 'garbage' });
     expect(bad.text).toMatch(/^Invalid request payload\n- date_from /);

@@ -46,8 +46,13 @@ const getSession = defineTool({
   input: { session_id: z.string().min(1).max(200).describe('Session id') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id, asJson: false, sessionOnly: false }, ctx.principal);
-    return { data: { data: { session: r.session ? sessionRecordJson(r.session) : null, images: r.images.map(sessionImageJson) } } };
+    // The images as the library rendered them (as_json, the REST detail's form, kept by the library while the session
+    // is unchanged): parsing that text costs less than the library reading 1,000 rows into records for this process
+    // to convert. When the library answers records instead (a key that is not plain), they are converted here.
+    const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id, asJson: true, sessionOnly: false }, ctx.principal);
+    const images: ReturnType<typeof sessionImageJson>[] =
+      r.imagesJson.length > 0 ? JSON.parse(Buffer.from(r.imagesJson).toString('utf8')) : r.images.map(sessionImageJson);
+    return { data: { data: { session: r.session ? sessionRecordJson(r.session) : null, images } } };
   },
 });
 
