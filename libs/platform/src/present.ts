@@ -294,7 +294,7 @@ const sceneTail = (s: Scene) =>
 
 export function sceneDetail(s: Scene): Json<'Scene'> {
   const referenceImages = s.referenceImages.map((r) => ({ id: r.id, objectKey: r.objectKey, url: r.url, thumbnailUrl: r.thumbnailUrl }));
-  return Object.assign(sceneHead(s), { referenceImages }, sceneTail(s));
+  return Object.assign(sceneHead(s), { referenceImages } satisfies Partial<Json<'Scene'>>, sceneTail(s));
 }
 
 export function sceneListForm(s: Scene): Json<'SceneListItem'> {
