@@ -1,6 +1,7 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
 import { sessionImageJson } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionImagesJson, sessionImagesJsonParts } from '../src/images/store.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 let h: LibraryHarness;
@@ -162,5 +163,52 @@ describe('GetSession as_json (the images rendered by PostgreSQL in their session
     expect(json.imagesJson).toHaveLength(0);
     expect(json.images).toEqual(records.images);
     expect(sessionImageJson(json.images[0]).fullUrl).toMatch(/with%20space\.png$/);
+  });
+
+  it('falls back to the records when an enumerated field holds what JSON escapes, whole or for the images added', async () => {
+    const T = 'tSJenum';
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count, is_active) VALUES (${T}, 'en', 0, true)`;
+    const row = { at: '2025-01-01T00:00:00Z', prompt: 'p', size: 1, tier: '1k', operation: 'generate', reference: false };
+    await insert(T, 'en', { ...row, key: 'a', objectKey: `tenants/${T}/images/a.png` });
+    expect((await both(T, 'en')).got).toHaveLength(1); // rendered and kept
+    // A new image with a model id a JSON string must escape: the kept rendering is completed image by image (parts).
+    await insert(T, 'en', { ...row, key: 'b', at: '2025-01-02T00:00:00Z', objectKey: `tenants/${T}/images/b.png` });
+    await h.sql`UPDATE images SET model_id = ${'model "q" \\ \n'} WHERE tenant_id = ${T} AND object_key LIKE '%/b.png'`;
+    const again = await both(T, 'en');
+    expect(again.json.imagesJson).toHaveLength(0);
+    expect(again.json.images).toEqual(again.records.images);
+    expect(again.records.images[1].modelId).toBe('model "q" \\ \n');
+    // Read whole (nothing kept for this URL prefix): the same.
+    expect(await sessionImagesJson(h.sql, T, 'en', 1000, 'http://elsewhere/')).toBeUndefined();
+    expect(await sessionImagesJsonParts(h.sql, T, 'en', 1000, 'http://elsewhere/', [])).toBeUndefined();
+  });
+
+  it('escapes the session id, the text and the URL prefix as JSON does', async () => {
+    const T = 'tSJesc';
+    const sid = 'sé "q" \\ \t';
+    await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count, is_active) VALUES (${T}, ${sid}, 0, true)`;
+    await insert(T, sid, {
+      key: 'e',
+      at: '2025-01-01T00:00:00Z',
+      prompt: '\u0001 ctrl, "quote", \\, 😀',
+      negative: '</script>',
+      size: 1,
+      tier: '1k',
+      operation: 'generate',
+      reference: false,
+      objectKey: `tenants/${T}/images/e.png`,
+    });
+    const prefix = 'http://x.test/"odd"\\path/';
+    const whole = await sessionImagesJson(h.sql, T, sid, 1000, prefix);
+    const parts = await sessionImagesJsonParts(h.sql, T, sid, 1000, prefix, []);
+    if (!whole || !parts) throw new Error('rendered as records');
+    const [image] = JSON.parse(whole.json.toString('utf8'));
+    expect(JSON.parse(String(parts.images[0].json))).toEqual(image);
+    expect(image).toMatchObject({
+      sessionId: sid,
+      prompt: '\u0001 ctrl, "quote", \\, 😀',
+      negativePrompt: '</script>',
+      fullUrl: `${prefix}tenants/${T}/images/e.png`,
+    });
   });
 });

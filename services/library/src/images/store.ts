@@ -2,7 +2,7 @@ import { type Config, type Logger, notFound, type ObjectStorage, PLAIN_KEY_SQL, 
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageDeleted } from './events.js';
 import { removeObjects, scheduleRemoval } from './object-gc.js';
-import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, keysPlain, rowFromDb, SESSION_IMAGE_JSON_FIELDS } from './types.js';
+import { IMAGE_COLUMNS, type ImageRow, jsonStringContent, rowFromDb, sessionImageJsonText, sessionImageRawSafe } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
 
@@ -131,11 +131,13 @@ export async function sessionImages(sql: Sql, tenantId: string, sessionId: strin
 
 /**
  * SQL of both session renderings (sessionImagesJson, sessionImagesJsonParts), parameters $1 tenant, $2 session,
- * $3 limit, $4 PLAIN_KEY_SQL, $5 URL prefix: the session's images oldest first, one image's JSON object (a row of
- * `i`), and the session's images_version read in the same statement (one snapshot with the images).
+ * $3 limit, $4 PLAIN_KEY_SQL, $5 URL prefix (jsonStringContent): the session's images oldest first, one image's
+ * JSON object and whether it is the row's JSON (of a row of `images`), and the session's images_version read in
+ * the same statement (one snapshot with the images).
  */
 const SESSION_IMAGES_FROM = 'FROM images WHERE tenant_id = $1 AND session_id = $2 ORDER BY created_at, id LIMIT $3';
-const SESSION_IMAGE_ROW = `(SELECT r FROM (SELECT ${imageJsonSelect('$5::text')}, ${SESSION_IMAGE_JSON_FIELDS}) r)`;
+const SESSION_IMAGE_JSON = sessionImageJsonText('$5::text');
+const SESSION_IMAGE_RAW_SAFE = sessionImageRawSafe('$4');
 const SESSION_VERSION = '(SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2)';
 
 /**
@@ -145,7 +147,8 @@ const SESSION_VERSION = '(SELECT images_version FROM sessions WHERE tenant_id = 
  * parsed, copied as messages and serialized again: GET /api/sessions/:id of 1,000 images took 39 ms unloaded and
  * 22 req/s at 8 connections, then 15 ms and 84 req/s. With the session's images_version in the same statement, so
  * the same snapshot: what the session JSON cache keeps it under ('0' when the session has no images). Undefined
- * when a key is not plain (its URL is the storage's to encode): the caller renders the rows instead.
+ * when a key is not plain (its URL is the storage's to encode) or an enumerated field holds what JSON escapes: the
+ * caller renders the rows instead. The text arrives as bytes (raw), neither decoded nor encoded again.
  */
 export async function sessionImagesJson(
   sql: Sql,
@@ -154,14 +157,20 @@ export async function sessionImagesJson(
   limit: number,
   urlPrefix: string,
 ): Promise<{ version: string; json: Buffer } | undefined> {
-  const [r] = await sql.unsafe(
-    `WITH i AS (SELECT * ${SESSION_IMAGES_FROM})
-    SELECT ${allKeysPlain('$4')} AS plain, COALESCE(json_agg(${SESSION_IMAGE_ROW} ORDER BY created_at, id), '[]')::text AS images,
-      CASE WHEN count(*) > 0 THEN ${SESSION_VERSION} ELSE 0 END::text AS version
-    FROM i`,
-    [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix],
-  );
-  return r?.plain === false ? undefined : { version: (r?.version as string | null) ?? '0', json: Buffer.from(r?.images as string) };
+  // A NULL image text (none is expected: every column it reads raw is NOT NULL) would be left out by string_agg,
+  // so it fails the check instead.
+  const [r] = (await sql
+    .unsafe(
+      `WITH i AS (SELECT created_at, id, ${SESSION_IMAGE_RAW_SAFE} AS plain, ${SESSION_IMAGE_JSON} AS json ${SESSION_IMAGES_FROM})
+      SELECT bool_and(plain AND json IS NOT NULL) IS NOT FALSE AS plain,
+        COALESCE('[' || string_agg(json, ',' ORDER BY created_at, id) || ']', '[]') AS images,
+        CASE WHEN count(*) > 0 THEN ${SESSION_VERSION} ELSE 0 END::text AS version
+      FROM i`,
+      [tenantId, sessionId, limit, PLAIN_KEY_SQL, jsonStringContent(urlPrefix)],
+    )
+    .raw()) as unknown as [Buffer, Buffer, Buffer][];
+  const [plain, images, version] = r;
+  return plain.toString() === 'f' ? undefined : { version: version?.toString() ?? '0', json: images };
 }
 
 /** A session's images in order, each with its JSON unless the caller knew it (sessionImagesJsonParts). */
@@ -191,14 +200,14 @@ export async function sessionImagesJsonParts(
   // One statement, so one snapshot, as sessionImagesJson. Known rows join by hash.
   const [r] = await sql.unsafe(
     `WITH i AS (SELECT *, id || '.' || xmin AS row_key ${SESSION_IMAGES_FROM}),
-    r AS (SELECT i.created_at, i.id, i.row_key, k.key IS NOT NULL OR ${keysPlain('$4')} AS plain,
-      CASE WHEN k.key IS NULL THEN row_to_json(${SESSION_IMAGE_ROW})::text END AS json
+    r AS (SELECT i.created_at, i.id, i.row_key, k.key IS NOT NULL AS known,
+      CASE WHEN k.key IS NULL THEN ${SESSION_IMAGE_JSON} END AS json, CASE WHEN k.key IS NULL THEN ${SESSION_IMAGE_RAW_SAFE} END AS plain
       FROM i LEFT JOIN unnest($6::text[]) k(key) ON k.key = i.row_key)
     SELECT ${SESSION_VERSION}::text AS version,
-      bool_and(plain) AS plain, array_agg(row_key ORDER BY created_at, id) AS keys,
+      bool_and(known OR (plain AND json IS NOT NULL)) AS plain, array_agg(row_key ORDER BY created_at, id) AS keys,
       array_agg(COALESCE(octet_length(json), -1) ORDER BY created_at, id) AS lengths, string_agg(json, '' ORDER BY created_at, id) AS json
     FROM r`,
-    [tenantId, sessionId, limit, PLAIN_KEY_SQL, urlPrefix, knownKeys],
+    [tenantId, sessionId, limit, PLAIN_KEY_SQL, jsonStringContent(urlPrefix), knownKeys],
   );
   if (r.plain === false) return undefined;
   // No images: no version kept ('0'; an empty session costs little to read again).

@@ -49,11 +49,37 @@ export const imageJsonSelect = (prefix: string) => `id, session_id AS "sessionId
   negative_prompt AS "negativePrompt", operation, aspect_ratio AS "aspectRatio",
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt"`;
 
-/** What the session detail form (present.ts sessionImageJson) adds to the list form, in its order. */
-export const SESSION_IMAGE_JSON_FIELDS = `model_id AS "modelId", style_preset_id AS "stylePresetId",
-  product_reference_id AS "productReferenceId", reference_group_ids AS "referenceGroupIds", parent_image_id,
-  NULLIF(resolution_tier, '') AS "resolutionTier", format, mime_type AS "mimeType", is_reference AS "isReference",
-  thumbnail_size_bytes AS "thumbnailSizeBytes", object_key AS "objectKey", thumbnail_key AS "objectThumbnailKey"`;
+/**
+ * One image's session detail form (present.ts sessionImageJson of toImageRecord: imageJson's fields, then the
+ * session form's, in their order) as JSON text, for PostgreSQL to concatenate: `prefix` is the placeholder of the URL
+ * prefix escaped for a JSON string (jsonStringContent). The user's text goes through to_json; keys and the
+ * enumerated fields are written raw, so this is valid JSON only where sessionImageRawSafe holds (the caller checks it).
+ * On PostgreSQL 15, json_agg of a row per image costs ~7 us an image (row_to_json looks up each column's output
+ * function for every row). EXPLAIN of a session of 1,000 images: 6.9-7.5 ms that way, 5.2-5.5 ms this way (the check
+ * sessionImageRawSafe included: ~1.4 ms of it).
+ */
+export const sessionImageJsonText = (prefix: string) => `'{"id":' || id || ',"sessionId":' || to_json(session_id)::text
+  || ',"fullUrl":"' || ${prefix} || object_key || '","thumbnailUrl":"' || ${prefix} || thumbnail_key
+  || '","width":' || width || ',"height":' || height || ',"sizeBytes":' || size_bytes || ',"prompt":' || to_json(prompt)::text
+  || ',"negativePrompt":' || COALESCE(to_json(negative_prompt)::text, 'null') || ',"operation":"' || operation
+  || '","aspectRatio":"' || aspect_ratio || '","createdAt":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+  || '","modelId":"' || model_id || '","stylePresetId":' || COALESCE(style_preset_id::text, 'null')
+  || ',"productReferenceId":' || COALESCE(product_reference_id::text, 'null')
+  || ',"referenceGroupIds":' || COALESCE(array_to_json(reference_group_ids)::text, 'null')
+  || ',"parent_image_id":' || COALESCE(parent_image_id::text, 'null')
+  || ',"resolutionTier":' || COALESCE('"' || NULLIF(resolution_tier, '') || '"', 'null') || ',"format":"' || format
+  || '","mimeType":"' || mime_type || '","isReference":' || is_reference || ',"thumbnailSizeBytes":' || thumbnail_size_bytes
+  || ',"objectKey":"' || object_key || '","objectThumbnailKey":"' || thumbnail_key || '"}'`;
+
+/** A string's content as it stands between the quotes of a JSON string. */
+export const jsonStringContent = (s: string): string => JSON.stringify(s).slice(1, -1);
+
+/**
+ * Whether sessionImageJsonText is the row's JSON: its keys are plain (so also its URLs) and its enumerated fields
+ * hold nothing a JSON string must escape. A row it fails for is rendered from its record (the caller falls back).
+ */
+export const sessionImageRawSafe = (plain: string) =>
+  `(${keysPlain(plain)} AND (operation || aspect_ratio || model_id || resolution_tier || format || mime_type) ~ '^[A-Za-z0-9._:/+ -]*$')`;
 
 /**
  * Whether a row's keys are plain, so that imageJsonSelect's URLs are the storage's (`plain` is the placeholder of
