@@ -170,7 +170,13 @@ export async function sessionImagesJson(
     )
     .raw()) as unknown as [Buffer, Buffer, Buffer][];
   const [plain, images, version] = r;
-  return plain.toString() === 'f' ? undefined : { version: version?.toString() ?? '0', json: images };
+  if (plain.toString() === 'f') return undefined;
+  // The raw value is a view into the connection's read buffer. The session JSON cache counts what it keeps by its
+  // length, so a view of a small part of a larger read (other answers in the same socket read) is copied. A large
+  // rendering is nearly all of its buffer (that answer's bytes, joined), and a copy of it cost ~1 ms of the process's
+  // CPU per read (1,000 images at 8 connections: 155 -> 140 req/s).
+  const json = images.length * 2 < images.buffer.byteLength ? Buffer.from(images) : images;
+  return { version: version?.toString() ?? '0', json };
 }
 
 /** A session's images in order, each with its JSON unless the caller knew it (sessionImagesJsonParts). */
