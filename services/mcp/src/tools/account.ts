@@ -51,7 +51,7 @@ const getSession = defineTool({
     // to convert. When the library answers records instead (a key that is not plain), they are converted here.
     const r = await ctx.deps.clients.library.getSession({ sessionId: args.session_id, asJson: true, sessionOnly: false }, ctx.principal);
     const images: ReturnType<typeof sessionImageJson>[] =
-      r.imagesJson.length > 0 ? JSON.parse(Buffer.from(r.imagesJson).toString('utf8')) : r.images.map(sessionImageJson);
+      r.imagesJson.length > 0 ? JSON.parse(r.imagesJson.toString('utf8')) : r.images.map(sessionImageJson);
     return { data: { data: { session: r.session ? sessionRecordJson(r.session) : null, images } } };
   },
 });
