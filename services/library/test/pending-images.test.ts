@@ -129,6 +129,9 @@ describe('pending images', () => {
       const onDisk = statSync(file(rec.thumbnailKey)).size;
       expect(onDisk).toBeGreaterThan(0);
       expect(rec.thumbnailSizeBytes).toBe(onDisk);
+      // The row went in while the thumbnail rendered: the answer has the size, the pending row none (migration 290).
+      const [pendingRow] = await h.sql`SELECT thumbnail_size_bytes FROM pending_images WHERE id = ${rec.id}`;
+      expect(pendingRow.thumbnail_size_bytes).toBeNull();
       if (forget) forgetPendingImages(); // the commit reads the pending row back
       await h.client.commitExecutionImages({ tenantId, executionId: `exec-${tenantId}`, imageIds: [rec.id] }, h.principal(tenantId));
       const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${rec.id}`;
@@ -136,6 +139,37 @@ describe('pending images', () => {
       await until(() => storedEventsOf(tenantId).length === 1);
       expect(ImageStored.decode(storedEventsOf(tenantId)[0].data).thumbnailSizeBytes).toBe(onDisk);
     }
+  });
+
+  it('a pending row that holds its thumbnail size (written before migration 290) keeps it on both commit paths', async () => {
+    for (const [tenantId, forget] of [
+      ['tP18', false],
+      ['tP19', true],
+    ] as const) {
+      const rec = await h.client.storeImage(req(tenantId, `exec-${tenantId}`), h.principal(tenantId));
+      await h.sql`UPDATE pending_images SET thumbnail_size_bytes = 4321 WHERE id = ${rec.id}`;
+      if (forget) forgetPendingImages();
+      await h.client.commitExecutionImages({ tenantId, executionId: `exec-${tenantId}`, imageIds: [rec.id] }, h.principal(tenantId));
+      const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${rec.id}`;
+      expect(Number(row.thumbnail_size_bytes)).toBe(4321);
+    }
+  });
+
+  it('a commit elsewhere whose thumbnail object went missing lists the image with a 0-byte thumbnail, billed once', async () => {
+    const rec = await h.client.storeImage(req('tP20', 'exec-tP20'), h.principal('tP20'));
+    rmSync(file(rec.thumbnailKey));
+    forgetPendingImages(); // a replica that did not store it: the size comes from the object, which is gone
+    const c = await h.client.commitExecutionImages({ tenantId: 'tP20', executionId: 'exec-tP20', imageIds: [rec.id] }, h.principal('tP20'));
+    expect(c.committed).toBe(1);
+    const [row] = await h.sql`SELECT thumbnail_size_bytes, size_bytes FROM images WHERE id = ${rec.id}`;
+    expect([Number(row.thumbnail_size_bytes), Number(row.size_bytes)]).toEqual([0, png.length]);
+    await until(() => storedEventsOf('tP20').length === 1);
+    expect(ImageStored.decode(storedEventsOf('tP20')[0].data)).toMatchObject({
+      imageId: rec.id,
+      sizeBytes: png.length,
+      thumbnailSizeBytes: 0,
+    });
+    expect(existsSync(file(rec.objectKey))).toBe(true);
   });
 
   it('a pending PNG whose header is sound but whose pixels do not decode answers 400 and leaves no row, file or count', async () => {

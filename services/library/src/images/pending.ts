@@ -128,13 +128,18 @@ function moveStatement(
   tenantId: string,
   executionId: string,
   reported: number[] | undefined,
+  thumbnailSizes: Map<number, number>,
   events?: { ctes: SqlFragment; notify: SqlFragment },
 ) {
   const only = reported ? sql`AND id = ANY(${reported}::bigint[])` : sql``;
+  // A row written while its thumbnail rendered has no size (NULL): it is given here. One still without a size fails
+  // the statement (images.thumbnail_size_bytes is NOT NULL) rather than list a wrong one.
+  const thumbnailSize = sql`COALESCE(thumbnail_size_bytes, (SELECT t.size FROM unnest(${[...thumbnailSizes.keys()]}::bigint[],
+    ${[...thumbnailSizes.values()]}::bigint[]) AS t(id, size) WHERE t.id = pending_images.id)) AS thumbnail_size_bytes`;
   return sql`
     WITH moved AS (
       DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
-      RETURNING ${sql.unsafe(IMAGE_COLUMNS)}
+      RETURNING ${sql.unsafe(COLUMNS_BEFORE_THUMBNAIL_SIZE)} ${thumbnailSize}, ${sql.unsafe(COLUMNS_AFTER_THUMBNAIL_SIZE)}
     ), ins AS (
       INSERT INTO images (${sql.unsafe(IMAGE_COLUMNS)}) SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
       RETURNING ${sql.unsafe(IMAGE_COLUMNS)}
@@ -144,6 +149,8 @@ function moveStatement(
       WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} AND ${reported ? sql`NOT (id = ANY(${reported}::bigint[]))` : sql`false`}
     ) AS others LEFT JOIN ins ON true`;
 }
+
+const [COLUMNS_BEFORE_THUMBNAIL_SIZE, COLUMNS_AFTER_THUMBNAIL_SIZE] = IMAGE_COLUMNS.split(/\bthumbnail_size_bytes,/);
 
 /** What a moveStatement answered: the moved rows (none is a row of NULLs) and the count of unreported pending images. */
 function moveOutcome(rows: Record<string, unknown>[]): { moved: Record<string, unknown>[]; unreported: number } {
@@ -171,6 +178,7 @@ async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executio
     tenantId,
     executionId,
     ordered.map((e) => e.imageId),
+    new Map(ordered.map((e) => [e.imageId, e.thumbnailSizeBytes])),
     { ctes: deps.sql`ev AS (${insert})`, notify },
   );
   const { moved, unreported } = moveOutcome(rows);
@@ -182,15 +190,46 @@ async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executio
   return { committed: moved.length, unreported };
 }
 
-/** Two round trips: BEGIN with the move, then the events of the moved rows (read back) with COMMIT. */
+/**
+ * Two round trips: BEGIN with the move, then the events of the moved rows (read back) with COMMIT. Rows stored
+ * without their thumbnail's size (by a process that is not this one, or that forgot it) get it from the thumbnail
+ * object first.
+ */
 async function moveThenWriteEvents(deps: PendingDeps, tenantId: string, executionId: string, reported: number[] | undefined) {
+  const thumbnailSizes = await storedThumbnailSizes(deps, tenantId, executionId, reported);
   return pipelinedTransaction(deps.sql, async (tx, commit) => {
-    const { moved, unreported } = moveOutcome(await moveStatement(tx, tenantId, executionId, reported));
+    const { moved, unreported } = moveOutcome(await moveStatement(tx, tenantId, executionId, reported, thumbnailSizes));
     const images = moved.map((r) => rowFromDb(r)).sort((a, b) => a.id - b.id);
     // The events go out together with COMMIT (one pipelined write on the transaction's connection), in id order.
     await commit(...images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
     return { committed: images.length, unreported };
   });
+}
+
+/**
+ * The sizes of the thumbnails of the execution's pending rows that hold none (see storePending), read off the
+ * objects. A thumbnail gone missing is listed as 0 bytes (its image is reported, so its store wrote it): the
+ * image and its bill stay as its caller was told.
+ */
+async function storedThumbnailSizes(
+  deps: PendingDeps,
+  tenantId: string,
+  executionId: string,
+  reported: number[] | undefined,
+): Promise<Map<number, number>> {
+  const only = reported ? deps.sql`AND id = ANY(${reported}::bigint[])` : deps.sql``;
+  const rows = await deps.sql`SELECT id, thumbnail_key FROM pending_images
+    WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only} AND thumbnail_size_bytes IS NULL`;
+  const sizes = new Map<number, number>();
+  await Promise.all(
+    rows.map(async (r) => {
+      const stat = await deps.storage.stat(r.thumbnail_key as string);
+      if (!stat)
+        deps.logger?.warn({ imageId: Number(r.id), executionId }, 'the thumbnail of a pending image is missing; committed as 0 bytes');
+      sizes.set(Number(r.id), stat?.size ?? 0);
+    }),
+  );
+  return sizes;
 }
 
 /**

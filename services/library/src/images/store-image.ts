@@ -65,12 +65,16 @@ export interface StoreImageInput {
   pending?: boolean;
 }
 
-export interface ProcessedImage {
+/** What the header of an accepted image says: its format, type, extension and (EXIF-oriented) dimensions. */
+export interface ImageHeader {
   format: string;
   mimeType: string;
   ext: string;
   width: number;
   height: number;
+}
+
+export interface ProcessedImage extends ImageHeader {
   thumbnail: Buffer;
 }
 
@@ -90,17 +94,30 @@ const renderThumbnail = (data: Buffer): Promise<Buffer> =>
     .webp({ quality: 80, effort: 2 })
     .toBuffer();
 
-async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
-  // When the first bytes announce an accepted format, the thumbnail renders while the header is read (it needs
-  // nothing from it: rotate() reads the orientation itself), so its wait does not start after the header's.
-  // Anything else is rendered only once the header named an accepted format, as before: no other libvips
-  // loader (SVG, PDF, TIFF...) decodes its pixels.
-  let rendering: Promise<Buffer> | undefined;
-  if (FORMATS[sniffFormat(data) ?? '']) {
-    rendering = renderThumbnail(data);
-    rendering.catch(() => {}); // awaited below, unless the header is refused first
+/**
+ * The thumbnail's rendering, started at once when the first bytes announce an accepted format (it needs nothing from
+ * the header: rotate() reads the orientation itself), so its wait does not start after the header's. Anything else
+ * is rendered only once the header named an accepted format (thumbnailOf): no other libvips loader (SVG, PDF,
+ * TIFF...) decodes its pixels.
+ */
+function startThumbnail(data: Buffer): Promise<Buffer> | undefined {
+  if (!FORMATS[sniffFormat(data) ?? '']) return undefined;
+  const rendering = renderThumbnail(data);
+  rendering.catch(() => {}); // awaited by thumbnailOf, unless the header is refused first
+  return rendering;
+}
+
+/** The thumbnail started early (startThumbnail), or rendered now; 400 when the pixels cannot be decoded. */
+async function thumbnailOf(data: Buffer, started: Promise<Buffer> | undefined): Promise<Buffer> {
+  try {
+    return await (started ?? renderThumbnail(data));
+  } catch {
+    throw badRequest('Invalid image data', ['the image could not be decoded']);
   }
-  // A sound PNG header is read here (readPngHeader: what sharp would answer, without a thread-pool trip).
+}
+
+/** The header of an accepted image (400 otherwise). A sound PNG header is read here, without a thread-pool trip. */
+async function readImageHeader(data: Buffer): Promise<ImageHeader> {
   const png = readPngHeader(data);
   let meta: Pick<Metadata, 'format' | 'width' | 'height' | 'autoOrient'>;
   try {
@@ -113,13 +130,13 @@ async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw badRequest('Invalid image data', ['the image has no dimensions']);
-  let thumbnail: Buffer;
-  try {
-    thumbnail = await (rendering ?? renderThumbnail(data));
-  } catch {
-    throw badRequest('Invalid image data', ['the image could not be decoded']);
-  }
-  return { format: meta.format as string, mimeType: fmt.mime, ext: fmt.ext, width, height, thumbnail };
+  return { format: meta.format as string, mimeType: fmt.mime, ext: fmt.ext, width, height };
+}
+
+async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
+  const rendering = startThumbnail(data);
+  const header = await readImageHeader(data);
+  return { ...header, thumbnail: await thumbnailOf(data, rendering) };
 }
 
 function optionalId(v: number | null | undefined, field: string): number | null {
@@ -155,12 +172,13 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 
   const name = randomUUID();
   const keysFor = (ext: string) => [tenantKey(tenantId, 'images', `${name}.${ext}`), tenantKey(tenantId, 'thumbnails', `${name}.webp`)];
-  const rowOf = ([objectKey, thumbnailKey]: string[], img: ProcessedImage): StoreRow => ({
+  const rowOf = ([objectKey, thumbnailKey]: string[], img: ImageHeader, thumbnailSize: number | null): StoreRow => ({
     tenantId,
     sessionId,
     objectKey,
     thumbnailKey,
     img,
+    thumbnailSize,
     size: input.data.length,
     input,
     referenceGroupIds,
@@ -170,8 +188,9 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     characterId,
   });
   if (input.pending) {
-    const img = await processImage(input.data);
-    return storePendingRow(deps, rowOf(keysFor(img.ext), img), input.data);
+    const rendering = startThumbnail(input.data);
+    const header = await readImageHeader(input.data);
+    return storePending(deps, rowOf(keysFor(header.ext), header, null), input.data, rendering);
   }
 
   // A listed image. The format the first bytes announce names the keys before any image work, so the cheap session
@@ -212,8 +231,8 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     keys = keysFor(img.ext);
     await scheduleRemoval(sql, keys, OBJECT_GC_GRACE_MS);
   }
-  const row = rowOf(keys, img);
-  await writeImageFiles(storage, row, input.data, originalWrite).catch(async (err) => {
+  const row = rowOf(keys, img, img.thumbnail.length);
+  await writeImageFiles(storage, row, input.data, img.thumbnail, originalWrite).catch(async (err) => {
     await removeObjects(deps, [row.objectKey, row.thumbnailKey]);
     throw err;
   });
@@ -234,35 +253,52 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
 }
 
 /**
- * A pending image: its row goes in first (one statement, no event; the session's room checked under its lock),
- * then its two files. The row is the record of its keys: a pending row that is never committed is discarded with
- * its files (here when a write fails; with its failed or abandoned execution; or as stale), so no object_gc entry
- * is needed and a crash at any point leaves nothing behind. Nothing reads a pending row's files before its
- * execution commits it, and the execution commits only the images whose store answered, after their files.
+ * A pending image: its row goes in first (one statement, no event; the session's room checked under its lock), while
+ * libvips renders the thumbnail, then its two files (the original's while the rendering goes on). The row is the
+ * record of its keys: a pending row that is never committed is discarded with its files (here when the rendering or
+ * a write fails; with its failed or abandoned execution; or as stale), so no object_gc entry is needed and a crash at
+ * any point leaves nothing behind. Nothing reads a pending row's files before its execution commits it, and the
+ * execution commits only the images whose store answered, after their files.
+ * The row does not wait for the image work, so it holds no thumbnail size (NULL, migration 290): the answer does,
+ * and so does what this process keeps for the commit (rememberPendingImage); a commit made elsewhere reads it off the
+ * thumbnail object (commitExecutionImages).
  */
-async function storePendingRow(deps: StoreImageDeps, row: StoreRow, data: Buffer): Promise<ImageRow> {
+async function storePending(deps: StoreImageDeps, row: StoreRow, data: Buffer, rendering: Promise<Buffer> | undefined): Promise<ImageRow> {
+  // A full session drops the thumbnail rendering meanwhile.
   const stored = await insertImage(deps.sql, 'pending_images', row);
   if (!stored) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
+  const originalWrite = deps.storage.put(row.objectKey, data, row.img.mimeType, { fresh: true });
+  originalWrite.catch(() => {}); // awaited below, before any cleanup
+  let thumbnail: Buffer;
   try {
-    await writeImageFiles(deps.storage, row, data);
+    thumbnail = await thumbnailOf(data, rendering);
+    await writeImageFiles(deps.storage, row, data, thumbnail, originalWrite);
   } catch (err) {
+    await originalWrite.catch(() => {}); // settled before its file is removed
     await discardPendingImage(deps, row.tenantId, stored.id).catch((e) => {
-      deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image whose files failed; its execution will');
+      deps.logger?.warn({ err: e, imageId: stored.id }, 'could not discard a pending image whose store failed; its execution will');
     });
     throw err;
   }
-  rememberPendingImage(stored); // its commit writes ImageStored in the statement that moves it
-  return stored;
+  const image: ImageRow = { ...stored, thumbnailSizeBytes: thumbnail.length };
+  rememberPendingImage(image); // its commit writes ImageStored and the thumbnail's size in the statement that moves it
+  return image;
 }
 
 /**
  * Writes the original (unless its write is already in flight) and the thumbnail under the row's fresh keys. Both
  * settle before a failure is answered, so the caller's cleanup never runs while one is still being written.
  */
-async function writeImageFiles(storage: ObjectStorage, row: StoreRow, data: Buffer, originalWrite?: Promise<void>): Promise<void> {
+async function writeImageFiles(
+  storage: ObjectStorage,
+  row: StoreRow,
+  data: Buffer,
+  thumbnail: Buffer,
+  originalWrite?: Promise<void>,
+): Promise<void> {
   const settled = await Promise.allSettled([
     originalWrite ?? storage.put(row.objectKey, data, row.img.mimeType, { fresh: true }),
-    storage.put(row.thumbnailKey, row.img.thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
+    storage.put(row.thumbnailKey, thumbnail, THUMBNAIL_MIME_TYPE, { fresh: true }),
   ]);
   const failed = settled.find((r) => r.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
@@ -302,7 +338,9 @@ interface StoreRow {
   sessionId: string;
   objectKey: string;
   thumbnailKey: string;
-  img: ProcessedImage;
+  img: ImageHeader;
+  /** null: not known yet (a pending row written while its thumbnail renders). */
+  thumbnailSize: number | null;
   size: number;
   input: StoreImageInput;
   referenceGroupIds: number[] | null;
@@ -334,7 +372,7 @@ async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_
         is_reference, execution_id, has_synthid, key_type, tokens)
       SELECT ${x.tenantId}::text, ${x.sessionId}::text, ${x.objectKey}::text, ${x.thumbnailKey}::text, ${img.mimeType}::text,
         ${img.format}::text, ${THUMBNAIL_MIME_TYPE}::text, ${img.width}::int, ${img.height}::int, ${x.size}::bigint,
-        ${img.thumbnail.length}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
+        ${x.thumbnailSize}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
         ${input.aspectRatio ?? ''}::text, ${input.modelId ?? ''}::text, ${(input.resolutionTier ?? '').toLowerCase()}::text,
         ${x.parentImageId}::bigint, ${x.stylePresetId}::bigint, ${x.productReferenceId}::bigint, ${x.characterId}::bigint,
         ${x.referenceGroupIds === null ? null : `{${x.referenceGroupIds.join(',')}}`}::bigint[],
