@@ -1,4 +1,5 @@
-import { createDb, MODEL_IDS } from '@imagegen/platform';
+import { createDb, MODEL_IDS, PLAIN_KEY_SQL } from '@imagegen/platform';
+import { sessionImageRawSafeCheck } from '../../services/library/src/images/types.js';
 
 /**
  * Seeding of `pnpm bench scale` (issue 16): image rows written straight into the library schema with
@@ -72,6 +73,10 @@ const COLUMNS = `tenant_id, session_id, object_key, thumbnail_key, mime_type, fo
   size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id, resolution_tier,
   style_preset_id, product_reference_id, is_reference, key_type, tokens, created_at`;
 
+/** The rows of `select` (COLUMNS) inserted with the verdict a store writes with them (json_plain, migration 300). */
+const insertImages = (select: string) =>
+  `INSERT INTO images (${COLUMNS}, json_plain) SELECT v.*, ${sessionImageRawSafeCheck(`'${PLAIN_KEY_SQL}'`)} FROM (${select}) AS v(${COLUMNS})`;
+
 /**
  * Seeds `tenants` (each with its own row count) plus `others` rows spread over `otherTenants` tenant ids
  * that exist only in the images table. The images indexes are dropped during the load and built again
@@ -105,15 +110,12 @@ export async function seedScale(
           [t.id, t.count],
         );
         // After the sessions: the insert trigger adds the images to their sessions' totals (migration 180).
-        await sql.unsafe(`INSERT INTO images (${COLUMNS}) ${rowsSql('$1::text', String(t.count))}`, [t.id]);
+        await sql.unsafe(insertImages(rowsSql('$1::text', String(t.count))), [t.id]);
       }
     };
     // Interleaved with nothing in particular: tenant = row number modulo the tenant count.
     const seedOthers = async () => {
-      if (opts.others > 0)
-        await sql.unsafe(
-          `INSERT INTO images (${COLUMNS}) ${rowsSql(`('scale-other-' || (i % ${opts.otherTenants}))`, String(opts.others))}`,
-        );
+      if (opts.others > 0) await sql.unsafe(insertImages(rowsSql(`('scale-other-' || (i % ${opts.otherTenants}))`, String(opts.others))));
     };
     await Promise.all([seedTenants(), seedOthers()]);
     const inserted = performance.now();

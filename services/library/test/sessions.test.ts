@@ -1,7 +1,8 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
-import { sessionImageJson } from '@imagegen/platform';
+import { PLAIN_KEY_SQL, sessionImageJson } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionImagesJson, sessionImagesJsonParts } from '../src/images/store.js';
+import { sessionImageRawSafe, sessionJsonPlain } from '../src/images/types.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 let h: LibraryHarness;
@@ -181,6 +182,89 @@ describe('GetSession as_json (the images rendered by PostgreSQL in their session
     // Read whole (nothing kept for this URL prefix): the same.
     expect(await sessionImagesJson(h.sql, T, 'en', 1000, 'http://elsewhere/')).toBeUndefined();
     expect(await sessionImagesJsonParts(h.sql, T, 'en', 1000, 'http://elsewhere/', [])).toBeUndefined();
+  });
+
+  it('images stored through StoreImage carry their verdict (json_plain) and render as their records do', async () => {
+    const T = 'tSJstored';
+    await store(T, { sessionId: 'st', prompt: 'a "stored" one', tokens: 3 });
+    await store(T, { sessionId: 'st', operation: 'edit', resolutionTier: '2K', modelId: 'provB-image' });
+    await store(T, { sessionId: 'st', modelId: 'model "q" \\ odd' }); // decided false: the session renders from its records
+    const verdicts = await h.sql`SELECT model_id, json_plain FROM images WHERE tenant_id = ${T} ORDER BY id`;
+    expect(verdicts.map((r) => r.json_plain)).toEqual([true, true, false]);
+    const mixed = await both(T, 'st');
+    expect(mixed.json.imagesJson).toHaveLength(0);
+    expect(mixed.json.images).toEqual(mixed.records.images);
+
+    await h.sql`DELETE FROM images WHERE tenant_id = ${T} AND json_plain = false`;
+    const plain = await both(T, 'st');
+    expect(plain.got).toEqual(JSON.parse(JSON.stringify(plain.records.images.map(sessionImageJson))));
+    expect(plain.got.map((i: { operation: string }) => i.operation)).toEqual(['generate', 'edit']);
+  });
+
+  it('an UPDATE of a checked column drops the stored verdict (the session falls back); other columns keep it', async () => {
+    const T = 'tSJupd';
+    await store(T, { sessionId: 'up' });
+    await store(T, { sessionId: 'up' });
+    expect((await both(T, 'up')).got).toHaveLength(2);
+    await h.sql`UPDATE images SET prompt = 'fixed by hand' WHERE tenant_id = ${T}`;
+    expect((await h.sql`SELECT json_plain FROM images WHERE tenant_id = ${T}`).map((r) => r.json_plain)).toEqual([true, true]);
+    const [first] = await h.sql`SELECT id FROM images WHERE tenant_id = ${T} ORDER BY id LIMIT 1`;
+    await h.sql`UPDATE images SET model_id = ${'model "q" \\ \n'} WHERE id = ${first.id}`;
+    const verdicts = await h.sql`SELECT json_plain FROM images WHERE tenant_id = ${T} ORDER BY id`;
+    expect(verdicts.map((r) => r.json_plain)).toEqual([null, true]);
+    const again = await both(T, 'up');
+    expect(again.json.imagesJson).toHaveLength(0);
+    expect(again.json.images).toEqual(again.records.images);
+    expect(again.records.images[0].modelId).toBe('model "q" \\ \n');
+  });
+
+  it("the writer's verdict (sessionJsonPlain) is the SQL check's on random values (property)", async () => {
+    const alphabet = ['a', 'Z', '0', '.', '..', '/', '-', '_', '~', ':', '+', ' ', '"', '\\', '\n', '\t', '\u0001', 'é', '😀', '%', '<'];
+    let seed = 16;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const word = (plainish: boolean) =>
+      Array.from({ length: 1 + rand(8) }, () => (plainish && rand(4) > 0 ? 'abc/._-~:+ '[rand(11)] : alphabet[rand(alphabet.length)])).join(
+        '',
+      );
+    const cases = Array.from({ length: 400 }, () => {
+      const plainish = rand(3) > 0; // most mostly plain, so both verdicts occur often
+      return {
+        objectKey: `tenants/t/images/${word(plainish)}`,
+        thumbnailKey: rand(5) === 0 ? word(false) : `tenants/t/thumbnails/${word(true)}`,
+        operation: rand(6) === 0 ? word(false) : 'generate',
+        aspectRatio: rand(6) === 0 ? word(plainish) : '16:9',
+        modelId: rand(3) === 0 ? word(plainish) : 'provA-pro-image',
+        resolutionTier: rand(6) === 0 ? word(plainish) : '2k',
+        format: rand(8) === 0 ? word(plainish) : 'png',
+        mimeType: rand(8) === 0 ? word(plainish) : 'image/png',
+      };
+    });
+    const col = (k: keyof (typeof cases)[number]) => cases.map((c) => c[k]);
+    const rows = await h.sql.unsafe(
+      `SELECT ${sessionImageRawSafe('$9')} AS plain
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY
+         AS t(object_key, thumbnail_key, operation, aspect_ratio, model_id, resolution_tier, format, mime_type, n),
+         LATERAL (SELECT NULL::boolean AS json_plain) AS undecided
+       ORDER BY n`,
+      [
+        col('objectKey'),
+        col('thumbnailKey'),
+        col('operation'),
+        col('aspectRatio'),
+        col('modelId'),
+        col('resolutionTier'),
+        col('format'),
+        col('mimeType'),
+        PLAIN_KEY_SQL,
+      ],
+    );
+    const sqlVerdicts = rows.map((r) => r.plain);
+    const jsVerdicts = cases.map(sessionJsonPlain);
+    expect(jsVerdicts).toEqual(sqlVerdicts);
+    expect(new Set(jsVerdicts)).toEqual(new Set([true, false]));
   });
 
   it('escapes the session id, the text and the URL prefix as JSON does', async () => {

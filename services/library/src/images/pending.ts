@@ -139,9 +139,9 @@ function moveStatement(
   return sql`
     WITH moved AS (
       DELETE FROM pending_images WHERE tenant_id = ${tenantId} AND execution_id = ${executionId} ${only}
-      RETURNING ${sql.unsafe(COLUMNS_BEFORE_THUMBNAIL_SIZE)} ${thumbnailSize}, ${sql.unsafe(COLUMNS_AFTER_THUMBNAIL_SIZE)}
+      RETURNING ${sql.unsafe(COLUMNS_BEFORE_THUMBNAIL_SIZE)} ${thumbnailSize}, ${sql.unsafe(COLUMNS_AFTER_THUMBNAIL_SIZE)}, json_plain
     ), ins AS (
-      INSERT INTO images (${sql.unsafe(IMAGE_COLUMNS)}) SELECT ${sql.unsafe(IMAGE_COLUMNS)} FROM moved ORDER BY id
+      INSERT INTO images (${sql.unsafe(IMAGE_COLUMNS)}, json_plain) SELECT ${sql.unsafe(IMAGE_COLUMNS)}, json_plain FROM moved ORDER BY id
       RETURNING ${sql.unsafe(IMAGE_COLUMNS)}
     )${events ? sql`, ${events.ctes}` : sql``}
     SELECT others.n AS unreported_count, ${events ? sql`${events.notify} AS notified, ` : sql``}ins.* FROM (

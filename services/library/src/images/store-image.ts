@@ -17,7 +17,7 @@ import { MAX_IMAGES_PER_SESSION, newSessionId, sessionFullError, sessionImageCou
 import { writeImageStored } from './events.js';
 import { OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
 import { discardPendingImage, rememberPendingImage } from './pending.js';
-import { IMAGE_COLUMNS, type ImageRow, rowFromDb } from './types.js';
+import { IMAGE_COLUMNS, type ImageRow, rowFromDb, sessionJsonPlain } from './types.js';
 
 export const THUMBNAIL_SIZE = 200;
 export const THUMBNAIL_MIME_TYPE = 'image/webp';
@@ -358,6 +358,10 @@ interface StoreRow {
  */
 async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_images', x: StoreRow): Promise<ImageRow | undefined> {
   const { input, img } = x;
+  const aspectRatio = input.aspectRatio ?? '';
+  const modelId = input.modelId ?? '';
+  const resolutionTier = (input.resolutionTier ?? '').toLowerCase();
+  const jsonPlain = sessionJsonPlain({ ...x, ...img, operation: input.operation, aspectRatio, modelId, resolutionTier });
   const [r] = await db`
     WITH s AS (
       INSERT INTO sessions AS s (tenant_id, session_id, image_count, is_active) VALUES (${x.tenantId}, ${x.sessionId}, 1, true)
@@ -369,15 +373,15 @@ async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_
       INSERT INTO ${db(table)} (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
         width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
         resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
-        is_reference, execution_id, has_synthid, key_type, tokens)
+        is_reference, execution_id, has_synthid, key_type, tokens, json_plain)
       SELECT ${x.tenantId}::text, ${x.sessionId}::text, ${x.objectKey}::text, ${x.thumbnailKey}::text, ${img.mimeType}::text,
         ${img.format}::text, ${THUMBNAIL_MIME_TYPE}::text, ${img.width}::int, ${img.height}::int, ${x.size}::bigint,
         ${x.thumbnailSize}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
-        ${input.aspectRatio ?? ''}::text, ${input.modelId ?? ''}::text, ${(input.resolutionTier ?? '').toLowerCase()}::text,
+        ${aspectRatio}::text, ${modelId}::text, ${resolutionTier}::text,
         ${x.parentImageId}::bigint, ${x.stylePresetId}::bigint, ${x.productReferenceId}::bigint, ${x.characterId}::bigint,
         ${x.referenceGroupIds === null ? null : `{${x.referenceGroupIds.join(',')}}`}::bigint[],
         ${input.isReference ?? false}::boolean, ${input.executionId || null}::text, ${input.hasSynthid ?? false}::boolean,
-        ${input.keyType || 'live'}::text, ${Math.max(0, Math.trunc(input.tokens ?? 0))}::bigint
+        ${input.keyType || 'live'}::text, ${Math.max(0, Math.trunc(input.tokens ?? 0))}::bigint, ${jsonPlain}::boolean
       FROM s
       RETURNING ${db.unsafe(IMAGE_COLUMNS)}
     ), claimed AS (

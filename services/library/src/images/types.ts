@@ -1,5 +1,5 @@
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
-import type { ObjectStorage } from '@imagegen/platform';
+import { isPlainKey, type ObjectStorage } from '@imagegen/platform';
 
 /** One row of `library.images` (see migrations/001_images_sessions.sql for the column meanings). */
 export interface ImageRow {
@@ -74,12 +74,42 @@ export const sessionImageJsonText = (prefix: string) => `'{"id":' || id || ',"se
 /** A string's content as it stands between the quotes of a JSON string. */
 export const jsonStringContent = (s: string): string => JSON.stringify(s).slice(1, -1);
 
+/** What the enumerated fields of a row may hold for sessionImageJsonText to write them raw: nothing JSON escapes. */
+const RAW_FIELDS = '^[A-Za-z0-9._:/+ -]*$';
+const RAW_FIELDS_RE = new RegExp(RAW_FIELDS);
+
 /**
  * Whether sessionImageJsonText is the row's JSON: its keys are plain (so also its URLs) and its enumerated fields
  * hold nothing a JSON string must escape. A row it fails for is rendered from its record (the caller falls back).
+ * The row's json_plain (migration 300) holds the verdict its writer reached (sessionJsonPlain); this check runs only
+ * where it is NULL.
  */
-export const sessionImageRawSafe = (plain: string) =>
-  `(${keysPlain(plain)} AND (operation || aspect_ratio || model_id || resolution_tier || format || mime_type) ~ '^[A-Za-z0-9._:/+ -]*$')`;
+export const sessionImageRawSafe = (plain: string) => `COALESCE(json_plain, ${sessionImageRawSafeCheck(plain)})`;
+
+/** The check itself, over the row's columns (what json_plain holds once decided). */
+export const sessionImageRawSafeCheck = (plain: string) =>
+  `(${keysPlain(plain)} AND (operation || aspect_ratio || model_id || resolution_tier || format || mime_type) ~ '${RAW_FIELDS}')`;
+
+/**
+ * sessionImageRawSafe of a row about to be written, by the same patterns (isPlainKey is PLAIN_KEY_SQL's test, with
+ * the key length on top: a stricter verdict only sends a session to the records' rendering).
+ */
+export function sessionJsonPlain(r: {
+  objectKey: string;
+  thumbnailKey: string;
+  operation: string;
+  aspectRatio: string;
+  modelId: string;
+  resolutionTier: string;
+  format: string;
+  mimeType: string;
+}): boolean {
+  return (
+    isPlainKey(r.objectKey) &&
+    isPlainKey(r.thumbnailKey) &&
+    RAW_FIELDS_RE.test(r.operation + r.aspectRatio + r.modelId + r.resolutionTier + r.format + r.mimeType)
+  );
+}
 
 /**
  * Whether a row's keys are plain, so that imageJsonSelect's URLs are the storage's (`plain` is the placeholder of
