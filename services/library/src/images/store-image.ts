@@ -82,10 +82,22 @@ export interface ProcessedImage extends ImageHeader {
 export function processImage(data: Buffer): Promise<ProcessedImage> {
   return withSpanInTrace('image thumbnail', { attributes: { 'imagegen.image.bytes': data.length } }, async (span) => {
     const p = await decodeAndThumbnail(data);
-    span?.setAttributes({ 'imagegen.image.format': p.format, 'imagegen.image.width': p.width, 'imagegen.image.height': p.height });
+    span?.setAttributes(headerAttributes(p));
     return p;
   });
 }
+
+/** The thumbnail of an image whose header was read already (its rendering perhaps started: startThumbnail), traced as processImage. */
+function renderedThumbnail(data: Buffer, header: ImageHeader, started: Promise<Buffer> | undefined): Promise<Buffer> {
+  const attributes = { 'imagegen.image.bytes': data.length, ...headerAttributes(header) };
+  return withSpanInTrace('image thumbnail', { attributes }, () => thumbnailOf(data, started));
+}
+
+const headerAttributes = (h: ImageHeader) => ({
+  'imagegen.image.format': h.format,
+  'imagegen.image.width': h.width,
+  'imagegen.image.height': h.height,
+});
 
 const renderThumbnail = (data: Buffer): Promise<Buffer> =>
   sharp(data)
@@ -190,7 +202,9 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   if (input.pending) {
     const rendering = startThumbnail(input.data);
     const header = await readImageHeader(input.data);
-    return storePending(deps, rowOf(keysFor(header.ext), header, null), input.data, rendering);
+    const thumbnail = renderedThumbnail(input.data, header, rendering);
+    thumbnail.catch(() => {}); // awaited by storePending, unless the session is full
+    return storePending(deps, rowOf(keysFor(header.ext), header, null), input.data, thumbnail);
   }
 
   // A listed image. The format the first bytes announce names the keys before any image work, so the cheap session
@@ -263,7 +277,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
  * and so does what this process keeps for the commit (rememberPendingImage); a commit made elsewhere reads it off the
  * thumbnail object (commitExecutionImages).
  */
-async function storePending(deps: StoreImageDeps, row: StoreRow, data: Buffer, rendering: Promise<Buffer> | undefined): Promise<ImageRow> {
+async function storePending(deps: StoreImageDeps, row: StoreRow, data: Buffer, rendering: Promise<Buffer>): Promise<ImageRow> {
   // A full session drops the thumbnail rendering meanwhile.
   const stored = await insertImage(deps.sql, 'pending_images', row);
   if (!stored) throw await sessionFull(deps.sql, row.tenantId, row.sessionId);
@@ -271,7 +285,7 @@ async function storePending(deps: StoreImageDeps, row: StoreRow, data: Buffer, r
   originalWrite.catch(() => {}); // awaited below, before any cleanup
   let thumbnail: Buffer;
   try {
-    thumbnail = await thumbnailOf(data, rendering);
+    thumbnail = await rendering;
     await writeImageFiles(deps.storage, row, data, thumbnail, originalWrite);
   } catch (err) {
     await originalWrite.catch(() => {}); // settled before its file is removed
