@@ -55,8 +55,9 @@ export const imageJsonSelect = (prefix: string) => `id, session_id AS "sessionId
  * prefix escaped for a JSON string (jsonStringContent). The user's text goes through to_json; keys and the
  * enumerated fields are written raw, so this is valid JSON only where sessionImageRawSafe holds (the caller checks it).
  * On PostgreSQL 15, json_agg of a row per image costs ~7 us an image (row_to_json looks up each column's output
- * function for every row). EXPLAIN of a session of 1,000 images: 6.9-7.5 ms that way, 5.2-5.7 ms this way (the check
- * sessionImageRawSafe included: ~1.4 ms of it).
+ * function for every row). EXPLAIN of a session of 1,000 images: 6.9-7.5 ms that way, 5.2-5.7 ms this way with
+ * sessionImageRawSafe checked on every row (~1.4 ms of it); since migration 300 the verdict is read from json_plain
+ * where its writer stored it (session 21's host: 8.9-12.1 ms checked, 6.4-6.5 ms stored).
  */
 export const sessionImageJsonText = (prefix: string) => `'{"id":' || id || ',"sessionId":' || to_json(session_id)::text
   || ',"fullUrl":"' || ${prefix} || object_key || '","thumbnailUrl":"' || ${prefix} || thumbnail_key
