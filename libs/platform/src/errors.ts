@@ -67,14 +67,46 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 /** True for an error raised because the database (or another dependency's socket) is unreachable. */
-export function isUnavailableError(err: unknown, depth = 0): boolean {
+export function isUnavailableError(err: unknown): boolean {
+  return hasCode(err, (code) => UNAVAILABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code));
+}
+
+/**
+ * Whether `err`, or every error of an AggregateError (a host with several addresses, every connect refused), or a
+ * wrapped cause carries a code that `matches`.
+ */
+function hasCode(err: unknown, matches: (code: string) => boolean, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 3) return false;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[1-5]$/.test(code))) return true;
-  // AggregateError (a host with several addresses, every connect refused) and wrapped causes.
+  if (typeof code === 'string' && matches(code)) return true;
   const inner = (err as { errors?: unknown }).errors;
-  if (Array.isArray(inner) && inner.length > 0 && inner.every((e) => isUnavailableError(e, depth + 1))) return true;
-  return isUnavailableError((err as { cause?: unknown }).cause, depth + 1);
+  if (Array.isArray(inner) && inner.length > 0 && inner.every((e) => hasCode(e, matches, depth + 1))) return true;
+  return hasCode((err as { cause?: unknown }).cause, matches, depth + 1);
+}
+
+/**
+ * Failures that prove a statement never reached the server, so it cannot have been applied: the connection it was
+ * queued on was never made (refused, no route, the connect timeout, the pool already ended) or the server refused
+ * the session before any statement (57P03 cannot connect now, 53300 too many connections). A connection lost after
+ * the statement went out (CONNECTION_CLOSED, ECONNRESET, a FATAL 57P01 of a fast shutdown) is not: the statement
+ * may have committed with only its answer lost.
+ */
+const NEVER_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_ENDED',
+  '57P03',
+  '53300',
+]);
+
+/** True when `err` proves the statement was never sent (see NEVER_SENT_CODES); false when it may have been applied. */
+export function neverReachedServer(err: unknown): boolean {
+  return hasCode(err, (code) => NEVER_SENT_CODES.has(code));
 }
 
 /**

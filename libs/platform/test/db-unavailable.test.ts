@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { expect, test } from 'vitest';
 import { createDb, dbReadiness, reconnectBackoff } from '../src/db.js';
-import { AppError, isUnavailableError, knownAppError } from '../src/errors.js';
+import { AppError, isUnavailableError, knownAppError, neverReachedServer } from '../src/errors.js';
 import { fromServiceError, toServiceError } from '../src/grpc.js';
 import { freePort } from '../src/net.js';
 
@@ -29,6 +29,18 @@ test('connection errors and shutdown SQLSTATEs become 503 with Retry-After; othe
   expect(isUnavailableError(refused)).toBe(true);
   for (const code of ['23505', '42P01', '57014', 'ERR_X']) expect(knownAppError(pgError(code)), code).toBeUndefined();
   expect(knownAppError(new TypeError('bug'))).toBeUndefined();
+});
+
+test('a statement is known never sent only when its connection was never made; a connection lost after it went out is in doubt', () => {
+  for (const code of ['ECONNREFUSED', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED', 'ENOTFOUND', '57P03', '53300']) {
+    expect(neverReachedServer(pgError(code)), code).toBe(true);
+  }
+  for (const code of ['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '08006', '23505']) {
+    expect(neverReachedServer(pgError(code)), code).toBe(false);
+  }
+  expect(neverReachedServer(new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNREFUSED')]))).toBe(true);
+  expect(neverReachedServer(new AggregateError([pgError('ECONNREFUSED'), pgError('ECONNRESET')]))).toBe(false);
+  expect(neverReachedServer(new TypeError('bug'))).toBe(false);
 });
 
 test('a gRPC handler failing on an unreachable database answers UNAVAILABLE, and the caller gets 503 + Retry-After', () => {

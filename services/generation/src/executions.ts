@@ -5,6 +5,7 @@ import {
   isAppError,
   type Logger,
   lazyChildLogger,
+  neverReachedServer,
   type Sql,
 } from '@imagegen/platform';
 import {
@@ -134,6 +135,7 @@ export class ExecutionTracker {
    * Writes the final 'completed' state (retrying a database that is briefly away, for up to
    * COMPLETE_RETRY_MS). When it cannot be written, or the execution is no longer running (a reaper failed
    * it while this process could not reach the database), the execution ends failed and this throws 503:
+   * at once when no try reached the server (the write certainly did not land), else once the row tells:
    * the caller is then told the work failed, and nothing of it is listed or billed. `imageIds` (the images the
    * caller is told of) and `requested` (how many it asked for; default: as many) are kept on the row, so a caller
    * whose answer is lost can still be given it (GetExecution).
@@ -143,6 +145,7 @@ export class ExecutionTracker {
     this.finished = true;
     const earlier = await this.remainingLines();
     let moved: boolean | undefined;
+    let mayHaveLanded = false;
     try {
       moved = await retrying(
         () =>
@@ -160,20 +163,27 @@ export class ExecutionTracker {
             earlier: earlier.lines,
           }),
         COMPLETE_RETRY_MS,
+        (err) => {
+          mayHaveLanded ||= !neverReachedServer(err);
+        },
       );
     } catch (err) {
-      this.logger.warn({ err }, 'could not confirm the completed state yet');
+      this.logger.warn({ err, mayHaveLanded }, 'could not confirm the completed state yet');
     }
     earlier.settle();
     if (moved) return;
-    // Not confirmed: a write of ours may have committed with its answer lost (the connection died at
-    // COMMIT), or a reaper failed the execution meanwhile. The row tells; the caller waits for it (this is
-    // only the case of a database lost in the middle of this very write), so that the answer it gets and
-    // the bill always agree.
-    const status = await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch((err) => {
-      this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
-      return undefined;
-    });
+    // Not confirmed. When no try reached the server (every connection refused or timed out before a statement
+    // went out), nothing of ours landed: the execution is failed now, without waiting for the database. When
+    // a try may have reached it, a write of ours may have committed with its answer lost (the connection died
+    // at COMMIT), or a reaper failed the execution meanwhile: the row tells, and the caller waits for it (only
+    // a database lost in the middle of this very write), so that the answer it gets and the bill always agree.
+    const status =
+      moved === undefined && !mayHaveLanded
+        ? 'running'
+        : await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch((err) => {
+            this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
+            return undefined;
+          });
     if (status === 'completed') return;
     const unavailable = dependencyUnavailable();
     if (status === 'failed') {
@@ -256,14 +266,15 @@ export async function drainPendingFailures(ms: number): Promise<void> {
   abandonRetries = false;
 }
 
-/** Runs `fn` until it succeeds, backing off 100 ms -> 2 s, for at most `budgetMs` (the last error is thrown). */
-async function retrying<T>(fn: () => Promise<T>, budgetMs: number): Promise<T> {
+/** Runs `fn` until it succeeds, backing off 100 ms -> 2 s, for at most `budgetMs` (the last error is thrown; `onError` sees each). */
+async function retrying<T>(fn: () => Promise<T>, budgetMs: number, onError?: (err: unknown) => void): Promise<T> {
   const until = Date.now() + budgetMs;
   let wait = 100;
   for (;;) {
     try {
       return await fn();
     } catch (err) {
+      onError?.(err);
       if (Date.now() + wait > until || abandonRetries) throw err;
       if (isAppError(err) && err.status < 500) throw err;
       await new Promise((r) => setTimeout(r, wait));

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
 import { createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutionTracker } from '../src/executions.js';
+import { drainPendingFailures, ExecutionTracker } from '../src/executions.js';
 import { getExecution, listActiveExecutions, listSessionExecutions, TOTAL_CAP } from '../src/store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -138,4 +138,75 @@ describe('execution tracker', () => {
     const events = await sql`SELECT payload FROM outbox WHERE subject = 'genexec.generation.execution_finished'`;
     expect(events.map((e) => ExecutionFinished.decode(e.payload).executionId)).not.toContain('e-reaped');
   });
+
+  it('a final write no try of which reached the server answers 503 at once: no wait for the outcome of a write that never went out', async () => {
+    const exec = await start('e-refused');
+    // Every statement now goes to a port nothing listens on (ECONNREFUSED: nothing was sent).
+    const refused = createDb(`postgres://postgres@127.0.0.1:${await closedPort()}/x`, { schema: 'generation', max: 1 });
+    const seen = watchStatements(refused);
+    swapSql(exec, seen.sql);
+    try {
+      await expect(exec.complete('Completed', 'done', [1])).rejects.toMatchObject({ status: 503 });
+      expect(seen.texts.some((t) => t.startsWith('SELECT status FROM executions'))).toBe(false);
+      expect(seen.texts.some((t) => t.includes('WITH done AS'))).toBe(true);
+    } finally {
+      await drainPendingFailures(0); // the failed state's background retries stop
+      await refused.end();
+    }
+    const [row] = await sql`SELECT status FROM executions WHERE execution_id = 'e-refused'`;
+    expect(row.status).toBe('running'); // nothing landed; the orphan reaper of a live replica ends it
+  });
+
+  it('a final write that committed with its answer lost is read back: the caller gets its success, one event', async () => {
+    const exec = await start('e-lost-answer');
+    let lost = 0;
+    const losing = new Proxy(sql, {
+      apply(target, thisArg, args: [TemplateStringsArray, ...unknown[]]) {
+        const q = Reflect.apply(target, thisArg, args);
+        if (lost === 0 && args[0]?.[0]?.includes('WITH done AS')) {
+          lost++;
+          // The statement commits; its answer never arrives (what a connection lost at COMMIT looks like).
+          return q.then(() => {
+            throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
+          });
+        }
+        return q;
+      },
+    });
+    swapSql(exec, losing);
+    await exec.complete('Completed', 'done', [7]);
+    expect(lost).toBe(1);
+    const [row] = await sql`SELECT status, image_ids FROM executions WHERE execution_id = 'e-lost-answer'`;
+    expect(row.status).toBe('completed');
+    expect(row.image_ids.map(Number)).toEqual([7]);
+    const events = await sql`SELECT payload FROM outbox WHERE subject = 'genexec.generation.execution_finished'`;
+    expect(events.filter((e) => ExecutionFinished.decode(e.payload).executionId === 'e-lost-answer')).toHaveLength(1);
+  });
 });
+
+/** Points a tracker at another connection (the tracker keeps the one it started with). */
+function swapSql(exec: ExecutionTracker, other: Sql): void {
+  (exec as unknown as { sql: Sql }).sql = other;
+}
+
+/** `sql`, recording the text of each statement made through it. */
+function watchStatements(target: Sql): { sql: Sql; texts: string[] } {
+  const texts: string[] = [];
+  const watched = new Proxy(target, {
+    apply(t, thisArg, args: [TemplateStringsArray, ...unknown[]]) {
+      if (Array.isArray(args[0])) texts.push(args[0].join('?').trim());
+      return Reflect.apply(t, thisArg, args);
+    },
+  });
+  return { sql: watched, texts };
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
