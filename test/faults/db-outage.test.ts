@@ -46,7 +46,7 @@ beforeAll(async () => {
   j = await startJourney({
     databaseUrl: pg.url,
     natsUrl: nats.url,
-    env: { RATE_LIMIT_DISABLED: '1', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
+    env: { RATE_LIMIT_DISABLED: '1', TENANT_MAX_GENERATIONS_IN_FLIGHT: '64', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
   });
 }, 180_000);
 
@@ -82,15 +82,20 @@ describe('PostgreSQL outage under generation load', () => {
         await sleep(100);
       }
     };
-    // Each client sends its next request when the last one is answered, or after 1 s if it is not: a request
-    // in flight when PostgreSQL stops may rightly wait for the outcome of its final write (see complete() in
-    // services/generation/src/executions.ts), and must not keep its client from sending during the outage.
+    // Each client sends its next request when the last one is answered, or, while PostgreSQL is stopped, after
+    // 1 s if it is not: a request in flight at the stop may rightly wait for the outcome of its final write (see
+    // complete() in services/generation/src/executions.ts), and must not keep its client from sending during the
+    // outage.
+    let outage = false;
     const inFlight = new Set<Promise<void>>();
     const client = async (n: number) => {
       while (running) {
         const r = request(n).finally(() => inFlight.delete(r));
         inFlight.add(r);
-        await Promise.race([r, sleep(1000)]);
+        for (;;) {
+          const answered = await Promise.race([r.then(() => true), sleep(1000).then(() => false)]);
+          if (answered || outage || !running) break;
+        }
       }
     };
     const clients = Array.from({ length: CLIENTS }, (_, i) => client(i));
@@ -119,6 +124,7 @@ describe('PostgreSQL outage under generation load', () => {
     await sleep(3000);
     const down = Date.now();
     await pg.stop();
+    outage = true;
     probing = true;
     const prober = probe();
     await sleep(OUTAGE_MS);
@@ -126,6 +132,7 @@ describe('PostgreSQL outage under generation load', () => {
     await prober;
     await pg.start();
     const up = Date.now();
+    outage = false;
 
     // Load goes on until the first success after the restart (or 30 s), then 2 s more.
     const firstOk = await waitFor(
