@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { availableParallelism, loadavg } from 'node:os';
-import autocannon from 'autocannon';
+import { fileURLToPath } from 'node:url';
 
 export interface LoadResult {
   reqPerSec: number;
@@ -11,20 +13,26 @@ export interface LoadResult {
 
 /**
  * Runs autocannon against `url` and returns average req/s and latency percentiles (ms). With `paths`, the requests
- * go to each path in turn instead of the url's own.
+ * go to each path in turn instead of the url's own. The load comes from a child process (load-child.ts), not from
+ * the bench's own event loop, which often holds the server under test.
  */
 export async function load(
   url: string,
   opts: { connections: number; durationSec: number; headers?: Record<string, string>; paths?: string[] },
 ): Promise<LoadResult> {
-  let next = 0;
-  const paths = opts.paths;
-  const requests = paths?.length
-    ? [{ setupRequest: (req: { path: string }) => ({ ...req, path: paths[next++ % paths.length] }) }]
-    : undefined;
-  const r = await autocannon({ url, connections: opts.connections, duration: opts.durationSec, headers: opts.headers, requests });
-  return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  const child = spawn(process.execPath, ['--import', 'tsx', LOAD_CHILD, JSON.stringify({ url, ...opts })], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`the load generator exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').at(-1) as string) as LoadResult;
 }
+
+const LOAD_CHILD = fileURLToPath(new URL('./load-child.ts', import.meta.url));
 
 export function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);
