@@ -1,12 +1,14 @@
 /**
- * The load generator in a process of its own (see util.ts load): argv[2] is the JSON of load()'s arguments, the
+ * The load generator in a process of its own (see util.ts load): stdin holds the JSON of load()'s arguments, the
  * answer is autocannon's figures as one JSON line on stdout. A server measured from another process, as a client
  * would reach it: in the bench's own process, autocannon's parsing of the answers (~750 KB each for a session
  * detail) ran on the server's event loop.
  */
+
+import { text } from 'node:stream/consumers';
 import autocannon from 'autocannon';
 
-const { url, connections, durationSec, headers, paths } = JSON.parse(process.argv[2]) as {
+const { url, connections, durationSec, headers, paths } = JSON.parse(await text(process.stdin)) as {
   url: string;
   connections: number;
   durationSec: number;

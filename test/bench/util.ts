@@ -20,9 +20,9 @@ export async function load(
   url: string,
   opts: { connections: number; durationSec: number; headers?: Record<string, string>; paths?: string[] },
 ): Promise<LoadResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', LOAD_CHILD, JSON.stringify({ url, ...opts })], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  // The arguments go in on stdin: a session list's paths can outgrow one argv string (128 KiB on Linux).
+  const child = spawn(process.execPath, ['--import', 'tsx', LOAD_CHILD], { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin.end(JSON.stringify({ url, ...opts }));
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
     out += d;
