@@ -43,6 +43,17 @@ const storedEventsOf = (tenantId: string) =>
 const listed = async (tenantId: string) =>
   (await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal(tenantId))).images.length;
 
+/**
+ * Commits one stored pending image, as the process that stored it or (`forget`) as a replica that did not (the commit
+ * reads the pending row back), and returns how many were committed and the listed row's thumbnail size.
+ */
+async function commitOne(tenantId: string, executionId: string, id: number, forget: boolean) {
+  if (forget) forgetPendingImages();
+  const c = await h.client.commitExecutionImages({ tenantId, executionId, imageIds: [id] }, h.principal(tenantId));
+  const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${id}`;
+  return { committed: c.committed, thumbnailSizeBytes: Number(row?.thumbnail_size_bytes) };
+}
+
 async function finish(
   tenantId: string,
   executionId: string,
@@ -132,10 +143,7 @@ describe('pending images', () => {
       // The row went in while the thumbnail rendered: the answer has the size, the pending row none (migration 290).
       const [pendingRow] = await h.sql`SELECT thumbnail_size_bytes FROM pending_images WHERE id = ${rec.id}`;
       expect(pendingRow.thumbnail_size_bytes).toBeNull();
-      if (forget) forgetPendingImages(); // the commit reads the pending row back
-      await h.client.commitExecutionImages({ tenantId, executionId: `exec-${tenantId}`, imageIds: [rec.id] }, h.principal(tenantId));
-      const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${rec.id}`;
-      expect(Number(row.thumbnail_size_bytes)).toBe(onDisk);
+      expect(await commitOne(tenantId, `exec-${tenantId}`, rec.id, forget)).toEqual({ committed: 1, thumbnailSizeBytes: onDisk });
       await until(() => storedEventsOf(tenantId).length === 1);
       expect(ImageStored.decode(storedEventsOf(tenantId)[0].data).thumbnailSizeBytes).toBe(onDisk);
     }
@@ -148,21 +156,17 @@ describe('pending images', () => {
     ] as const) {
       const rec = await h.client.storeImage(req(tenantId, `exec-${tenantId}`), h.principal(tenantId));
       await h.sql`UPDATE pending_images SET thumbnail_size_bytes = 4321 WHERE id = ${rec.id}`;
-      if (forget) forgetPendingImages();
-      await h.client.commitExecutionImages({ tenantId, executionId: `exec-${tenantId}`, imageIds: [rec.id] }, h.principal(tenantId));
-      const [row] = await h.sql`SELECT thumbnail_size_bytes FROM images WHERE id = ${rec.id}`;
-      expect(Number(row.thumbnail_size_bytes)).toBe(4321);
+      expect(await commitOne(tenantId, `exec-${tenantId}`, rec.id, forget)).toEqual({ committed: 1, thumbnailSizeBytes: 4321 });
     }
   });
 
   it('a commit elsewhere whose thumbnail object went missing lists the image with a 0-byte thumbnail, billed once', async () => {
     const rec = await h.client.storeImage(req('tP20', 'exec-tP20'), h.principal('tP20'));
     rmSync(file(rec.thumbnailKey));
-    forgetPendingImages(); // a replica that did not store it: the size comes from the object, which is gone
-    const c = await h.client.commitExecutionImages({ tenantId: 'tP20', executionId: 'exec-tP20', imageIds: [rec.id] }, h.principal('tP20'));
-    expect(c.committed).toBe(1);
-    const [row] = await h.sql`SELECT thumbnail_size_bytes, size_bytes FROM images WHERE id = ${rec.id}`;
-    expect([Number(row.thumbnail_size_bytes), Number(row.size_bytes)]).toEqual([0, png.length]);
+    // Committed by a replica that did not store it: the size comes from the object, which is gone.
+    expect(await commitOne('tP20', 'exec-tP20', rec.id, true)).toEqual({ committed: 1, thumbnailSizeBytes: 0 });
+    const [row] = await h.sql`SELECT size_bytes FROM images WHERE id = ${rec.id}`;
+    expect(Number(row.size_bytes)).toBe(png.length);
     await until(() => storedEventsOf('tP20').length === 1);
     expect(ImageStored.decode(storedEventsOf('tP20')[0].data)).toMatchObject({
       imageId: rec.id,
