@@ -27,7 +27,8 @@ export async function load(
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
     out += d;
   });
-  const [code] = (await once(child, 'exit')) as [number | null];
+  // 'close', not 'exit': stdout may still hold the figures when the process has exited.
+  const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(`the load generator exited with ${code}`);
   return JSON.parse(out.trim().split('\n').at(-1) as string) as LoadResult;
 }
