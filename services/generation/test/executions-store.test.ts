@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { ExecutionFinished } from '@imagegen/contracts/events/v1/events';
-import { createDb, createLogger, createTestDatabase, migrate, type Sql } from '@imagegen/platform';
+import { createDb, createLogger, createTestDatabase, freePort, migrate, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainPendingFailures, ExecutionTracker } from '../src/executions.js';
 import { getExecution, listActiveExecutions, listSessionExecutions, TOTAL_CAP } from '../src/store.js';
@@ -141,8 +141,8 @@ describe('execution tracker', () => {
 
   it('a final write no try of which reached the server answers 503 at once: no wait for the outcome of a write that never went out', async () => {
     const exec = await start('e-refused');
-    // Every statement now goes to a port nothing listens on (ECONNREFUSED: nothing was sent).
-    const refused = createDb(`postgres://postgres@127.0.0.1:${await closedPort()}/x`, { schema: 'generation', max: 1 });
+    // Every statement now goes to a port nothing listens on (freePort closes it: ECONNREFUSED, nothing was sent).
+    const refused = createDb(`postgres://postgres@127.0.0.1:${await freePort()}/x`, { schema: 'generation', max: 1 });
     const seen = watchStatements(refused);
     swapSql(exec, seen.sql);
     try {
@@ -199,14 +199,4 @@ function watchStatements(target: Sql): { sql: Sql; texts: string[] } {
     },
   });
   return { sql: watched, texts };
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
 }
