@@ -8,7 +8,7 @@ import {
   type SearchPlan,
   TOTAL_WINDOW,
 } from '../src/images/list-query.js';
-import { type LibraryHarness, startLibrary } from './support.js';
+import { type LibraryHarness, startLibrary, until } from './support.js';
 
 /**
  * Issue 16: how list queries find their rows at scale. A search chooses per call between walking the list-order
@@ -36,18 +36,16 @@ async function bulk(sql: Sql, tenant: string, n: number, minutes: number, start 
 }
 
 /**
- * VACUUM (ANALYZE) of images, again until every page is all-visible (at most ~5 s). One VACUUM may leave pages
- * unmarked while another connection's snapshot is older than their rows (this database's autovacuum ANALYZE after
- * the bulk insert, the library's own background statements), and an index-only scan then reads the heap.
+ * VACUUM (ANALYZE) of images, again until every page is all-visible. One VACUUM may leave pages unmarked while
+ * another connection's snapshot is older than their rows (this database's autovacuum ANALYZE after the bulk insert,
+ * the library's own background statements), and an index-only scan then reads the heap.
  */
-async function vacuumUntilAllVisible(sql: Sql): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+const vacuumUntilAllVisible = (sql: Sql) =>
+  until(async () => {
     await sql`VACUUM (ANALYZE) images`;
     const [r] = await sql`SELECT relpages, relallvisible FROM pg_class WHERE oid = 'images'::regclass`;
-    if (Number(r.relallvisible) >= Number(r.relpages)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+    return Number(r.relallvisible) >= Number(r.relpages);
+  });
 
 /** Ids of the plain query (no day skip): the whole list in order. */
 async function plainIds(tenant: string, order: 'DESC' | 'ASC'): Promise<number[]> {
