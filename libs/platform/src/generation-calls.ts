@@ -12,6 +12,7 @@ import type {
 } from '@imagegen/contracts/generation/v1/generation';
 import type { ImageRecord, LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import type { Logger } from 'pino';
+import { durationFromEnv } from './env.js';
 import { AppError } from './errors.js';
 import { answerLost, type CallOptions, type Client, type Principal } from './grpc.js';
 
@@ -19,16 +20,18 @@ import { answerLost, type CallOptions, type Client, type Principal } from './grp
  * GenerateImages, EditImage and UploadForEditing as every caller that waits for their answer makes them (the
  * gateway's routes, the MCP tools): each call names its execution (execution_id, a fresh UUID unless the caller
  * chose one), so that when the answer is lost on the way (answerLost: the generation replica died, or its connection
- * dropped, after the call reached it) the caller asks another replica what became of that execution:
- * - completed: the answer is rebuilt from it (the images it reported, which are listed and billed by then or
- *   moments later) exactly as a success answers, and the caller is told 200 with those images. The caller first
- *   acknowledges the completion to the library (CommitExecutionImages with the execution's image ids: what the dead
- *   replica did not get to do; idempotent, and what the library's ExecutionFinished consumer does too), then waits
- *   (bounded, COMMIT_WAIT_MS) until every image is listed;
- * - running (the replica died mid-work: its reaper fails it), failed, unknown (the call never created it), or the
- *   look-up fails: the call's own error stands (503 + Retry-After), and by the billing rule nothing is billed.
- * An execution still running is read again for RUNNING_SETTLE_MS: a dying replica's last write ('completed') may
- * land in PostgreSQL just after the connection to the caller dropped.
+ * dropped, after the call reached it) the caller answers from the execution's recorded outcome, not from the
+ * process that ran it (issue 35):
+ * - completed: the answer is rebuilt from it (the images it reported) exactly as a success answers, once every one
+ *   of them is listed (so billed). The caller acknowledges the completion to the library (CommitExecutionImages
+ *   with the execution's image ids: what the dead replica did not get to do; idempotent, and what the library's
+ *   ExecutionFinished consumer does too) until every image is listed, for as long as the call may last;
+ * - failed, or unknown (the call never created it): the call's own error stands (503 + Retry-After), and by the
+ *   billing rule nothing is billed;
+ * - running (the replica died mid-work), or not readable (no generation replica answers yet: the one that died is
+ *   restarting): read again until it is decided, for at most RECOVERY_WAIT_MS, which covers the liveness reaper
+ *   (a dead replica's running executions are failed once its heartbeat is EXECUTION_DEAD_AFTER_MS old, checked
+ *   every EXECUTION_REAPER_MS). Past it, the error stands.
  */
 export interface GenerationCalls {
   generateImages(req: GenerateImagesRequest, principal: Principal, opts?: CallOptions): Promise<GenerateImagesResponse>;
@@ -36,8 +39,15 @@ export interface GenerationCalls {
   uploadForEditing(req: UploadForEditingRequest, principal: Principal, opts?: CallOptions): Promise<UploadForEditingResponse>;
 }
 
-/** How long an execution found running is read again before the call's error stands. */
-export const RUNNING_SETTLE_MS = 1000;
+/**
+ * How long a lost answer's execution is read again while it is running or cannot be read, before the call's error
+ * stands (GENERATION_RECOVERY_WAIT_MS): by default the liveness reaper's longest time to fail a dead replica's
+ * executions (EXECUTION_DEAD_AFTER_MS + 2 x EXECUTION_REAPER_MS, the same settings generation reads) and 5 s more.
+ */
+export const RECOVERY_WAIT_MS = durationFromEnv(
+  'GENERATION_RECOVERY_WAIT_MS',
+  durationFromEnv('EXECUTION_DEAD_AFTER_MS', 30_000) + 2 * durationFromEnv('EXECUTION_REAPER_MS', 10_000) + 5000,
+);
 /**
  * The deadline of a call that sets none: as long as a generation may take (provB's upstream allows 240 s, then the
  * images are stored), not the clients' 30 s default, which cut slow character and product generations short.
@@ -48,9 +58,7 @@ export const GENERATE_DEADLINE_MS = 330_000;
  * 30 s by default), then the checks and the store, with room to spare.
  */
 export const UPLOAD_DEADLINE_MS = 90_000;
-/** How long a completed execution's images may take to be listed (the library commits them) before the error stands. */
-export const COMMIT_WAIT_MS = 5000;
-const POLL_MS = 100;
+const POLL_MS = 200;
 /** Deadline of each look-up call of a recovery (GetExecution, ResolveImages, CommitExecutionImages). */
 const LOOKUP_TIMEOUT_MS = 5000;
 
@@ -123,11 +131,10 @@ export function generationCalls(deps: {
   generation: Pick<Client<typeof GenerationServiceService>, 'generateImages' | 'editImage' | 'uploadForEditing' | 'getExecution'>;
   library: Pick<Client<typeof LibraryServiceService>, 'resolveImages' | 'commitExecutionImages'>;
   logger?: Logger;
-  /** Tests: RUNNING_SETTLE_MS and COMMIT_WAIT_MS. */
-  waits?: { runningSettleMs?: number; commitWaitMs?: number };
+  /** Tests: RECOVERY_WAIT_MS. */
+  waits?: { recoveryWaitMs?: number };
 }): GenerationCalls {
-  const runningSettleMs = deps.waits?.runningSettleMs ?? RUNNING_SETTLE_MS;
-  const commitWaitMs = deps.waits?.commitWaitMs ?? COMMIT_WAIT_MS;
+  const recoveryWaitMs = deps.waits?.recoveryWaitMs ?? RECOVERY_WAIT_MS;
   /**
    * The call with its execution named (the caller's id, or a new one) and its deadline (the caller's, or
    * `deadlineMs`); on a lost answer, the answer rebuilt from a completed execution.
@@ -142,77 +149,83 @@ export function generationCalls(deps: {
   ): Promise<T> {
     const executionId = req.executionId || randomUUID();
     const opts: CallOptions = { ...callOpts, timeoutMs: callOpts?.timeoutMs ?? deadlineMs };
+    const callEnds = Date.now() + (opts.timeoutMs as number);
     try {
       return await run({ ...req, executionId }, opts);
     } catch (err) {
       if (!answerLost(err) || opts.signal?.aborted) throw err;
-      const recovered = await recover(executionId, principal, err as AppError);
+      const recovered = await recover(executionId, principal, err as AppError, callEnds, opts.signal);
       if (!recovered) throw err;
       return answer(recovered);
     }
   }
 
-  async function recover(executionId: string, principal: Principal, lost: AppError): Promise<Completed | undefined> {
+  async function recover(
+    executionId: string,
+    principal: Principal,
+    lost: AppError,
+    callEnds: number,
+    signal?: AbortSignal,
+  ): Promise<Completed | undefined> {
     const log = deps.logger?.child({ executionId, requestId: principal.requestId });
-    try {
-      const e = await outcome(executionId, principal);
-      if (e?.status !== 'completed' || e.imageIds.length === 0) {
-        log?.warn({ status: e?.status ?? 'none', error: lost.body.error }, 'generation answer lost; the execution did not complete');
-        return undefined;
-      }
-      const images = await listedImages(e, principal);
-      if (!images) {
-        log?.warn({ images: e.imageIds }, 'generation answer lost; the completed execution images were not listed in time');
-        return undefined;
-      }
-      // warn: a generation replica went away in the middle of a call (the answer itself is whole).
-      log?.warn({ images: e.imageIds }, 'generation answer lost; answered from its completed execution');
-      return { execution: e, images };
-    } catch (err) {
-      log?.warn({ err, error: lost.body.error }, 'generation answer lost; its execution could not be looked up');
+    const e = await outcome(executionId, principal, Math.min(callEnds, Date.now() + recoveryWaitMs));
+    if (e === 'unreadable' || e?.status !== 'completed' || e.imageIds.length === 0) {
+      const status = e === 'unreadable' ? 'unreadable' : (e?.status ?? 'none');
+      log?.warn({ status, error: lost.body.error }, 'generation answer lost; the execution did not complete');
       return undefined;
     }
+    // Decided and billed: its images are listed as soon as the library can (a database away makes that wait), and
+    // the answer waits for them as long as the call may last (a 503 would be billed, see completeWithImages).
+    const images = await listedImages(e, principal, callEnds, signal);
+    if (!images) {
+      log?.warn({ images: e.imageIds }, 'generation answer lost; the completed execution images were not listed in time');
+      return undefined;
+    }
+    // warn: a generation replica went away in the middle of a call (the answer itself is whole).
+    log?.warn({ images: e.imageIds }, 'generation answer lost; answered from its completed execution');
+    return { execution: e, images };
   }
 
-  /** The execution (undefined: the call never created it), read again while it is running for RUNNING_SETTLE_MS. */
-  async function outcome(executionId: string, principal: Principal): Promise<Execution | undefined> {
-    const until = Date.now() + runningSettleMs;
+  /**
+   * The execution once decided (completed or failed; undefined: the call never created it), read until `until` while
+   * it is running or no replica can answer; 'running' or 'unreadable' when `until` came first.
+   */
+  async function outcome(executionId: string, principal: Principal, until: number): Promise<Execution | undefined | 'unreadable'> {
+    let last: Execution | 'unreadable' = 'unreadable';
     for (;;) {
-      let e: Execution;
       try {
-        e = await deps.generation.getExecution({ executionId, includeLogs: false }, principal, { timeoutMs: LOOKUP_TIMEOUT_MS });
+        last = await deps.generation.getExecution({ executionId, includeLogs: false }, principal, {
+          timeoutMs: Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now())),
+        });
+        if (last.status !== 'running') return last;
       } catch (err) {
         if (err instanceof AppError && err.status === 404) return undefined;
-        throw err;
+        // Any other failure is the look-up's, not the execution's (the replica restarting, its database away).
       }
-      if (e.status !== 'running' || Date.now() >= until) return e;
+      if (Date.now() + POLL_MS >= until) return last;
       await sleep(POLL_MS);
     }
   }
 
-  /** The execution's reported images once all are listed (in its order), acknowledging the completion once; undefined past COMMIT_WAIT_MS. */
-  async function listedImages(e: Execution, principal: Principal): Promise<ImageRecord[] | undefined> {
-    const until = Date.now() + commitWaitMs;
-    let acknowledged = false;
+  /**
+   * The execution's reported images once all are listed (in its order), acknowledging the completion until it is;
+   * undefined past `until` or once the caller cancelled.
+   */
+  async function listedImages(e: Execution, principal: Principal, until: number, signal?: AbortSignal): Promise<ImageRecord[] | undefined> {
     for (;;) {
-      const r = await deps.library.resolveImages({ imageIds: e.imageIds }, principal, { timeoutMs: LOOKUP_TIMEOUT_MS });
-      if (r.missingIds.length === 0) return r.images;
-      if (!acknowledged) {
-        acknowledged = true;
-        try {
-          // The tenant is the principal's (an empty tenant_id means it).
-          await deps.library.commitExecutionImages({ tenantId: '', executionId: e.executionId, imageIds: e.imageIds }, principal, {
-            timeoutMs: LOOKUP_TIMEOUT_MS,
-          });
-          continue;
-        } catch (err) {
-          deps.logger?.warn(
-            { err, executionId: e.executionId },
-            'could not commit the images of a completed execution; waiting for the library',
-          );
-        }
+      const timeoutMs = Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now()));
+      try {
+        const r = await deps.library.resolveImages({ imageIds: e.imageIds }, principal, { timeoutMs });
+        if (r.missingIds.length === 0) return r.images;
+        // The tenant is the principal's (an empty tenant_id means it).
+        await deps.library.commitExecutionImages({ tenantId: '', executionId: e.executionId, imageIds: e.imageIds }, principal, {
+          timeoutMs,
+        });
+        continue;
+      } catch (err) {
+        deps.logger?.warn({ err, executionId: e.executionId }, 'could not commit the images of a completed execution yet; retrying');
       }
-      if (Date.now() >= until) return undefined;
+      if (Date.now() + POLL_MS >= until || signal?.aborted) return undefined;
       await sleep(POLL_MS);
     }
   }

@@ -282,7 +282,7 @@ function doubles(opts: {
         return { committed: req.imageIds.length };
       },
     },
-    waits: { runningSettleMs: 300, commitWaitMs: 400 },
+    waits: { recoveryWaitMs: 800 },
   });
   return { calls, seen, list: (id: number) => listed.add(id) };
 }
@@ -390,13 +390,19 @@ describe('generationCalls', () => {
       d.list(9);
     }, 150);
     expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
-    expect(d.seen.commits).toHaveLength(1);
+    // Acknowledged again at each look that finds them missing, until they are listed.
+    expect(d.seen.commits.length).toBeGreaterThanOrEqual(1);
+    expect(d.seen.commits.every((c) => c.executionId === 'e1')).toBe(true);
   });
 
-  test('images still not listed after the wait: the call`s own error stands', async () => {
+  test('images of a completed execution not listed by the end of the call`s deadline: the call`s own error stands', async () => {
     const lost = lostError();
     const d = doubles({ call: () => Promise.reject(lost), outcomes: [completed], listed: [], commitFails: true });
-    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).rejects.toBe(lost);
+    const started = Date.now();
+    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal, { timeoutMs: 1500 })).rejects.toBe(lost);
+    // Past the recovery bound (800 ms here): a completed execution's images are waited for as long as the call lasts.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1300);
+    expect(d.seen.commits.length).toBeGreaterThan(1);
   });
 
   test('an execution that completes while it is read again (its last write landed late): answered', async () => {
@@ -406,6 +412,26 @@ describe('generationCalls', () => {
     expect(d.seen.lookups).toBe(3);
   });
 
+  test('no replica answers the look-up at first (the dead one restarting): read again until it answers, then answered', async () => {
+    const d = doubles({
+      call: () => Promise.reject(lostError()),
+      outcomes: [dependencyUnavailable(), dependencyUnavailable(), completed],
+      listed: [7, 9],
+    });
+    expect(await d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).toEqual(rebuilt);
+    expect(d.seen.lookups).toBe(3);
+  });
+
+  test('an execution that the reaper fails while it is read again: the call`s own error stands, nothing committed', async () => {
+    const running = execution({ status: 'running', progressPercent: 80 });
+    const failed = execution({ status: 'failed', error: 'Execution abandoned: the worker stopped' });
+    const lost = lostError();
+    const d = doubles({ call: () => Promise.reject(lost), outcomes: [running, running, failed], listed: [] });
+    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).rejects.toBe(lost);
+    expect(d.seen.lookups).toBe(3);
+    expect(d.seen.commits).toEqual([]);
+  });
+
   test('running, failed, unknown, or the lookup fails: the call`s own error (503 + Retry-After) stands', async () => {
     const running = execution({ status: 'running' });
     const failed = execution({ status: 'failed', error: 'Execution abandoned: the worker stopped' });
@@ -413,7 +439,8 @@ describe('generationCalls', () => {
       { outcomes: [running], lookups: (n) => n > 1 },
       { outcomes: [failed], lookups: (n) => n === 1 },
       { outcomes: [], lookups: (n) => n === 1 },
-      { outcomes: [dependencyUnavailable()], lookups: (n) => n === 1 },
+      // Read again until the bound (RECOVERY_WAIT_MS), then the error stands.
+      { outcomes: [dependencyUnavailable()], lookups: (n) => n > 1 },
       // A completed execution without recorded images (finished before they were kept): nothing to answer from.
       { outcomes: [execution({ imageIds: [] })], lookups: (n) => n === 1 },
     ];

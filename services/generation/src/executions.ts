@@ -138,14 +138,18 @@ export class ExecutionTracker {
    * at once when no try reached the server (the write certainly did not land), else once the row tells:
    * the caller is then told the work failed, and nothing of it is listed or billed. `imageIds` (the images the
    * caller is told of) and `requested` (how many it asked for; default: as many) are kept on the row, so a caller
-   * whose answer is lost can still be given it (GetExecution).
+   * whose answer is lost can still be given it (GetExecution). A write that may have landed is read back for as long
+   * as the caller waits (`signal`; at most OUTCOME_WAIT_MS without one): answering before the row tells would either
+   * bill a 503 or report images that were never completed.
    */
-  async complete(message: string, summary: string, imageIds: number[], requested?: number): Promise<void> {
+  async complete(message: string, summary: string, imageIds: number[], requested?: number, signal?: AbortSignal): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     const earlier = await this.remainingLines();
     let moved: boolean | undefined;
     let mayHaveLanded = false;
+    /** What each failed try answered (a code per try), for the log. */
+    const tries: string[] = [];
     try {
       moved = await retrying(
         () =>
@@ -165,10 +169,11 @@ export class ExecutionTracker {
         COMPLETE_RETRY_MS,
         (err) => {
           mayHaveLanded ||= !neverReachedServer(err);
+          tries.push(String((err as { code?: unknown }).code ?? (err as Error).message));
         },
       );
     } catch (err) {
-      this.logger.warn({ err, mayHaveLanded }, 'could not confirm the completed state yet');
+      this.logger.warn({ err, mayHaveLanded, tries }, 'could not confirm the completed state yet');
     }
     earlier.settle();
     if (moved) return;
@@ -180,7 +185,12 @@ export class ExecutionTracker {
     const status =
       moved === undefined && !mayHaveLanded
         ? 'running'
-        : await retrying(() => executionStatus(this.sql, this.tenantId, this.executionId), OUTCOME_WAIT_MS).catch((err) => {
+        : await retrying(
+            () => executionStatus(this.sql, this.tenantId, this.executionId),
+            signal ? Number.POSITIVE_INFINITY : OUTCOME_WAIT_MS,
+            undefined,
+            signal,
+          ).catch((err) => {
             this.logger.error({ err }, 'the outcome of the execution could not be read; answering 503');
             return undefined;
           });
@@ -244,11 +254,14 @@ export class ExecutionTracker {
 
 /** How long a log line waits for others to go out with it (or with the final write). */
 export const LOG_BATCH_MS = 50;
-/** How long complete() retries the final write while the caller waits. */
-export const COMPLETE_RETRY_MS = 3000;
+/**
+ * How long complete() retries the final write while the caller waits: a database that refuses connections for
+ * longer fails the request (503) within about this long (issue 35: in-flight requests answer within 2 s).
+ */
+export const COMPLETE_RETRY_MS = 1000;
 /** How long fail() holds the caller's error answer for the 'failed' write (the rest goes on in the background). */
 export const FAIL_WAIT_MS = 500;
-/** How long complete() waits to read the outcome of a final write whose answer was lost. */
+/** How long complete() waits to read the outcome of a final write whose answer was lost, when it has no caller's signal. */
 export const OUTCOME_WAIT_MS = 30_000;
 
 /** Background writes of failed states still retrying (drained on stop, see drainPendingFailures). */
@@ -266,8 +279,11 @@ export async function drainPendingFailures(ms: number): Promise<void> {
   abandonRetries = false;
 }
 
-/** Runs `fn` until it succeeds, backing off 100 ms -> 2 s, for at most `budgetMs` (the last error is thrown; `onError` sees each). */
-async function retrying<T>(fn: () => Promise<T>, budgetMs: number, onError?: (err: unknown) => void): Promise<T> {
+/**
+ * Runs `fn` until it succeeds, backing off 100 ms -> 2 s, for at most `budgetMs` or until `signal` aborts (the last
+ * error is thrown; `onError` sees each).
+ */
+async function retrying<T>(fn: () => Promise<T>, budgetMs: number, onError?: (err: unknown) => void, signal?: AbortSignal): Promise<T> {
   const until = Date.now() + budgetMs;
   let wait = 100;
   for (;;) {
@@ -275,7 +291,7 @@ async function retrying<T>(fn: () => Promise<T>, budgetMs: number, onError?: (er
       return await fn();
     } catch (err) {
       onError?.(err);
-      if (Date.now() + wait > until || abandonRetries) throw err;
+      if (Date.now() + wait > until || abandonRetries || signal?.aborted) throw err;
       if (isAppError(err) && err.status < 500) throw err;
       await new Promise((r) => setTimeout(r, wait));
       wait = Math.min(wait * 2, 2000);

@@ -51,6 +51,8 @@ export const TOOL_SOURCE_DEFAULT = 'tenant_api';
 
 /** Images a new session takes (SPEC: 1,000 per session). */
 const NEW_SESSION_ROOM = 1000;
+/** The longest pause between tries of the commit of a completed execution's images. */
+const COMMIT_RETRY_MAX_MS = 1000;
 
 export function requireTenant(p: Principal): string {
   if (!p.tenantId) throw unauthorized();
@@ -120,8 +122,11 @@ export class GenerationPipeline {
   /**
    * Completes the execution, then lists and bills its pending images. Fails instead when the caller went
    * away first (its process died or it cancelled): a caller that never got the answer is never charged.
-   * The commit call is an optimisation for read-your-writes: when it fails, the library's consumer of
-   * ExecutionFinished (which carries the same image ids) commits them moments later.
+   * The answer reports only images that are listed (issue 35): once 'completed' is written the images are the
+   * caller's and will be billed (the library's consumer of ExecutionFinished commits them if this call cannot), so
+   * the commit is retried until it lands, as long as the caller waits (its deadline or cancel): a 503 would be
+   * billed, and a 200 before the commit would hand out URLs that are not listed yet. Only a database that went
+   * away between the two writes makes the caller wait, for as long as it stays away.
    */
   async completeWithImages(
     exec: ExecutionTracker,
@@ -130,15 +135,21 @@ export class GenerationPipeline {
     signal?: AbortSignal,
   ): Promise<void> {
     if (signal?.aborted) throw dependencyUnavailable(1);
-    await exec.complete(done.message, done.summary, done.imageIds, done.requested);
-    try {
-      // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.
-      await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId, done.imageIds);
-    } catch (err) {
-      this.deps.logger.warn(
-        { err, executionId: exec.executionId },
-        'commit of pending images failed; the ExecutionFinished consumer will do it',
-      );
+    await exec.complete(done.message, done.summary, done.imageIds, done.requested, signal);
+    for (let wait = 100; ; wait = Math.min(wait * 2, COMMIT_RETRY_MAX_MS)) {
+      try {
+        // Exactly the images the caller is told of: a pending image whose store answer was lost is discarded.
+        await this.deps.collaborators.commitExecutionImages(principal, exec.tenantId, exec.executionId, done.imageIds);
+        return;
+      } catch (err) {
+        if (signal?.aborted) {
+          // The caller is gone: the ExecutionFinished consumer commits them (what that caller was told of).
+          this.deps.logger.warn({ err, executionId: exec.executionId }, 'commit of completed images failed and the caller went away');
+          throw dependencyUnavailable(1);
+        }
+        this.deps.logger.warn({ err, executionId: exec.executionId }, 'commit of completed images failed; retrying while the caller waits');
+        await new Promise((r) => setTimeout(r, wait));
+      }
     }
   }
 

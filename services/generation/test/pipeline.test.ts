@@ -37,6 +37,9 @@ class FakeWorld implements Collaborators {
   stored: StoreImageRequest[] = [];
   /** Executions whose pending images were committed (CommitExecutionImages). */
   committed: string[] = [];
+  /** The next this-many CommitExecutionImages calls fail with 503 (the library's database away). */
+  failCommits = 0;
+  commitCalls = 0;
   committedIds: number[] = [];
   images = new Map<number, { rec: ImageRecord; data: Buffer; tenantId: string }>();
   private seq = 0;
@@ -98,6 +101,11 @@ class FakeWorld implements Collaborators {
     return rec;
   }
   async commitExecutionImages(_p: Principal, _tenantId: string, executionId: string, imageIds: number[]) {
+    this.commitCalls++;
+    if (this.failCommits > 0) {
+      this.failCommits--;
+      throw new AppError(503, { error: 'Service temporarily unavailable' }, { 'retry-after': '2' });
+    }
     this.committed.push(executionId);
     this.committedIds.push(...imageIds);
   }
@@ -196,6 +204,7 @@ beforeEach(async () => {
   await fetch(`${sandbox.httpUrl}/_sandbox/mode`, { method: 'DELETE' });
   world.quotaAllowed = true;
   world.failStores = 0;
+  world.failCommits = 0;
 });
 
 const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
@@ -215,6 +224,31 @@ describe('generate', () => {
     expect(world.stored.at(-1)?.pending).toBe(true);
     expect(world.committed).toContain(res.executionId);
     expect(world.committedIds).toContain(res.images[0].recordId);
+  });
+
+  it('answers only once the images are committed: a commit that fails (the library`s database away) is retried while the caller waits', async () => {
+    const t = newTenant();
+    world.failCommits = 3;
+    const calls = world.commitCalls;
+    const res = await gen.pipeline.generate({ prompt: 'committed before answered', n: 1 }, principal(t, { sessionId: 'sess-retry' }));
+    expect(world.commitCalls - calls).toBe(4);
+    expect(world.committed.at(-1)).toBe(res.executionId);
+    expect(world.committedIds.at(-1)).toBe(res.images[0].recordId);
+  });
+
+  it('a caller that goes away while the commit is retried gets 503; the execution stays completed (its ExecutionFinished commits the images)', async () => {
+    const t = newTenant();
+    world.failCommits = 1_000_000;
+    const gone = new AbortController();
+    const calls = world.commitCalls;
+    const answer = gen.pipeline.generate({ prompt: 'left while committing', n: 1 }, principal(t, { sessionId: 'sess-left' }), gone.signal);
+    await waitFor(() => world.commitCalls - calls >= 2 || undefined);
+    gone.abort();
+    await expect(answer).rejects.toMatchObject({ status: 503 });
+    const [row] = await gen.deps.sql`SELECT status, image_ids FROM executions WHERE tenant_id = ${t} AND session_id = 'sess-left'`;
+    expect(row.status).toBe('completed');
+    expect(row.image_ids).toHaveLength(1);
+    world.failCommits = 0;
   });
 
   it('looks up a session the call names; a new one (no session given) costs no look-up and is stored with its image', async () => {
