@@ -14,7 +14,7 @@ import type { ImageRecord, LibraryServiceService } from '@imagegen/contracts/lib
 import type { Logger } from 'pino';
 import { durationFromEnv } from './env.js';
 import { AppError } from './errors.js';
-import { answerLost, type CallOptions, type Client, type Principal } from './grpc.js';
+import { answerLost, type CallOptions, type Client, type Principal, reachedNoReplica } from './grpc.js';
 
 /**
  * GenerateImages, EditImage and UploadForEditing as every caller that waits for their answer makes them (the
@@ -153,7 +153,9 @@ export function generationCalls(deps: {
     try {
       return await run({ ...req, executionId }, opts);
     } catch (err) {
-      if (!answerLost(err) || opts.signal?.aborted) throw err;
+      // A call that reached no replica started nothing: its 503 stands at once (a generation service that is down
+      // answers fast, ARCHITECTURE rule 8).
+      if (!answerLost(err) || reachedNoReplica(err) || opts.signal?.aborted) throw err;
       const recovered = await recover(executionId, principal, err as AppError, callEnds, opts.signal);
       if (!recovered) throw err;
       return answer(recovered);

@@ -182,7 +182,16 @@ export function answerLost(err: unknown): boolean {
  * replica could be reached at all ('No connection established': grpc-js has already made its attempts).
  */
 function droppedMidAnswer(err: unknown): boolean {
-  return answerLost(err) && !(transportStatuses.get(err as AppError)?.details ?? '').includes('No connection established');
+  return answerLost(err) && !reachedNoReplica(err);
+}
+
+/**
+ * True when a failed call never reached a replica: grpc-js found none it could connect to ('No connection
+ * established'), so no handler ran and nothing of the call can have happened.
+ */
+export function reachedNoReplica(err: unknown): boolean {
+  const t = err instanceof AppError ? transportStatuses.get(err) : undefined;
+  return t?.code === grpc.status.UNAVAILABLE && t.details.includes('No connection established');
 }
 
 // ---- replicas: per-call balancing, retries, connection lifetime ----

@@ -476,6 +476,20 @@ describe('generationCalls', () => {
     }
   });
 
+  test('a call that reached no replica (generation down): its 503 stands at once, nothing looked up', async () => {
+    const none = fromServiceError(
+      {
+        code: grpc.status.UNAVAILABLE,
+        details: 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:1',
+        metadata: new grpc.Metadata(),
+      } as grpc.ServiceError,
+      'r',
+    );
+    const d = doubles({ call: () => Promise.reject(none), outcomes: [completed], listed: [7, 9] });
+    await expect(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal)).rejects.toBe(none);
+    expect(d.seen.lookups).toBe(0);
+  });
+
   test('not a lost answer (an answered error, a deadline, a cancel of the caller): rethrown as is, nothing looked up', async () => {
     const answered = fromServiceError(toServiceError(dependencyUnavailable(), 'r') as grpc.ServiceError, 'r');
     const deadline = fromServiceError(
