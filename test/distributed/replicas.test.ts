@@ -140,7 +140,7 @@ function loadAcross(tenant: TestTenant, body: () => Record<string, unknown>, cli
       throw err;
     }
   };
-  return load(j, tenant, body, clients, send);
+  return load(j, tenant, body, { clients, send });
 }
 
 /** Reads every message of the journey's stream (the private nats-server) in stream order. */

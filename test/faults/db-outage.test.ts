@@ -10,7 +10,7 @@ import {
   waitFor,
 } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
-import { assertConsistent } from './support.js';
+import { assertConsistent, load } from './support.js';
 
 /**
  * PostgreSQL outage under load (issue 13, items 1-2 and 7): the distributed shape (one process per service)
@@ -26,15 +26,6 @@ import { assertConsistent } from './support.js';
 const OUTAGE_MS = 10_000;
 const CLIENTS = 4;
 const READY_CHECKED: ServiceName[] = ['gateway', 'library', 'generation', 'usage-metering', 'webhook-dispatcher', 'tenancy'];
-
-interface Sample {
-  start: number;
-  end: number;
-  status: number;
-  retryAfter: string | null;
-  images: { id: number; bytes: number }[];
-  error?: string;
-}
 
 let pg: PrivatePostgres;
 let nats: PrivateNats;
@@ -63,42 +54,13 @@ describe('PostgreSQL outage under generation load', () => {
     const warm = await j.api('/api/images', { key: t.liveKey, body: { prompt: 'warm up', n: 1 } });
     expect(warm.status, JSON.stringify(warm.body)).toBe(200);
 
-    const samples: Sample[] = [];
-    let running = true;
-    const request = async (n: number) => {
-      const start = Date.now();
-      try {
-        const res = await fetch(`${j.baseUrl}/api/images`, {
-          method: 'POST',
-          headers: { 'x-api-key': t.liveKey, 'content-type': 'application/json' },
-          body: JSON.stringify({ prompt: `outage load ${n}`, n: 1 }),
-          signal: AbortSignal.timeout(30_000),
-        });
-        const json = (await res.json().catch(() => undefined)) as { data?: { images: { record_id: number; size_bytes: number }[] } };
-        const images = res.status === 200 ? (json.data?.images ?? []).map((i) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
-        samples.push({ start, end: Date.now(), status: res.status, retryAfter: res.headers.get('retry-after'), images });
-      } catch (err) {
-        samples.push({ start, end: Date.now(), status: 0, retryAfter: null, images: [], error: (err as Error).message });
-        await sleep(100);
-      }
-    };
     // Each client sends its next request when the last one is answered, or, while PostgreSQL is stopped, after
     // 1 s if it is not: a request in flight at the stop may rightly wait for the outcome of its final write (see
     // complete() in services/generation/src/executions.ts), and must not keep its client from sending during the
     // outage.
     let outage = false;
-    const inFlight = new Set<Promise<void>>();
-    const client = async (n: number) => {
-      while (running) {
-        const r = request(n).finally(() => inFlight.delete(r));
-        inFlight.add(r);
-        for (;;) {
-          const answered = await Promise.race([r.then(() => true), sleep(1000).then(() => false)]);
-          if (answered || outage || !running) break;
-        }
-      }
-    };
-    const clients = Array.from({ length: CLIENTS }, (_, i) => client(i));
+    const l = load(j, t, () => ({ prompt: 'outage load', n: 1 }), { clients: CLIENTS, overlap: () => outage, timeoutMs: 30_000 });
+    const samples = l.answers;
 
     const readiness: { service: ServiceName; at: number; status: number }[] = [];
     let probing = false;
@@ -142,9 +104,7 @@ describe('PostgreSQL outage under generation load', () => {
       50,
     ).catch(() => undefined);
     await sleep(2000);
-    running = false;
-    await Promise.all(clients);
-    await Promise.all([...inFlight]);
+    await l.stop();
 
     // ---- figures ----
     const inOutage = samples.filter((s) => s.start >= down && s.start < up);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Sql } from '@imagegen/platform';
 import { expect } from 'vitest';
 import { ALL_SERVICES, type Journey, type ServiceName, sleep, waitFor } from '../distributed/harness.js';
@@ -15,6 +16,9 @@ export interface Answer {
   images: { id: number; bytes: number }[];
   retryAfter?: string | null;
   error?: string;
+  /** With LoadOptions.keyed: the request's Idempotency-Key and the body it sent. */
+  idempotencyKey?: string;
+  body?: string;
 }
 
 /** Short reaper timers so a fault test sees in seconds what production does within a minute. */
@@ -29,48 +33,88 @@ export const FAULT_TIMERS = {
 /** Sends one generation request (the default: to the journey's gateway). */
 export type Send = (path: string, init: RequestInit) => Promise<Response>;
 
+export interface LoadOptions {
+  /** Concurrent clients (default 3). */
+  clients?: number;
+  /** How each request is sent (default: to the journey's gateway); lets a test spread them over several gateways. */
+  send?: Send;
+  /**
+   * While this answers true, a client that has waited 1 s for an answer sends its next request anyway (the one in
+   * flight goes on): requests keep arriving during an outage while earlier ones wait for its end.
+   */
+  overlap?: () => boolean;
+  /** Each request under an Idempotency-Key of its own, kept on its answer with the body sent (to replay it). */
+  keyed?: boolean;
+  /** The client's own timeout per request (default 60 s). */
+  timeoutMs?: number;
+}
+
 /**
- * `clients` loops of POST /api/images for `tenant` until stop() is called; `send` lets a test spread them
- * over several gateways. Each answer is kept with the images a 200 reported; a failed one is followed by a
- * short back-off, as a client honouring Retry-After would (tests need less than its seconds).
+ * Generation clients: loops of POST /api/images for `tenant` until stop() is called. Each answer is kept with the
+ * images a 200 reported; a failed one is followed by a short back-off, as a client honouring Retry-After would
+ * (tests need less than its seconds). stop() waits for every request in flight.
  */
-export function load(j: Journey, tenant: TestTenant, body: () => Record<string, unknown>, clients = 3, send?: Send) {
-  const post: Send = send ?? ((path, init) => fetch(`${j.baseUrl}${path}`, init));
+export function load(j: Journey, tenant: TestTenant, body: () => Record<string, unknown>, opts: LoadOptions = {}) {
+  const post: Send = opts.send ?? ((path, init) => fetch(`${j.baseUrl}${path}`, init));
   const answers: Answer[] = [];
+  const inFlight = new Set<Promise<void>>();
   let running = true;
+  const request = async () => {
+    const start = Date.now();
+    const sent = JSON.stringify(body());
+    const idempotencyKey = opts.keyed ? `load-${randomUUID()}` : undefined;
+    const keyed = idempotencyKey ? { idempotencyKey, body: sent } : {};
+    try {
+      const res = await post('/api/images', {
+        method: 'POST',
+        headers: {
+          'x-api-key': tenant.liveKey,
+          'content-type': 'application/json',
+          ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+        },
+        body: sent,
+        signal: AbortSignal.timeout(opts.timeoutMs ?? 60_000),
+      });
+      const json = (await res.json().catch(() => undefined)) as any;
+      const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
+      answers.push({
+        ...keyed,
+        start,
+        end: Date.now(),
+        status: res.status,
+        images,
+        retryAfter: res.headers.get('retry-after'),
+        ...(res.status === 200 ? {} : { error: JSON.stringify(json) }),
+      });
+      if (res.status !== 200) await sleep(100);
+    } catch (err) {
+      answers.push({ ...keyed, start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
+      await sleep(100);
+    }
+  };
   const loop = async () => {
     while (running) {
-      const start = Date.now();
-      try {
-        const res = await post('/api/images', {
-          method: 'POST',
-          headers: { 'x-api-key': tenant.liveKey, 'content-type': 'application/json' },
-          body: JSON.stringify(body()),
-          signal: AbortSignal.timeout(60_000),
-        });
-        const json = (await res.json().catch(() => undefined)) as any;
-        const images = res.status === 200 ? json.data.images.map((i: any) => ({ id: i.record_id, bytes: i.size_bytes })) : [];
-        answers.push({
-          start,
-          end: Date.now(),
-          status: res.status,
-          images,
-          retryAfter: res.headers.get('retry-after'),
-          ...(res.status === 200 ? {} : { error: JSON.stringify(json) }),
-        });
-        if (res.status !== 200) await sleep(100);
-      } catch (err) {
-        answers.push({ start, end: Date.now(), status: 0, images: [], error: (err as Error).message });
-        await sleep(100);
+      const r = request().finally(() => inFlight.delete(r));
+      inFlight.add(r);
+      if (!opts.overlap) {
+        await r;
+        continue;
+      }
+      for (;;) {
+        const answered = await Promise.race([r.then(() => true), sleep(1000).then(() => false)]);
+        if (answered || opts.overlap() || !running) break;
       }
     }
   };
-  const loops = Array.from({ length: clients }, loop);
+  const loops = Array.from({ length: opts.clients ?? 3 }, loop);
   return {
     answers,
+    /** When the first 200 of a request started at or after `since` came (undefined: none yet). */
+    okSince: (since: number) => answers.find((a) => a.start >= since && a.status === 200)?.end,
     async stop() {
       running = false;
       await Promise.all(loops);
+      await Promise.all([...inFlight]);
       return answers;
     },
   };

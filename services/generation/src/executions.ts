@@ -201,7 +201,9 @@ export class ExecutionTracker {
     } else {
       this.finished = false;
       this.pending = earlier.lines; // they go out with the failed state instead
-      await this.fail(unavailable);
+      // The database has just failed every try: the answer does not wait for this write too (it goes on in the
+      // background).
+      await this.fail(unavailable, 0);
     }
     throw unavailable;
   }
@@ -209,9 +211,10 @@ export class ExecutionTracker {
   /**
    * Writes the final 'failed' state. The first try is made at once; when the database is away the call
    * does not wait: the write is retried in the background until it lands (and if this process dies first,
-   * the orphan reaper of any replica marks the execution failed from its missed heartbeats).
+   * the orphan reaper of any replica marks the execution failed from its missed heartbeats). The caller's answer
+   * waits for the write at most `waitMs`.
    */
-  async fail(err: unknown): Promise<void> {
+  async fail(err: unknown, waitMs = FAIL_WAIT_MS): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     const text = isAppError(err) ? err.body.error : 'Internal error';
@@ -248,7 +251,7 @@ export class ExecutionTracker {
     pendingFailures.add(landed);
     // The caller's error answer does not wait for a database that is away (each try can take the 2 s
     // connect timeout): it waits at most FAIL_WAIT_MS, which a reachable database meets.
-    await Promise.race([landed, new Promise((r) => setTimeout(r, FAIL_WAIT_MS))]);
+    if (waitMs > 0) await Promise.race([landed, new Promise((r) => setTimeout(r, waitMs))]);
   }
 }
 
@@ -258,7 +261,7 @@ export const LOG_BATCH_MS = 50;
  * How long complete() retries the final write while the caller waits: a database that refuses connections for
  * longer fails the request (503) within about this long (issue 35: in-flight requests answer within 2 s).
  */
-export const COMPLETE_RETRY_MS = 1000;
+export const COMPLETE_RETRY_MS = 500;
 /** How long fail() holds the caller's error answer for the 'failed' write (the rest goes on in the background). */
 export const FAIL_WAIT_MS = 500;
 /** How long complete() waits to read the outcome of a final write whose answer was lost, when it has no caller's signal. */
