@@ -107,6 +107,16 @@ describe('POST /api/images', () => {
       expect(r.status).toBe(400);
     });
 
+    it('null where the document forbids it is a 400, as in the document (issue 36: character_ids: null was accepted)', async () => {
+      expect(await invalid({ prompt: 'p', character_ids: null })).toEqual(['character_ids must be an array']);
+      expect(await invalid({ prompt: 'p', negative_prompt: null, n: null })).toEqual([
+        'negative_prompt must be a string',
+        'n must be an integer',
+      ]);
+      const e = await s.api('/api/edit-image', { key: t.liveKey, body: { image_id: null, prompt: 'p' } });
+      expect(e.status).toBe(400);
+    });
+
     it('integers beyond the wire ranges are a 400 (or an unknown id), never a 500', async () => {
       // n and output_compression travel as int32, ids as int64 read back as safe integers.
       expect(await invalid({ prompt: 'p', n: 4294967297 })).toEqual(['n must be between 1 and 4']);

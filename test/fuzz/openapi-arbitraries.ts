@@ -87,6 +87,7 @@ export const EXTRA_OPERATIONS: Operation[] = [
   ['GET', '/'],
   ['GET', '/.well-known/oauth-authorization-server'],
   ['GET', '/.well-known/oauth-protected-resource'],
+  ['GET', '/oauth/.well-known/openid-configuration'],
   ['GET', '/oauth/authorize'],
   ['POST', '/oauth/token'],
   ['POST', '/mcp'],

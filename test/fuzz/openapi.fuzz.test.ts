@@ -151,10 +151,66 @@ interface Violation {
   text: string;
 }
 
+/** What the document declares of each operation's answers: their statuses, and the schema of each. */
+let declared = new Map<string, Map<string, any>>();
+
+function declaredAnswers(doc: { paths: Record<string, Record<string, any>> }): Map<string, Map<string, any>> {
+  const out = new Map<string, Map<string, any>>();
+  const resolve = (r: any): any =>
+    r?.$ref
+      ? resolve(
+          r.$ref
+            .split('/')
+            .slice(1)
+            .reduce((o: any, k: string) => o?.[k], doc),
+        )
+      : r;
+  for (const [template, methods] of Object.entries(doc.paths)) {
+    for (const [m, op] of Object.entries(methods)) {
+      if (!op?.responses) continue;
+      const answers = new Map<string, any>();
+      for (const [status, r] of Object.entries(op.responses)) answers.set(status, resolve(r));
+      out.set(`${m.toUpperCase()} ${template}`, answers);
+    }
+  }
+  return out;
+}
+
+/**
+ * Issue 36 item 8: every answer is one the document declares for its operation (its status, or its range, or
+ * `default`), and an error body of a proxied OAuth or MCP endpoint has the declared form: an OAuth `error` from the
+ * declared enum, a JSON-RPC error where the document says JSON-RPC.
+ */
+function undeclared(req: FuzzRequest, a: Answer): string | undefined {
+  const answers = declared.get(`${req.method} ${req.op.template}`);
+  if (!answers) return undefined;
+  const r = answers.get(String(a.status)) ?? answers.get(`${String(a.status)[0]}XX`) ?? answers.get('default');
+  if (!r) return `status ${a.status} not declared`;
+  const schema = r.content?.['application/json']?.schema;
+  if (a.status < 400 || !schema || !a.type.startsWith('application/json')) return undefined;
+  let body: any;
+  try {
+    body = JSON.parse(a.text);
+  } catch {
+    return 'body not JSON';
+  }
+  // One of the declared forms (a JSON-RPC error, an OAuth error from its enum, or the envelope) must fit.
+  const fits = (form: any): boolean => {
+    if (form.properties?.jsonrpc) return body?.jsonrpc === '2.0' && typeof body?.error?.code === 'number';
+    const codes = form.properties?.error?.enum as string[] | undefined;
+    return codes ? codes.includes(body?.error) : typeof body?.error === 'string';
+  };
+  const forms: any[] = schema.oneOf ?? [schema];
+  if (!forms.some(fits)) return `body fits none of the declared forms (error ${JSON.stringify(body?.error)})`;
+  return undefined;
+}
+
 function check(req: FuzzRequest, a: Answer, phase: 'hostile' | 'valid'): Violation[] {
   const out: Violation[] = [];
   const v = (kind: string) => out.push({ kind, req, status: a.status, text: a.text.slice(0, 300) });
   if (a.status >= 500) v('5xx');
+  const off = undeclared(req, a);
+  if (off) v(`outside the document: ${off}`);
   if (phase === 'hostile' && a.status < 400) v('hostile request accepted');
   if (a.status >= 400 && LEAK.test(a.text)) v('internals in an error body');
   if (a.status >= 400 && req.path.length > 24 && a.text.includes(req.path.split('?')[0] as string)) v('URL echoed');
@@ -205,6 +261,7 @@ beforeAll(async () => {
 
   const doc = (await api('GET', '/docs/json')).body;
   ops = operationsOf(doc);
+  declared = declaredAnswers(doc);
 }, 120_000);
 
 afterAll(async () => {

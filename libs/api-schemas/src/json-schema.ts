@@ -14,10 +14,11 @@ export function jsonSchema(schema: z.ZodTypeAny): Record<string, unknown> {
 type Json = Record<string, unknown>;
 
 /**
- * The JSON types of a body schema and nothing else: every field optional and nullable (null counts as absent),
- * no bounds, enums or formats, except that ids keep their wire bounds (+-2^53-1: a larger number cannot be
- * encoded). Routes whose rules are checked by a service (which lists every problem at once, with the SPEC's
- * texts) validate with this; the document shows the full schema.
+ * The JSON types of a body schema and nothing else: every field optional, null only where the schema allows it
+ * (there it counts as absent; elsewhere it is refused, as the document says), no bounds, enums or formats, except
+ * that ids keep their wire bounds (+-2^53-1: a larger number cannot be encoded). Routes whose rules are checked by
+ * a service (which lists every problem at once, with the SPEC's texts) validate with this; the document shows the
+ * full schema.
  */
 export function typesOnly(schema: z.ZodTypeAny): Json {
   const full = jsonSchema(schema);
@@ -27,7 +28,8 @@ export function typesOnly(schema: z.ZodTypeAny): Json {
     const types = Array.isArray(type) ? type : [type];
     const nonNull = types.filter((t) => t !== 'null');
     // `nullable` (not a type list) keeps ajv's type errors as the SPEC words them: 'x must be a string'.
-    const out: Json = { type: nonNull.length === 1 ? nonNull[0] : nonNull, nullable: true };
+    const out: Json = { type: nonNull.length === 1 ? nonNull[0] : nonNull };
+    if (types.includes('null') || (Array.isArray(p.anyOf) && (p.anyOf as Json[]).some((m) => m.type === 'null'))) out.nullable = true;
     if (p.description) out.description = p.description;
     if (types.includes('integer') && p.maximum === Number.MAX_SAFE_INTEGER)
       Object.assign(out, { minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });

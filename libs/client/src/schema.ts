@@ -6712,6 +6712,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused by the gateway before it reaches the service: a malformed query or body ({error, details}) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
+                    };
+                };
+            };
         };
     };
     getAuthorizationServerMetadata: {
@@ -6731,6 +6747,22 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused by the gateway before it reaches the service: a malformed query or body ({error, details}) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
                     };
                 };
             };
@@ -6761,7 +6793,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request (an OAuth error), or refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6769,9 +6801,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "login_required";
+                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "unsupported_response_mode" | "access_denied" | "server_error" | "temporarily_unavailable" | "login_required" | "consent_required" | "interaction_required" | "invalid_target" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_request_object" | "invalid_request_uri" | "request_not_supported" | "request_uri_not_supported" | "registration_not_supported" | "invalid_token";
                         error_description?: string;
                         login_url?: string;
+                    } | {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
                     };
                 };
             };
@@ -6783,7 +6822,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "login_required";
+                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "unsupported_response_mode" | "access_denied" | "server_error" | "temporarily_unavailable" | "login_required" | "consent_required" | "interaction_required" | "invalid_target" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_request_object" | "invalid_request_uri" | "request_not_supported" | "request_uri_not_supported" | "registration_not_supported" | "invalid_token";
                         error_description?: string;
                         login_url?: string;
                     };
@@ -6830,7 +6869,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description OAuth error */
+            /** @description An OAuth error, or refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6838,9 +6877,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "login_required";
+                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "unsupported_response_mode" | "access_denied" | "server_error" | "temporarily_unavailable" | "login_required" | "consent_required" | "interaction_required" | "invalid_target" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_request_object" | "invalid_request_uri" | "request_not_supported" | "request_uri_not_supported" | "registration_not_supported" | "invalid_token";
                         error_description?: string;
                         login_url?: string;
+                    } | {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
                     };
                 };
             };
@@ -6852,7 +6898,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "login_required";
+                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "unsupported_response_mode" | "access_denied" | "server_error" | "temporarily_unavailable" | "login_required" | "consent_required" | "interaction_required" | "invalid_target" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_request_object" | "invalid_request_uri" | "request_not_supported" | "request_uri_not_supported" | "registration_not_supported" | "invalid_token";
                         error_description?: string;
                         login_url?: string;
                     };
@@ -6892,7 +6938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid client metadata */
+            /** @description Invalid client metadata (an OAuth error), or refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6900,9 +6946,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "login_required";
+                        error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "invalid_scope" | "unauthorized_client" | "unsupported_response_type" | "unsupported_response_mode" | "access_denied" | "server_error" | "temporarily_unavailable" | "login_required" | "consent_required" | "interaction_required" | "invalid_target" | "invalid_redirect_uri" | "invalid_client_metadata" | "invalid_request_object" | "invalid_request_uri" | "request_not_supported" | "request_uri_not_supported" | "registration_not_supported" | "invalid_token";
                         error_description?: string;
                         login_url?: string;
+                    } | {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
                     };
                 };
             };
@@ -6958,6 +7011,36 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Not JSON-RPC: a body that is not JSON (-32700) or not a JSON-RPC request (-32600), or refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        error: {
+                            /**
+                             * @example -32700
+                             * @example -32600
+                             * @example -32000
+                             */
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                        id: string | number | null;
+                    } | {
+                        error: string;
+                        details?: unknown[] | {
+                            [key: string]: unknown;
+                        };
+                        code?: string;
+                        requestId?: string;
+                    };
+                };
+            };
             /** @description No valid credential (WWW-Authenticate names the protected resource metadata) */
             401: {
                 headers: {
@@ -6997,12 +7080,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        error: string;
-                        details?: unknown[] | {
-                            [key: string]: unknown;
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        error: {
+                            /**
+                             * @example -32700
+                             * @example -32600
+                             * @example -32000
+                             */
+                            code: number;
+                            message: string;
+                            data?: unknown;
                         };
-                        code?: string;
-                        requestId?: string;
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description Body larger than the MCP server accepts */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        error: {
+                            /**
+                             * @example -32700
+                             * @example -32600
+                             * @example -32000
+                             */
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        error: {
+                            /**
+                             * @example -32700
+                             * @example -32600
+                             * @example -32000
+                             */
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                        id: string | number | null;
                     };
                 };
             };

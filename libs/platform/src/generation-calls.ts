@@ -28,10 +28,11 @@ import { answerLost, type CallOptions, type Client, type Principal, reachedNoRep
  *   ExecutionFinished consumer does too) until every image is listed, for as long as the call may last;
  * - failed, or unknown (the call never created it): the call's own error stands (503 + Retry-After), and by the
  *   billing rule nothing is billed;
- * - running (the replica died mid-work), or not readable (no generation replica answers yet: the one that died is
- *   restarting): read again until it is decided, for at most RECOVERY_WAIT_MS, which covers the liveness reaper
- *   (a dead replica's running executions are failed once its heartbeat is EXECUTION_DEAD_AFTER_MS old, checked
- *   every EXECUTION_REAPER_MS). Past it, the error stands.
+ * - not readable (no generation replica answers yet: the one that died is restarting): read again for as long as
+ *   the call may last, since only a replica can tell whether it completed;
+ * - running (the replica died mid-work): read again until it is decided, for at most RECOVERY_WAIT_MS, which covers
+ *   the liveness reaper (a dead replica's running executions are failed once its heartbeat is
+ *   EXECUTION_DEAD_AFTER_MS old, checked every EXECUTION_REAPER_MS). Past it, the error stands.
  */
 export interface GenerationCalls {
   generateImages(req: GenerateImagesRequest, principal: Principal, opts?: CallOptions): Promise<GenerateImagesResponse>;
@@ -40,8 +41,8 @@ export interface GenerationCalls {
 }
 
 /**
- * How long a lost answer's execution is read again while it is running or cannot be read, before the call's error
- * stands (GENERATION_RECOVERY_WAIT_MS): by default the liveness reaper's longest time to fail a dead replica's
+ * How long a lost answer's execution is read again while it is running, before the call's error stands
+ * (GENERATION_RECOVERY_WAIT_MS): by default the liveness reaper's longest time to fail a dead replica's
  * executions (EXECUTION_DEAD_AFTER_MS + 2 x EXECUTION_REAPER_MS, the same settings generation reads) and 5 s more.
  */
 export const RECOVERY_WAIT_MS = durationFromEnv(
@@ -170,7 +171,7 @@ export function generationCalls(deps: {
     signal?: AbortSignal,
   ): Promise<Completed | undefined> {
     const log = deps.logger?.child({ executionId, requestId: principal.requestId });
-    const e = await outcome(executionId, principal, Math.min(callEnds, Date.now() + recoveryWaitMs));
+    const e = await outcome(executionId, principal, callEnds, signal);
     if (e === 'unreadable' || e?.status !== 'completed' || e.imageIds.length === 0) {
       const status = e === 'unreadable' ? 'unreadable' : (e?.status ?? 'none');
       log?.warn({ status, error: lost.body.error }, 'generation answer lost; the execution did not complete');
@@ -189,22 +190,31 @@ export function generationCalls(deps: {
   }
 
   /**
-   * The execution once decided (completed or failed; undefined: the call never created it), read until `until` while
-   * it is running or no replica can answer; 'running' or 'unreadable' when `until` came first.
+   * The execution once decided (completed or failed; undefined: the call never created it). While no replica can
+   * read it (the dead one restarting, its database away) it is read again until `callEnds`: it may have completed,
+   * and only a replica can tell. Once readable and running, it is read again for RECOVERY_WAIT_MS (the reaper's
+   * time to fail a dead replica's executions). Answers 'running' or 'unreadable' when its bound came first.
    */
-  async function outcome(executionId: string, principal: Principal, until: number): Promise<Execution | undefined | 'unreadable'> {
+  async function outcome(
+    executionId: string,
+    principal: Principal,
+    callEnds: number,
+    signal?: AbortSignal,
+  ): Promise<Execution | undefined | 'unreadable'> {
     let last: Execution | 'unreadable' = 'unreadable';
+    let until = callEnds;
     for (;;) {
       try {
         last = await deps.generation.getExecution({ executionId, includeLogs: false }, principal, {
           timeoutMs: Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now())),
         });
         if (last.status !== 'running') return last;
+        if (until === callEnds) until = Math.min(callEnds, Date.now() + recoveryWaitMs);
       } catch (err) {
         if (err instanceof AppError && err.status === 404) return undefined;
         // Any other failure is the look-up's, not the execution's (the replica restarting, its database away).
       }
-      if (Date.now() + POLL_MS >= until) return last;
+      if (Date.now() + POLL_MS >= until || signal?.aborted) return last;
       await sleep(POLL_MS);
     }
   }

@@ -412,6 +412,33 @@ describe('generationCalls', () => {
     expect(d.seen.lookups).toBe(3);
   });
 
+  test('no replica answers the look-up past the recovery bound (the dead one restarting slowly): still read, then answered', async () => {
+    let calls = 0;
+    const d = doubles({ call: () => Promise.reject(lostError()), outcomes: [completed], listed: [7, 9] });
+    const slow = generationCalls({
+      generation: {
+        generateImages: () => Promise.reject(lostError()),
+        editImage: () => Promise.reject(lostError()),
+        uploadForEditing: () => Promise.reject(lostError()),
+        // Unreadable for 1.2 s, longer than the 800 ms recovery bound: a completed execution must still be found.
+        getExecution: async () => {
+          calls++;
+          if (Date.now() - started < 1200) throw dependencyUnavailable();
+          return completed;
+        },
+      },
+      library: {
+        resolveImages: async () => ({ images: [record(7), record(9)], missingIds: [] }),
+        commitExecutionImages: async () => ({ committed: 0 }),
+      },
+      waits: { recoveryWaitMs: 800 },
+    });
+    const started = Date.now();
+    expect(await slow.generateImages({ prompt: 'a', executionId: 'e1' }, principal, { timeoutMs: 5000 })).toEqual(rebuilt);
+    expect(calls).toBeGreaterThan(1);
+    expect(d.seen.lookups).toBe(0);
+  });
+
   test('no replica answers the look-up at first (the dead one restarting): read again until it answers, then answered', async () => {
     const d = doubles({
       call: () => Promise.reject(lostError()),
@@ -439,7 +466,7 @@ describe('generationCalls', () => {
       { outcomes: [running], lookups: (n) => n > 1 },
       { outcomes: [failed], lookups: (n) => n === 1 },
       { outcomes: [], lookups: (n) => n === 1 },
-      // Read again until the bound (RECOVERY_WAIT_MS), then the error stands.
+      // Not readable: read again until the call's deadline, then the error stands.
       { outcomes: [dependencyUnavailable()], lookups: (n) => n > 1 },
       // A completed execution without recorded images (finished before they were kept): nothing to answer from.
       { outcomes: [execution({ imageIds: [] })], lookups: (n) => n === 1 },
@@ -447,7 +474,8 @@ describe('generationCalls', () => {
     for (const c of cases) {
       const lost = lostError();
       const d = doubles({ call: () => Promise.reject(lost), outcomes: c.outcomes, listed: [7, 9] });
-      const err = await failure(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal));
+      // A look-up that keeps failing is read again for as long as the call may last (here 1 s).
+      const err = await failure(d.calls.generateImages({ prompt: 'a', executionId: 'e1' }, principal, { timeoutMs: 1000 }));
       expect(err).toBe(lost);
       expect(err.status).toBe(503);
       expect(err.headers['retry-after']).toBeTruthy();
@@ -467,7 +495,9 @@ describe('generationCalls', () => {
     for (const outcomes of cases) {
       const lost = lostError();
       const d = doubles({ call: () => Promise.reject(lost), outcomes, listed: [12] });
-      const err = await failure(d.calls.uploadForEditing({ imageUrl: 'http://x/p.png', executionId: 'e1' }, principal));
+      const err = await failure(
+        d.calls.uploadForEditing({ imageUrl: 'http://x/p.png', executionId: 'e1' }, principal, { timeoutMs: 1000 }),
+      );
       expect(err, JSON.stringify(outcomes)).toBe(lost);
       expect(err.status).toBe(503);
       expect(err.headers['retry-after']).toBeTruthy();

@@ -260,6 +260,10 @@ const REQUEST_EXAMPLES: Record<string, Json> = {
 
 const toFastifyUrl = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
+/** What the gateway answers itself, before proxying, to a request it refuses (the spec's envelope). */
+const REFUSED = 'Refused by the gateway before it reaches the service: a malformed query or body ({error, details})';
+const REFUSED_LC = 'refused by the gateway before it reaches the service (a malformed query or body: {error, details})';
+
 /** Operations OpenAPI can describe only in outline: OAuth 2.1 (served by oidc-provider) and MCP (JSON-RPC). */
 function outlinePaths(): Record<string, Json> {
   const json = (schema: Json, description: string) => ({ description, content: { 'application/json': { schema } } });
@@ -269,6 +273,8 @@ function outlinePaths(): Record<string, Json> {
     properties: {
       error: {
         type: 'string',
+        // SPEC 5's five codes, then those of RFC 6749, RFC 7591 (registration), RFC 8707 (resource indicators)
+        // and OpenID Connect that oidc-provider answers with the features enabled here.
         enum: [
           'invalid_request',
           'invalid_client',
@@ -277,7 +283,22 @@ function outlinePaths(): Record<string, Json> {
           'invalid_scope',
           'unauthorized_client',
           'unsupported_response_type',
+          'unsupported_response_mode',
+          'access_denied',
+          'server_error',
+          'temporarily_unavailable',
           'login_required',
+          'consent_required',
+          'interaction_required',
+          'invalid_target',
+          'invalid_redirect_uri',
+          'invalid_client_metadata',
+          'invalid_request_object',
+          'invalid_request_uri',
+          'request_not_supported',
+          'request_uri_not_supported',
+          'registration_not_supported',
+          'invalid_token',
         ],
       },
       error_description: { type: 'string' },
@@ -285,6 +306,20 @@ function outlinePaths(): Record<string, Json> {
     },
   };
   const meta = { type: 'object', additionalProperties: true };
+  // What the MCP transport answers to a request it cannot take as JSON-RPC (HTTP status and a JSON-RPC error).
+  const jsonRpcError = {
+    type: 'object',
+    required: ['jsonrpc', 'error', 'id'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: { code: { type: 'integer', examples: [-32700, -32600, -32000] }, message: { type: 'string' }, data: {} },
+      },
+      id: { type: ['string', 'integer', 'null'] },
+    },
+  };
   const tags = ['OAuth'];
   return {
     '/.well-known/oauth-protected-resource': {
@@ -293,7 +328,7 @@ function outlinePaths(): Record<string, Json> {
         tags,
         summary: 'RFC 9728 protected resource metadata (scopes, authorization server)',
         security: [],
-        responses: { 200: json(meta, 'Metadata') },
+        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, REFUSED) },
       },
     },
     '/oauth/.well-known/openid-configuration': {
@@ -302,7 +337,7 @@ function outlinePaths(): Record<string, Json> {
         tags,
         summary: 'Authorization server metadata: endpoints, grants, scopes',
         security: [],
-        responses: { 200: json(meta, 'Metadata') },
+        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, REFUSED) },
       },
     },
     '/oauth/authorize': {
@@ -323,7 +358,7 @@ function outlinePaths(): Record<string, Json> {
         ].map(([name, required, schema]) => ({ name, in: 'query', required, schema })),
         responses: {
           303: { description: 'Redirect to redirect_uri with code and state, or (browsers without a session) to the sign-in page' },
-          400: json(oauthError, 'Invalid request'),
+          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid request (an OAuth error), or ${REFUSED_LC}`),
           401: json(oauthError, 'No session (non-HTML clients): login_required with login_url'),
         },
       },
@@ -368,7 +403,7 @@ function outlinePaths(): Record<string, Json> {
             },
             'Tokens',
           ),
-          400: json(oauthError, 'OAuth error'),
+          400: json({ oneOf: [oauthError, errorSchema] }, `An OAuth error, or ${REFUSED_LC}`),
           401: json(oauthError, 'invalid_client'),
           429: { $ref: '#/components/responses/Error429' },
         },
@@ -397,7 +432,10 @@ function outlinePaths(): Record<string, Json> {
             },
           },
         },
-        responses: { 201: json(meta, 'The registered client (client_id, ...)'), 400: json(oauthError, 'Invalid client metadata') },
+        responses: {
+          201: json(meta, 'The registered client (client_id, ...)'),
+          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid client metadata (an OAuth error), or ${REFUSED_LC}`),
+        },
       },
     },
     '/mcp': {
@@ -435,7 +473,13 @@ function outlinePaths(): Record<string, Json> {
           202: { description: 'Accepted (a notification or response from the client)' },
           401: { description: 'No valid credential (WWW-Authenticate names the protected resource metadata)', content: errorContent() },
           403: { description: 'OAuth token without the scope a tool needs (insufficient_scope)', content: errorContent() },
-          406: { description: 'Accept must include application/json and text/event-stream', content: errorContent() },
+          400: json(
+            { oneOf: [jsonRpcError, errorSchema] },
+            `Not JSON-RPC: a body that is not JSON (-32700) or not a JSON-RPC request (-32600), or ${REFUSED_LC}`,
+          ),
+          406: json(jsonRpcError, 'Accept must include application/json and text/event-stream'),
+          413: json(jsonRpcError, 'Body larger than the MCP server accepts'),
+          415: json(jsonRpcError, 'Content-Type must be application/json'),
           429: { $ref: '#/components/responses/Error429' },
         },
       },
