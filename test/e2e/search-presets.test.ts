@@ -149,6 +149,12 @@ describe('search presets', () => {
     expect(p2.status).toBe(200);
     expect(p2.body.data.map((i: { id: number }) => i.id)).toEqual([bySize[1]]);
     expect(p2.body.pagination.nextCursor).toBeNull();
+    // A cursor of 201-2,000 characters is judged by the service, as over MCP (run_search_preset): not refused by a
+    // tighter REST limit (issue 36: REST capped it at 200, MCP at 2,000); over 2,000 is refused by both.
+    const long = await s.api(`${path}?cursor=${'A'.repeat(500)}`, { key: tenant.liveKey });
+    expect(long.body).toEqual({ error: 'Invalid request payload', details: ['cursor is invalid'] });
+    const tooLong = await s.api(`${path}?cursor=${'A'.repeat(2001)}`, { key: tenant.liveKey });
+    expect(tooLong.status).toBe(400);
     // A changed cursor, another tenant's, one of another sort, or a cursor with offset: 400 with details.
     const cursor = p1.body.pagination.nextCursor as string;
     const changed = `${cursor.slice(0, -2)}${cursor.endsWith('A') ? 'B' : 'A'}${cursor.slice(-1)}`;

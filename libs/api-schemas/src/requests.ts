@@ -352,6 +352,17 @@ export function snakeCased<T extends z.ZodRawShape>(shape: T): { [K in keyof T &
   return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) as never;
 }
 
+/** GET /api/search-presets/:id/images and run_search_preset (which adds id): one cursor rule for both (issue 36). */
+export const SearchPresetImagesQuery = z
+  .object({
+    limit: pageSize(20, 100),
+    offset: offset(),
+    cursor: ImageListQuery.shape.cursor.describe(
+      'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
+    ),
+  })
+  .passthrough();
+
 // ---- sessions, executions and usage (SPEC 4.7, 4.8) ----
 
 /** GET /api/sessions and list_sessions. */

@@ -3728,7 +3728,9 @@ export interface operations {
     listSearchPresetImages: {
         parameters: {
             query?: {
+                /** @description Page size (default 20, max 100) */
                 limit?: number;
+                /** @description Items to skip (default 0) */
                 offset?: number;
                 /** @description Continue after the last image of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;

@@ -1,7 +1,8 @@
+import { SearchPresetImagesQuery } from '@imagegen/api-schemas';
 import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import { badRequest, createClient, cursorPagination, imageJson, searchPresetForm } from '@imagegen/platform';
 import type { RouteModule } from '../app.js';
-import { offsetParam } from '../validation.js';
+import { wireSchema } from '../validation.js';
 
 /**
  * Gallery search presets (SPEC 4.6): camelCase bodies and output, the SPEC 7 texts for every body problem
@@ -64,18 +65,7 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
         tags: TAGS,
         summary: "Run a saved search preset against the image list (same shape as GET /api/images, sorted by the preset's sortBy)",
         params: idParams,
-        querystring: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-            offset: offsetParam,
-            cursor: {
-              type: 'string',
-              maxLength: 200,
-              description: 'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
-            },
-          },
-        },
+        querystring: wireSchema(SearchPresetImagesQuery),
       },
     },
     async (request) => {

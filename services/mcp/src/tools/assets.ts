@@ -1,11 +1,11 @@
 import {
-  ImageListQuery,
   ProductBody,
   ProductGenerateBody,
   ProductListQuery,
   ProductUpdateBody,
   SceneInput,
   SceneUpdateInput,
+  SearchPresetImagesQuery,
   SearchPresetInput,
   StylePresetInput,
   StylePresetListQuery,
@@ -368,8 +368,8 @@ const runSearchPreset = defineTool({
   name: 'run_search_preset',
   description: "Run a saved search preset's filters against the image library.",
   scopes: ['images:read'],
-  // cursor: the shared definition of GET /api/images' (and list_images'), as GET /api/search-presets/:id/images takes it.
-  input: { id: s.id('Search preset id'), limit: s.limit(20, 100), offset: s.offset(), cursor: ImageListQuery.shape.cursor },
+  // The query of GET /api/search-presets/:id/images, one definition for both (its cursor is list_images').
+  input: { id: s.id('Search preset id'), ...SearchPresetImagesQuery.shape },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.runSearchPreset(
