@@ -352,29 +352,28 @@ export function snakeCased<T extends z.ZodRawShape>(shape: T): { [K in keyof T &
   return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) as never;
 }
 
+/**
+ * The query of a keyset-paged list of `items` (20 a page by default, at most 100): limit, offset, and the cursor of
+ * GET /api/images (one rule for every such list).
+ */
+const keysetPageQuery = (items: string) =>
+  z
+    .object({
+      limit: pageSize(20, 100),
+      offset: offset(),
+      cursor: ImageListQuery.shape.cursor.describe(
+        `Continue after the last ${items} of a previous answer (its pagination.nextCursor); not with offset`,
+      ),
+    })
+    .passthrough();
+
 /** GET /api/search-presets/:id/images and run_search_preset (which adds id): one cursor rule for both (issue 36). */
-export const SearchPresetImagesQuery = z
-  .object({
-    limit: pageSize(20, 100),
-    offset: offset(),
-    cursor: ImageListQuery.shape.cursor.describe(
-      'Continue after the last image of a previous answer (its pagination.nextCursor); not with offset',
-    ),
-  })
-  .passthrough();
+export const SearchPresetImagesQuery = keysetPageQuery('image');
 
 // ---- sessions, executions and usage (SPEC 4.7, 4.8) ----
 
 /** GET /api/sessions and list_sessions. */
-export const SessionListQuery = z
-  .object({
-    limit: pageSize(20, 100),
-    offset: offset(),
-    cursor: ImageListQuery.shape.cursor.describe(
-      'Continue after the last session of a previous answer (its pagination.nextCursor); not with offset',
-    ),
-  })
-  .passthrough();
+export const SessionListQuery = keysetPageQuery('session');
 /** GET /api/sessions/:sessionId/logs and get_session_logs (which adds session_id). */
 export const SessionLogsQuery = z.object({ limit: pageSize(50, 200) }).passthrough();
 /** GET /api/executions/active and list_active_executions. */

@@ -6714,7 +6714,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused by the gateway before it reaches the service: a malformed query or body ({error, details}) */
+            /** @description A request refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6752,7 +6752,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused by the gateway before it reaches the service: a malformed query or body ({error, details}) */
+            /** @description A request refused by the gateway before it reaches the service (a malformed query or body: {error, details}) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -64,6 +64,8 @@ const POLL_MS = 200;
 const LOOKUP_TIMEOUT_MS = 5000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The deadline of one look-up call of a recovery that must end by `until` (at most LOOKUP_TIMEOUT_MS). */
+const lookupTimeout = (until: number) => Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now()));
 
 /** The GeneratedImage of a library record: what GenerateImages answers for each image it stored. */
 export function toGeneratedImage(r: ImageRecord): GeneratedImage {
@@ -202,19 +204,19 @@ export function generationCalls(deps: {
     signal?: AbortSignal,
   ): Promise<Execution | undefined | 'unreadable'> {
     let last: Execution | 'unreadable' = 'unreadable';
-    let until = callEnds;
+    /** Set when it is first read running: the reaper's bound starts then. */
+    let runningUntil: number | undefined;
+    const until = () => Math.min(callEnds, runningUntil ?? callEnds);
     for (;;) {
       try {
-        last = await deps.generation.getExecution({ executionId, includeLogs: false }, principal, {
-          timeoutMs: Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now())),
-        });
+        last = await deps.generation.getExecution({ executionId, includeLogs: false }, principal, { timeoutMs: lookupTimeout(until()) });
         if (last.status !== 'running') return last;
-        if (until === callEnds) until = Math.min(callEnds, Date.now() + recoveryWaitMs);
+        runningUntil ??= Date.now() + recoveryWaitMs;
       } catch (err) {
         if (err instanceof AppError && err.status === 404) return undefined;
         // Any other failure is the look-up's, not the execution's (the replica restarting, its database away).
       }
-      if (Date.now() + POLL_MS >= until || signal?.aborted) return last;
+      if (Date.now() + POLL_MS >= until() || signal?.aborted) return last;
       await sleep(POLL_MS);
     }
   }
@@ -225,7 +227,7 @@ export function generationCalls(deps: {
    */
   async function listedImages(e: Execution, principal: Principal, until: number, signal?: AbortSignal): Promise<ImageRecord[] | undefined> {
     for (;;) {
-      const timeoutMs = Math.max(1, Math.min(LOOKUP_TIMEOUT_MS, until - Date.now()));
+      const timeoutMs = lookupTimeout(until);
       try {
         const r = await deps.library.resolveImages({ imageIds: e.imageIds }, principal, { timeoutMs });
         if (r.missingIds.length === 0) return r.images;

@@ -261,8 +261,7 @@ const REQUEST_EXAMPLES: Record<string, Json> = {
 const toFastifyUrl = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 
 /** What the gateway answers itself, before proxying, to a request it refuses (the spec's envelope). */
-const REFUSED = 'Refused by the gateway before it reaches the service: a malformed query or body ({error, details})';
-const REFUSED_LC = 'refused by the gateway before it reaches the service (a malformed query or body: {error, details})';
+const REFUSED = 'refused by the gateway before it reaches the service (a malformed query or body: {error, details})';
 
 /** Operations OpenAPI can describe only in outline: OAuth 2.1 (served by oidc-provider) and MCP (JSON-RPC). */
 function outlinePaths(): Record<string, Json> {
@@ -328,7 +327,7 @@ function outlinePaths(): Record<string, Json> {
         tags,
         summary: 'RFC 9728 protected resource metadata (scopes, authorization server)',
         security: [],
-        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, REFUSED) },
+        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, `A request ${REFUSED}`) },
       },
     },
     '/oauth/.well-known/openid-configuration': {
@@ -337,7 +336,7 @@ function outlinePaths(): Record<string, Json> {
         tags,
         summary: 'Authorization server metadata: endpoints, grants, scopes',
         security: [],
-        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, REFUSED) },
+        responses: { 200: json(meta, 'Metadata'), 400: json(errorSchema, `A request ${REFUSED}`) },
       },
     },
     '/oauth/authorize': {
@@ -358,7 +357,7 @@ function outlinePaths(): Record<string, Json> {
         ].map(([name, required, schema]) => ({ name, in: 'query', required, schema })),
         responses: {
           303: { description: 'Redirect to redirect_uri with code and state, or (browsers without a session) to the sign-in page' },
-          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid request (an OAuth error), or ${REFUSED_LC}`),
+          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid request (an OAuth error), or ${REFUSED}`),
           401: json(oauthError, 'No session (non-HTML clients): login_required with login_url'),
         },
       },
@@ -403,7 +402,7 @@ function outlinePaths(): Record<string, Json> {
             },
             'Tokens',
           ),
-          400: json({ oneOf: [oauthError, errorSchema] }, `An OAuth error, or ${REFUSED_LC}`),
+          400: json({ oneOf: [oauthError, errorSchema] }, `An OAuth error, or ${REFUSED}`),
           401: json(oauthError, 'invalid_client'),
           429: { $ref: '#/components/responses/Error429' },
         },
@@ -434,7 +433,7 @@ function outlinePaths(): Record<string, Json> {
         },
         responses: {
           201: json(meta, 'The registered client (client_id, ...)'),
-          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid client metadata (an OAuth error), or ${REFUSED_LC}`),
+          400: json({ oneOf: [oauthError, errorSchema] }, `Invalid client metadata (an OAuth error), or ${REFUSED}`),
         },
       },
     },
@@ -475,7 +474,7 @@ function outlinePaths(): Record<string, Json> {
           403: { description: 'OAuth token without the scope a tool needs (insufficient_scope)', content: errorContent() },
           400: json(
             { oneOf: [jsonRpcError, errorSchema] },
-            `Not JSON-RPC: a body that is not JSON (-32700) or not a JSON-RPC request (-32600), or ${REFUSED_LC}`,
+            `Not JSON-RPC: a body that is not JSON (-32700) or not a JSON-RPC request (-32600), or ${REFUSED}`,
           ),
           406: json(jsonRpcError, 'Accept must include application/json and text/event-stream'),
           413: json(jsonRpcError, 'Body larger than the MCP server accepts'),
