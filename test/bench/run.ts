@@ -2,9 +2,9 @@ import { benchGateway } from './gateway.js';
 
 /**
  * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale,
- * generate-path).
+ * generate-path, session-detail).
  * Each prints its figures and the ratio against a baseline measured in the same run. `scale` (issue 16: 2M
- * seeded rows, several minutes) runs only when named: `pnpm bench scale`.
+ * seeded rows, several minutes) and `session-detail` run only when named: `pnpm bench scale`.
  */
 const all: Record<string, () => Promise<void>> = {
   gateway: benchGateway,
@@ -13,8 +13,9 @@ const all: Record<string, () => Promise<void>> = {
   usage: async () => (await import('./usage.js')).benchUsage(),
   scale: async () => (await import('./scale.js')).benchScale(),
   'generate-path': async () => (await import('./generate-path.js')).benchGeneratePath(),
+  'session-detail': async () => (await import('./session-detail.js')).benchSessionDetail(),
 };
-const explicitOnly = new Set(['scale']);
+const explicitOnly = new Set(['scale', 'session-detail']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(all).filter((n) => !explicitOnly.has(n))) {
   const run = all[name];

@@ -11,15 +11,19 @@ export interface LoadResult {
   errors: number;
 }
 
+/** A load's figures and, for a sequential one, every request's latency in ms, sorted. */
+export type TimedLoad = LoadResult & { latencies?: number[] };
+
 /**
  * Runs autocannon against `url` and returns average req/s and latency percentiles (ms). With `paths`, the requests
- * go to each path in turn instead of the url's own. The load comes from a child process (load-child.ts), not from
+ * go to each path in turn instead of the url's own; with `sequential`, one client sends that many requests one after
+ * the other (the latencies timed to the microsecond, every one returned). The load comes from a child process (load-child.ts), not from
  * the bench's own event loop, which often holds the server under test.
  */
 export async function load(
   url: string,
-  opts: { connections: number; durationSec: number; headers?: Record<string, string>; paths?: string[] },
-): Promise<LoadResult> {
+  opts: { connections: number; durationSec: number; headers?: Record<string, string>; paths?: string[]; sequential?: number },
+): Promise<TimedLoad> {
   // The arguments go in on stdin: a session list's paths can outgrow one argv string (128 KiB on Linux).
   const child = spawn(process.execPath, ['--import', 'tsx', LOAD_CHILD], { stdio: ['pipe', 'pipe', 'inherit'] });
   child.stdin.end(JSON.stringify({ url, ...opts }));
@@ -30,7 +34,7 @@ export async function load(
   // 'close', not 'exit': stdout may still hold the figures when the process has exited.
   const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(`the load generator exited with ${code}`);
-  return JSON.parse(out.trim().split('\n').at(-1) as string) as LoadResult;
+  return JSON.parse(out.trim().split('\n').at(-1) as string) as TimedLoad;
 }
 
 const LOAD_CHILD = fileURLToPath(new URL('./load-child.ts', import.meta.url));

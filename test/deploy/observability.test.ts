@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { REPO_ROOT } from '../distributed/harness.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * deploy/grafana/imagegen.json and deploy/prometheus/alerts.yml reference only what exists: every query
@@ -209,13 +210,13 @@ describe('Grafana dashboard and Prometheus rules', () => {
       const sent = await fetch(`${stack.baseUrl}/api/webhooks/${data.id}/test`, { method: 'POST', headers: { 'X-API-Key': t.testKey } });
       expect(sent.status).toBeLessThan(300);
       // Let the outbox relays publish, the consumers take the events and the dispatcher try the delivery.
-      let text = '';
-      for (let i = 0; i < 40; i++) {
-        text = await (await fetch(`${stack.baseUrl}/metrics`)).text();
-        if (/imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(text) && /imagegen_webhook_delivery_attempts_total\{/.test(text))
-          break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      const text = await waitFor(
+        async () => {
+          const t = await (await fetch(`${stack.baseUrl}/metrics`)).text();
+          return /imagegen_events_consumed_total\{[^}]*outcome="ok"/.test(t) && /imagegen_webhook_delivery_attempts_total\{/.test(t) && t;
+        },
+        { message: 'an event consumed and a webhook delivery attempted (/metrics)', interval: 250 },
+      );
       metrics = exposition(text);
     });
     afterAll(async () => {

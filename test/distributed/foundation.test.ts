@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Journey, metricValue, startJourney, waitFor } from './harness.js';
+import { waitFor } from '../support/wait.js';
+import { type Journey, metricValue, startJourney } from './harness.js';
 
 /**
  * Issue 3, distributed shape: the gateway and tenancy as separate OS processes against the machine's
@@ -77,15 +78,22 @@ describe('gateway and tenancy as separate processes', () => {
     expect((await j.api('/api/profile', { key: other.liveKey })).status).toBe(200);
     const off = await j.api(`/admin/tenants/${other.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: false } });
     expect(off.status).toBe(200);
-    const denied = await waitFor('403 for the inactive tenant', async () => {
-      const r = await j.api('/api/profile', { key: other.liveKey });
-      return r.status === 403 ? r : undefined;
-    });
+    const denied = await waitFor(
+      async () => {
+        const r = await j.api('/api/profile', { key: other.liveKey });
+        return r.status === 403 ? r : undefined;
+      },
+      { message: '403 for the inactive tenant', timeout: 30_000, interval: 200 },
+    );
     expect(denied.body).toEqual({ error: 'Tenant account is inactive' });
     // Tenant isolation: the first tenant is unaffected.
     expect((await j.api('/api/profile', { key: tenant.liveKey })).status).toBe(200);
     await j.api(`/admin/tenants/${other.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: true } });
-    await waitFor('200 after reactivation', async () => (await j.api('/api/profile', { key: other.liveKey })).status === 200);
+    await waitFor(async () => (await j.api('/api/profile', { key: other.liveKey })).status === 200, {
+      message: '200 after reactivation',
+      timeout: 30_000,
+      interval: 200,
+    });
   });
 
   it('serves /livez, /readyz and Prometheus /metrics from each process', async () => {
@@ -115,16 +123,24 @@ describe('gateway and tenancy as separate processes', () => {
     const gw = j.services.get('gateway')!;
     const exit = await j.kill('tenancy', 'SIGTERM');
     expect(exit.code).toBe(0);
-    await waitFor('gateway unready', async () => (await fetch(`${gw.opsUrl}/readyz`)).status === 503, 10_000);
+    await waitFor(async () => (await fetch(`${gw.opsUrl}/readyz`)).status === 503, {
+      message: 'gateway unready',
+      timeout: 10_000,
+      interval: 200,
+    });
     // The gateway itself stays alive.
     expect((await fetch(`${gw.opsUrl}/livez`)).status).toBe(200);
     await j.start('tenancy');
-    await waitFor('gateway ready again', async () => (await fetch(`${gw.opsUrl}/readyz`)).status === 200, 10_000);
+    await waitFor(async () => (await fetch(`${gw.opsUrl}/readyz`)).status === 200, {
+      message: 'gateway ready again',
+      timeout: 10_000,
+      interval: 200,
+    });
     // The gateway's gRPC channel reconnects within its backoff (at most 2 s).
-    await waitFor(
-      'profile through the restarted tenancy',
-      async () => (await j.api('/api/profile', { key: tenant.liveKey })).status === 200,
-      10_000,
-    );
+    await waitFor(async () => (await j.api('/api/profile', { key: tenant.liveKey })).status === 200, {
+      message: 'profile through the restarted tenancy',
+      timeout: 10_000,
+      interval: 200,
+    });
   });
 });

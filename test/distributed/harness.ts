@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '@imagegen/platform';
 import { type Api, createApi, createTestTenant, type TestTenant } from '../support/api.js';
 import { freePort } from '../support/processes.js';
+import { waitFor } from '../support/wait.js';
 
 export { ALL_MODELS } from '../support/api.js';
 export { freePort } from '../support/processes.js';
@@ -46,22 +47,6 @@ export const reservePort = freePort;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns a truthy value (or throws on timeout with the last error). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 200): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < until) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(everyMs);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message ?? last}` : ''}`);
-}
-
 // ---- private nats-server (for the NATS restart test: never touch the machine's NATS on 4222) ----
 
 export const NATS_SERVER_BIN =
@@ -75,17 +60,24 @@ export interface PrivateNats {
   /** Stops, waits `downMs`, starts again; with `emptyStore` the JetStream store is wiped meanwhile (a new node). */
   restart(downMs?: number, opts?: { emptyStore?: boolean }): Promise<void>;
   close(): Promise<void>;
+  /**
+   * JetStream's state of a durable consumer on the events stream of `eventsPrefix` (from the server's monitoring
+   * endpoint); undefined while there is none. `ackPending`: delivered, not acked yet (a redelivery may follow).
+   */
+  consumer(eventsPrefix: string, durable: string): Promise<{ ackPending: number; pending: number; redelivered: number } | undefined>;
 }
 
 export async function startPrivateNats(): Promise<PrivateNats> {
   const port = await reservePort();
+  const monitorPort = await reservePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'imagegen-nats-'));
   let proc: ChildProcess | undefined;
   const start = async () => {
-    const p = spawn(NATS_SERVER_BIN, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
+    const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir];
+    const p = spawn(NATS_SERVER_BIN, args, { stdio: 'ignore' });
     proc = p;
     track(p);
-    await waitFor('private nats-server', () => tcpOpen(port), 15_000, 100);
+    await waitFor(() => tcpOpen(port), { message: 'private nats-server', timeout: 15_000, interval: 100 });
   };
   const stop = async () => {
     const p = proc;
@@ -110,6 +102,23 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       }
       await sleep(downMs);
       await start();
+    },
+    async consumer(eventsPrefix, durable) {
+      const stream = `${eventsPrefix.replace(/[^A-Za-z0-9_-]/g, '_').toUpperCase()}_EVENTS`;
+      const res = await fetch(`http://127.0.0.1:${monitorPort}/jsz?accounts=true&streams=true&consumers=true`);
+      const jsz = (await res.json()) as {
+        account_details?: {
+          stream_detail?: {
+            name: string;
+            consumer_detail?: { name: string; num_ack_pending: number; num_pending: number; num_redelivered: number }[];
+          }[];
+        }[];
+      };
+      const c = jsz.account_details
+        ?.flatMap((a) => a.stream_detail ?? [])
+        .find((st) => st.name === stream)
+        ?.consumer_detail?.find((x) => x.name === durable);
+      return c && { ackPending: c.num_ack_pending, pending: c.num_pending, redelivered: c.num_redelivered };
     },
     async close() {
       await stop();
@@ -349,15 +358,13 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
     });
     try {
       await waitFor(
-        `${label} to be ready`,
         async () => {
           if (p.exitCode !== null || p.signalCode !== null) throw new ExitedError(`${label} exited with ${p.exitCode ?? p.signalCode}`);
           const res = await fetch(`${sp.opsUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
           await res.arrayBuffer();
           return res.status === 200;
         },
-        150_000,
-        250,
+        { message: `${label} to be ready`, timeout: 150_000, interval: 250 },
       );
     } catch (err) {
       throw new Error(`${(err as Error).message}\n--- ${label} log (tail) ---\n${tail(sp.logFile)}`);

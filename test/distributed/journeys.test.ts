@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
 import { noisePng, startImageServer } from '../e2e/usage-support.js';
-import { type Journey, metricValue, type PrivateNats, sleep, startJourney, startPrivateNats, waitFor } from './harness.js';
+import { waitFor } from '../support/wait.js';
+import { type Journey, metricValue, type PrivateNats, startJourney, startPrivateNats } from './harness.js';
 
 /**
  * The distributed shape (issue 9): every service is its own OS process, talking gRPC over loopback,
@@ -88,7 +89,7 @@ describe('journeys through the gateway, one process per service', () => {
     expect((await j.api(`/api/images/${first.record_id}`, { key: other.liveKey })).status).toBe(404);
 
     // ImageStored -> outbox (library) -> JetStream -> usage-metering consumer.
-    await waitFor('usage to count 3 images', async () => (await usageImages(t.liveKey)) === 3, 30_000);
+    await waitFor(async () => (await usageImages(t.liveKey)) === 3, { message: 'usage to count 3 images', timeout: 30_000, interval: 200 });
     const usage = await j.api('/api/usage', { key: t.liveKey });
     expect(usage.body.data.quota.monthlyUsedMb).toBeGreaterThanOrEqual(0);
   });
@@ -100,7 +101,7 @@ describe('journeys through the gateway, one process per service', () => {
     const up = await j.api('/api/upload-for-editing', { key: q.liveKey, body: { image_url: images.serve(noisePng(620, 620)) } });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     // ImageStored -> usage (QuotaCrossed, outbox) -> JetStream -> webhook-dispatcher -> HTTPS receiver.
-    await waitFor('two quota webhooks', async () => rx.on(`/quota-${q.tenantId}`).length >= 2, 45_000);
+    await waitFor(async () => rx.on(`/quota-${q.tenantId}`).length >= 2, { message: 'two quota webhooks', timeout: 45_000, interval: 200 });
     const got = rx
       .on(`/quota-${q.tenantId}`)
       .map((r) => ({ headers: r.headers, body: JSON.parse(r.body) }))
@@ -129,18 +130,28 @@ describe('journeys through the gateway, one process per service', () => {
 
     await j.start('usage-metering');
     // Callers reconnect within their gRPC backoff (at most 2 s).
-    await waitFor(
-      'a generation after the restart',
-      async () => (await j.api('/api/images', { key: t.liveKey, body: { prompt: 'after the restart' } })).status === 200,
-      20_000,
-      500,
-    );
+    await waitFor(async () => (await j.api('/api/images', { key: t.liveKey, body: { prompt: 'after the restart' } })).status === 200, {
+      message: 'a generation after the restart',
+      timeout: 20_000,
+      interval: 500,
+    });
 
     const stored = await storedImages(t.liveKey);
     expect(stored).toBeGreaterThanOrEqual(ok + 1);
-    await waitFor(`usage to count all ${stored} stored images`, async () => (await usageImages(t.liveKey)) === stored, 45_000);
-    // Exactly once: no double counting after redelivery.
-    await sleep(1000);
+    await waitFor(async () => (await usageImages(t.liveKey)) === stored, {
+      message: `usage to count all ${stored} stored images`,
+      timeout: 45_000,
+      interval: 200,
+    });
+    // Exactly once: no double counting after redelivery. What the killed process had taken but not acked comes
+    // back once its ack wait is over; once every event is acked nothing more can come.
+    await waitFor(
+      async () => {
+        const c = await nats.consumer(j.env.EVENTS_PREFIX, 'usage-metering');
+        return c !== undefined && c.ackPending === 0 && c.pending === 0;
+      },
+      { message: "usage-metering's consumer to have acked every event (redeliveries included)", timeout: 30_000, interval: 200 },
+    );
     expect(await usageImages(t.liveKey)).toBe(stored);
     const m = await (await fetch(`${j.services.get('usage-metering')!.opsUrl}/metrics`)).text();
     expect(metricValue(m, 'imagegen_events_consumed_total', { outcome: 'ok' })).toBeGreaterThan(0);
@@ -148,7 +159,12 @@ describe('journeys through the gateway, one process per service', () => {
 
   it('loses nothing when NATS restarts: the outbox holds events until it is back', async () => {
     const t = await j.createTenant();
-    await sleep(500); // let the TenantChanged event go out before the outage
+    // The TenantChanged event goes out before the outage: tenancy's outbox is empty.
+    const tenancy = j.services.get('tenancy')!;
+    await waitFor(
+      async () => metricValue(await (await fetch(`${tenancy.opsUrl}/metrics`)).text(), 'imagegen_outbox_lag', { schema: 'tenancy' }) === 0,
+      { message: 'tenancy outbox drained', timeout: 15_000, interval: 100 },
+    );
     const library = j.services.get('library')!;
     const usage = j.services.get('usage-metering')!;
     await nats.stop();
@@ -159,12 +175,11 @@ describe('journeys through the gateway, one process per service', () => {
         expect(r.status, JSON.stringify(r.body)).toBe(200);
       }
       const lag = await waitFor(
-        'library outbox lag',
         async () => {
           const v = metricValue(await (await fetch(`${library.opsUrl}/metrics`)).text(), 'imagegen_outbox_lag', { schema: 'library' });
           return v !== undefined && v >= 2 ? v : undefined;
         },
-        15_000,
+        { message: 'library outbox lag', timeout: 15_000, interval: 200 },
       );
       expect(lag).toBeGreaterThanOrEqual(2);
       // usage-metering's gRPC answers from PostgreSQL: it stays ready (in its Service) while the bus is gone.
@@ -173,19 +188,30 @@ describe('journeys through the gateway, one process per service', () => {
     } finally {
       await nats.start();
     }
-    await waitFor('usage to count both images', async () => (await usageImages(t.liveKey)) === 2, 60_000);
+    await waitFor(async () => (await usageImages(t.liveKey)) === 2, {
+      message: 'usage to count both images',
+      timeout: 60_000,
+      interval: 200,
+    });
     await waitFor(
-      'library outbox drained',
       async () => metricValue(await (await fetch(`${library.opsUrl}/metrics`)).text(), 'imagegen_outbox_lag', { schema: 'library' }) === 0,
-      30_000,
+      { message: 'library outbox drained', timeout: 30_000, interval: 200 },
     );
-    await waitFor('usage-metering ready again', async () => (await fetch(`${usage.opsUrl}/readyz`)).status === 200, 15_000);
+    await waitFor(async () => (await fetch(`${usage.opsUrl}/readyz`)).status === 200, {
+      message: 'usage-metering ready again',
+      timeout: 15_000,
+      interval: 200,
+    });
   });
 
   it('every process serves /livez, /readyz and /metrics; the gateway refuses /metrics through a proxy', async () => {
     for (const sp of j.services.values()) {
       expect((await fetch(`${sp.opsUrl}/livez`)).status, sp.name).toBe(200);
-      await waitFor(`${sp.name} ready`, async () => (await fetch(`${sp.opsUrl}/readyz`)).status === 200, 15_000);
+      await waitFor(async () => (await fetch(`${sp.opsUrl}/readyz`)).status === 200, {
+        message: `${sp.name} ready`,
+        timeout: 15_000,
+        interval: 200,
+      });
       const text = await (await fetch(`${sp.opsUrl}/metrics`)).text();
       expect(text, sp.name).toContain(`service="${sp.name}"`);
     }

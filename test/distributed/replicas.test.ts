@@ -10,6 +10,7 @@ import { callTool, mcpClient } from '../e2e/mcp-support.js';
 import { noisePng, startImageServer } from '../e2e/usage-support.js';
 import { assertConsistent, errorsOf, FAULT_TIMERS, load, successAfter, usageOf } from '../faults/support.js';
 import type { TestTenant } from '../support/api.js';
+import { waitFor } from '../support/wait.js';
 import {
   ALL_SERVICES,
   type Journey,
@@ -20,7 +21,6 @@ import {
   sleep,
   startJourney,
   startPrivateNats,
-  waitFor,
 } from './harness.js';
 
 /**
@@ -182,13 +182,24 @@ describe('two replicas of every service', () => {
 
   it('gRPC calls spread over both replicas of each service (per-call round_robin)', async () => {
     const t = await j.createTenant({ rate_limit_per_minute: 10_000 });
-    // Warm-up: each gateway's channels connect to both replicas (until then round_robin uses the first one ready).
-    for (const g of [0, 1]) {
-      expect((await call(g, '/api/images', t.liveKey, { prompt: 'warm-up', n: 1 })).status).toBe(200);
-      await call(g, '/api/usage', t.liveKey);
-      await call(g, '/api/webhooks', t.liveKey);
-    }
-    await sleep(500);
+    // Warm-up: each gateway's channels connect to both replicas (until then round_robin uses the first one ready),
+    // until a round of calls reaches both replicas of every service measured below.
+    const measured: ServiceName[] = ['library', 'usage-metering', 'webhook-dispatcher', 'generation'];
+    await waitFor(
+      async () => {
+        const start = Object.fromEntries(await Promise.all(measured.map(async (n) => [n, await handled(n)] as const)));
+        for (const g of [0, 1]) {
+          for (let i = 0; i < 2; i++) {
+            expect((await call(g, '/api/images', t.liveKey, { prompt: 'warm-up', n: 1 })).status).toBe(200);
+            await call(g, '/api/usage', t.liveKey);
+            await call(g, '/api/webhooks', t.liveKey);
+          }
+        }
+        for (const n of measured) if (!(await handled(n)).every((v, i) => v > start[n][i])) return false;
+        return true;
+      },
+      { message: 'a warm-up round reaching both replicas of each service', timeout: 30_000, interval: 100 },
+    );
     const before = Object.fromEntries(await Promise.all(GRPC.map(async (n) => [n, await handled(n)] as const)));
     await Promise.all(
       [0, 1].map(async (g) => {
@@ -206,7 +217,7 @@ describe('two replicas of every service', () => {
     }
     figures.callSplit = split;
     console.log(`gRPC calls per replica: ${JSON.stringify(split)}`);
-    for (const n of ['library', 'usage-metering', 'webhook-dispatcher', 'generation'] as ServiceName[]) {
+    for (const n of measured) {
       const [a, b] = split[n];
       expect(a + b, n).toBeGreaterThan(10);
       expect(a / (a + b), `${n} ${a}/${b}`).toBeGreaterThanOrEqual(0.4);
@@ -342,7 +353,6 @@ describe('two replicas of every service', () => {
     );
     const prefix = j.env.EVENTS_PREFIX;
     const seen = await waitFor(
-      'every image event on the stream',
       async () => {
         const order = new Map<number, string[]>();
         for (const m of await streamMessages()) {
@@ -355,8 +365,7 @@ describe('two replicas of every service', () => {
         }
         return ids.every((id) => order.get(id)?.length === 2) && order;
       },
-      30_000,
-      500,
+      { message: 'every image event on the stream', timeout: 30_000, interval: 500 },
     );
     for (const id of ids) expect(seen.get(id), `image ${id}`).toEqual(['stored', 'deleted']);
     figures.outboxOrder = { aggregates: ids.length, outOfOrder: 0 };
@@ -525,10 +534,35 @@ describe('two replicas of every service', () => {
       expect(u.at(-1), JSON.stringify(uploadStatuses)).toBe(200);
       for (const s of u.slice(0, -1)) expect(s, JSON.stringify(uploadStatuses)).toBe(503);
     }
-    await waitFor('every quota webhook', async () => hooks.every((h) => rx.on(h.path).length >= 2), 60_000, 250);
-    await sleep(2000); // a duplicate would arrive now
+    await waitFor(async () => hooks.every((h) => rx.on(h.path).length >= 2), {
+      message: 'every quota webhook',
+      timeout: 60_000,
+      interval: 250,
+    });
+    // Nothing more can come from the bus once the dispatcher's consumer has acked every event (a redelivered event
+    // would make another delivery)...
+    await waitFor(
+      async () => {
+        const c = await nats.consumer(j.env.EVENTS_PREFIX, 'webhook-dispatcher-quota');
+        return c !== undefined && c.ackPending === 0 && c.pending === 0;
+      },
+      { message: "the webhook dispatcher's consumer to have acked every event", timeout: 30_000, interval: 200 },
+    );
+    // ...and deliveries to an endpoint go one at a time, oldest first (one sent again after its lease included): a
+    // test delivery asked for now arrives after any of them.
+    const isTest = (r: { body: string }) => JSON.parse(r.body).event === 'webhook.test';
+    for (const h of hooks) {
+      const list = await call(0, '/api/webhooks', h.w.liveKey);
+      const [wh] = list.body.data as { id: number }[];
+      expect((await call(0, `/api/webhooks/${wh.id}/test`, h.w.liveKey, undefined, 'POST')).status).toBe(202);
+    }
+    await waitFor(async () => hooks.every((h) => rx.on(h.path).some(isTest)), {
+      message: 'the test delivery behind the quota webhooks',
+      timeout: 60_000,
+      interval: 250,
+    });
     const deliveries = hooks.map((h) => {
-      const got = rx.on(h.path);
+      const got = rx.on(h.path).filter((r) => !isTest(r));
       const eventOfId = new Map<string, Set<string>>();
       for (const r of got) {
         const id = String(r.headers['webhook-id']);

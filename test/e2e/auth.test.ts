@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Tenant API-key authentication through the gateway (SPEC 5): header precedence, format, revocation
@@ -11,15 +12,6 @@ let b: TestTenant;
 let probePath = '/api/profile';
 
 const INVALID = { error: 'Invalid or missing API key' };
-
-async function poll<T>(fn: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (done(v) || Date.now() > until) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 beforeAll(async () => {
   s = await startTestStack();
@@ -89,12 +81,10 @@ describe('tenant API keys', () => {
   });
 
   it('shows each key its own tenant only', async () => {
-    if (probePath === '/api/profile') {
-      const ra = await s.api('/api/profile', { key: a.liveKey });
-      const rb = await s.api('/api/profile', { key: b.liveKey });
-      expect(ra.body.data?.tenant?.tenantId ?? ra.body.tenant?.tenantId).toBe(a.tenantId);
-      expect(rb.body.data?.tenant?.tenantId ?? rb.body.tenant?.tenantId).toBe(b.tenantId);
-    }
+    const ra = await s.api('/api/profile', { key: a.liveKey });
+    const rb = await s.api('/api/profile', { key: b.liveKey });
+    expect(ra.body.data?.tenant?.tenantId ?? ra.body.tenant?.tenantId).toBe(a.tenantId);
+    expect(rb.body.data?.tenant?.tenantId ?? rb.body.tenant?.tenantId).toBe(b.tenantId);
     // Another tenant's key ids are not found under this tenant.
     const keyOfA = (await s.api(`/admin/tenants/${a.tenantId}`, { admin: true })).body.data.apiKeys[0].keyId;
     const r = await s.api(`/admin/tenants/${b.tenantId}/api-keys/${keyOfA}`, { method: 'DELETE', admin: true });
@@ -108,9 +98,12 @@ describe('tenant API keys', () => {
     const del = await s.api(`/admin/tenants/${t.tenantId}/api-keys/Default%20live%20key`, { method: 'DELETE', admin: true });
     expect(del.status).toBe(200);
     expect(del.body.data.key).toMatchObject({ keyName: 'Default live key', isActive: false });
-    const r = await poll(
-      () => s.api(probePath, { key: t.liveKey }),
-      (x) => x.status === 401,
+    const r = await waitFor(
+      async () => {
+        const x = await s.api(probePath, { key: t.liveKey });
+        return x.status === 401 && x;
+      },
+      { message: 'the revoked key refused', interval: 200 },
     );
     expect(r.status).toBe(401);
     expect(r.body).toEqual(INVALID);
@@ -123,9 +116,12 @@ describe('tenant API keys', () => {
     const off = await s.api(`/admin/tenants/${t.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: false } });
     expect(off.status).toBe(200);
     expect(off.body.data.tenant.isActive).toBe(false);
-    const r = await poll(
-      () => s.api(probePath, { key: t.testKey }),
-      (x) => x.status === 403,
+    const r = await waitFor(
+      async () => {
+        const x = await s.api(probePath, { key: t.testKey });
+        return x.status === 403 && x;
+      },
+      { message: 'the inactive tenant refused', interval: 200 },
     );
     expect(r.status).toBe(403);
     expect(r.body).toEqual({ error: 'Tenant account is inactive' });
@@ -135,9 +131,12 @@ describe('tenant API keys', () => {
     expect((await s.api(probePath, { key: a.liveKey })).status).toBe(200);
     const on = await s.api(`/admin/tenants/${t.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: true } });
     expect(on.status).toBe(200);
-    const back = await poll(
-      () => s.api(probePath, { key: t.testKey }),
-      (x) => x.status === 200,
+    const back = await waitFor(
+      async () => {
+        const x = await s.api(probePath, { key: t.testKey });
+        return x.status === 200 && x;
+      },
+      { message: 'the reactivated tenant accepted', interval: 200 },
     );
     expect(back.status).toBe(200);
   });
@@ -145,9 +144,12 @@ describe('tenant API keys', () => {
   it('counts key usage (usageCount, lastUsedAt) including cached requests', async () => {
     const t = await s.createTenant();
     for (let i = 0; i < 5; i++) expect((await s.api(probePath, { key: t.liveKey })).status).toBe(200);
-    const r = await poll(
-      () => s.api(`/admin/tenants/${t.tenantId}`, { admin: true }),
-      (x) => x.body.data.apiKeys.find((k: any) => k.type === 'live').usageCount >= 5,
+    const r = await waitFor(
+      async () => {
+        const x = await s.api(`/admin/tenants/${t.tenantId}`, { admin: true });
+        return x.body.data.apiKeys.find((k: any) => k.type === 'live').usageCount >= 5 && x;
+      },
+      { message: 'a usage count of 5', interval: 200 },
     );
     const live = r.body.data.apiKeys.find((k: { type: string }) => k.type === 'live');
     expect(live.usageCount).toBe(5);

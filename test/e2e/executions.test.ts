@@ -9,7 +9,7 @@ import type { Subscription } from '@imagegen/platform';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
 import { librarySeeder } from './images-seed.js';
 
 let s: TestStack;
@@ -37,16 +37,6 @@ afterAll(async () => {
 const api = (path: string, key = t.liveKey) => s.api(path, { key });
 const generate = (body: Record<string, unknown>, key = t.liveKey) => s.api('/api/images', { key, body });
 
-async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out');
-    await sleep(50);
-  }
-}
-
 interface Received {
   type: string;
   data: any;
@@ -68,17 +58,21 @@ function listen(path: string, key = t.liveKey) {
   return {
     events,
     close: () => es.close(),
-    until: (pred: (e: Received) => boolean, ms?: number) => waitFor(() => events.find(pred), ms),
+    until: (pred: (e: Received) => boolean, ms = 15_000) =>
+      waitFor(() => events.find(pred), { timeout: ms, message: `an event of ${path} matching ${pred}` }),
   };
 }
 
 /** Starts a slow generation (the sandbox waits) and returns its execution id once it is running. */
 async function startSlow(sessionId: string, prompt: string, delayMs = 2500) {
   const done = generate({ prompt: `${prompt} [[delay:${delayMs}]]`, session_id: sessionId });
-  const id = await waitFor(async () => {
-    const a = await api('/api/executions/active');
-    return a.body.executions.find((e: any) => e.sessionId === sessionId)?.executionId as string | undefined;
-  });
+  const id = await waitFor(
+    async () => {
+      const a = await api('/api/executions/active');
+      return a.body.executions.find((e: any) => e.sessionId === sessionId)?.executionId as string | undefined;
+    },
+    { timeout: 15_000, message: `the execution of session ${sessionId} running` },
+  );
   return { id, done };
 }
 
@@ -126,7 +120,7 @@ describe('executions', () => {
     expect(bare.body).toMatchObject({ success: true, sessionId: 'images-only', executions: [], total: 0 });
     expect((await api('/api/sessions/images-only/logs', other.liveKey)).status).toBe(404);
     // ExecutionFinished went out through the outbox and JetStream
-    const ev = await waitFor(() => finished.find((e) => e.executionId === g1.body.data.executionId));
+    const ev = await waitFor(() => finished.find((e) => e.executionId === g1.body.data.executionId), { timeout: 15_000 });
     expect(ev).toMatchObject({
       tenantId: t.tenantId,
       sessionId: sid,
@@ -135,7 +129,7 @@ describe('executions', () => {
       images: 1,
       keyType: 'live',
     });
-    await waitFor(() => finished.find((e) => e.executionId === failed.executionId && e.status === 'failed'));
+    await waitFor(() => finished.find((e) => e.executionId === failed.executionId && e.status === 'failed'), { timeout: 15_000 });
   });
 
   it('GET /api/executions/:executionId answers {success, execution} with logEntries; 404 for other tenants', async () => {

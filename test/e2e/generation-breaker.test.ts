@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { lastSandboxId, receivedSince, sandboxMode, sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
+import { lastSandboxId, receivedSince, sandboxMode } from './generation-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -23,6 +24,16 @@ beforeEach(async () => {
 
 const gen = (prompt: string, model = 'provA-flash-lite-image') =>
   s.api('/api/images', { key: t.liveKey, body: { prompt, model_id: model } });
+
+/** Sends `prompt` until the open circuit lets it through (its reset timeout over): the trial's answer. */
+const trial = (prompt: string) =>
+  waitFor(
+    async () => {
+      const r = await gen(prompt);
+      return r.status !== 503 && r;
+    },
+    { message: 'the circuit to let a trial through', interval: 100 },
+  );
 
 it('opens after 3 consecutive upstream failures, fails fast while open, recovers after the reset timeout', async () => {
   await sandboxMode(s, { provider: 'provA', failNext: 10, status: 500 });
@@ -45,9 +56,8 @@ it('opens after 3 consecutive upstream failures, fails fast while open, recovers
 
   // the upstream recovers; after the reset timeout one trial goes through and closes the circuit
   await sandboxMode(s, { provider: 'provA', reset: true });
-  await sleep(900);
-  const trial = await gen('trial after reset');
-  expect(trial.status, JSON.stringify(trial.body)).toBe(200);
+  const first = await trial('trial after reset');
+  expect(first.status, JSON.stringify(first.body)).toBe(200);
   const after = await gen('closed again');
   expect(after.status).toBe(200);
 });
@@ -56,12 +66,10 @@ it('a failed trial reopens the circuit', async () => {
   await sandboxMode(s, { provider: 'provA', failNext: 10, status: 503 });
   for (let i = 0; i < 3; i++) expect((await gen(`reopen ${i}`)).status).toBe(502);
   expect((await gen('open')).status).toBe(503);
-  await sleep(900);
-  expect((await gen('trial fails')).status).toBe(502); // half_open -> open
+  expect((await trial('trial fails')).status).toBe(502); // half_open -> open
   expect((await gen('open again')).status).toBe(503);
   await sandboxMode(s, { provider: 'provA', reset: true });
-  await sleep(900);
-  expect((await gen('recovered')).status).toBe(200);
+  expect((await trial('recovered')).status).toBe(200);
 });
 
 it('key and safety refusals do not count as provider failures', async () => {

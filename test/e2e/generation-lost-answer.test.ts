@@ -15,18 +15,15 @@ import {
   GenerationServiceService,
   type UploadForEditingResponse,
 } from '@imagegen/contracts/generation/v1/generation';
+import { characterImageJson, editImageJson, generatedImageJson, uploadForEditingJson } from '@imagegen/operations';
 import {
   bind,
-  characterImageJson,
   createClient,
   createLogger,
-  editImageJson,
-  generatedImageJson,
   type Handlers,
   type RunningGrpcServer,
   type ServiceContext,
   startGrpcServer,
-  uploadForEditingJson,
 } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,10 +31,11 @@ import { buildApp } from '../../services/gateway/src/app.js';
 import { start as startMcp } from '../../services/mcp/src/service.js';
 import { type Api, createApi } from '../support/api.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
+import { receivedSince } from './generation-support.js';
 import { callTool, mcpClient } from './mcp-support.js';
 
-type Fault = { kind: 'none' } | { kind: 'after-answer' } | { kind: 'in-flight'; afterMs: number };
+type Fault = { kind: 'none' } | { kind: 'after-answer' } | { kind: 'in-flight'; atProvider: string };
 type Waited = 'generateImages' | 'editImage' | 'uploadForEditing';
 
 /** What a replica armed with a fault did: the execution it named and, for after-answer, the answer it never sent. */
@@ -129,7 +127,11 @@ async function startReplica(upstreamAddress: string): Promise<Replica> {
           },
         );
       } else {
-        await sleep(f.afterMs);
+        // Mid-work: the provider has the call (its prompt contains f.atProvider).
+        await waitFor(async () => (await receivedSince(s, 0)).some((q) => q.prompt.includes(f.atProvider)), {
+          message: `the call with '${f.atProvider}' at the provider`,
+          interval: 50,
+        });
         cancel.abort(); // the replica's own work dies with it
         real.catch(() => {});
       }
@@ -308,7 +310,7 @@ describe('a generation replica that dies before its answer is sent', () => {
 
   it('a replica that dies mid-work: 503 with Retry-After, the execution ends failed and nothing of it is listed', async () => {
     await freshReplicas();
-    fault = { kind: 'in-flight', afterMs: 300 };
+    fault = { kind: 'in-flight', atProvider: 'a slow sunrise' };
     const sessionId = `lost-midwork-${Date.now()}`;
     const r = await gateway('/api/images', {
       key: t.liveKey,
@@ -319,13 +321,20 @@ describe('a generation replica that dies before its answer is sent', () => {
     const executionId = fired?.executionId as string;
     expect(executionId).toMatch(UUID);
     // The replica's work was cancelled with it: the execution ends failed, its pending image is discarded.
-    let status = 'running';
-    for (let i = 0; i < 100 && status === 'running'; i++) {
-      status = (await executionOf(executionId)).status;
-      if (status === 'running') await sleep(100);
-    }
-    expect(status).toBe('failed');
-    await sleep(300);
+    const ended = await waitFor(
+      async () => {
+        const e = await executionOf(executionId);
+        return e.status !== 'running' && e;
+      },
+      { message: 'the execution to end', interval: 100 },
+    );
+    expect(ended.status).toBe('failed');
+    // Nothing of it is listed, also once the provider has answered the dead replica's call (work that went on
+    // would have its image from then on).
+    await waitFor(async () => (await receivedSince(s, 0)).some((q) => q.prompt.includes('a slow sunrise') && q.status !== 0), {
+      message: "the provider's answer to the cancelled call",
+      interval: 100,
+    });
     expect(await imagesOfSession(sessionId)).toEqual([]);
   });
 

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 import { sharp } from './generation-support.js';
 
 let s: TestStack;
@@ -192,12 +193,10 @@ describe('POST /api/upload-for-editing', () => {
       .toBuffer();
     routes.set('/noise.png', { status: 200, type: 'image/png', body: noise }); // ~1.5 MB
     expect((await upload({ image_url: `${base}/noise.png` }, small.liveKey)).status).toBe(200); // crosses the quota
-    for (let i = 0; ; i++) {
-      const p = await s.api('/api/profile', { key: small.liveKey });
-      if (p.body?.tenant?.quotas?.monthlyUsedMb >= 1) break;
-      if (i > 100) throw new Error('usage never caught up');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitFor(async () => (await s.api('/api/profile', { key: small.liveKey })).body?.tenant?.quotas?.monthlyUsedMb >= 1, {
+      message: 'usage to catch up (1 MB used)',
+      interval: 100,
+    });
     const r = await upload({ image_url: `${base}/photo.png` }, small.liveKey);
     expect(r.status).toBe(402);
     expect(r.body).toEqual({ error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { lastSandboxId, receivedSince, sharp, sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
+import { lastSandboxId, receivedSince, sharp } from './generation-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -543,12 +544,10 @@ describe('POST /api/images', () => {
     const first = await ok({ prompt: 'big pictures', model_id: 'provA-pro-image', resolution_tier: '4k', n: 3 }, small.liveKey);
     const stored = first.images.length;
     // usage learns of the stored bytes from ImageStored events
-    for (let i = 0; ; i++) {
-      const p = await s.api('/api/profile', { key: small.liveKey });
-      if (p.body?.tenant?.quotas?.monthlyUsedMb >= 1) break;
-      if (i > 100) throw new Error(`usage never caught up: ${JSON.stringify(p.body)}`);
-      await sleep(100);
-    }
+    await waitFor(async () => (await s.api('/api/profile', { key: small.liveKey })).body?.tenant?.quotas?.monthlyUsedMb >= 1, {
+      message: 'usage to catch up (1 MB used)',
+      interval: 100,
+    });
     const before = await lastSandboxId(s);
     const r = await gen({ prompt: 'one more' }, small.liveKey);
     expect(r.status).toBe(402);

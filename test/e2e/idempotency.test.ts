@@ -1,7 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
+import { lastSandboxId, receivedSince } from './generation-support.js';
 import { jsonOf, mcpClient } from './mcp-support.js';
 
 /**
@@ -27,17 +28,17 @@ afterAll(async () => {
 const post = (path: string, body: unknown, key: string | undefined, tenant = t) =>
   s.api(path, { key: tenant.liveKey, body, headers: key === undefined ? {} : { 'idempotency-key': key } });
 const imageCount = async (tenant = t) => (await s.api('/api/images?limit=1', { key: tenant.liveKey })).body.pagination.total;
+const usageImages = async (tenant: TestTenant) =>
+  (await s.api('/api/usage', { key: tenant.liveKey })).body.data.months?.[0]?.total_images ?? 0;
+/**
+ * The month's images of `tenant` once usage has applied every event written so far: usage applies the events in
+ * order, and a marker tenant's generation, made after them, is counted.
+ */
 async function monthImages(tenant = t): Promise<number> {
-  const deadline = Date.now() + 10_000;
-  let last = -1;
-  // Usage is applied from events: wait until it stops moving.
-  for (;;) {
-    const u = (await s.api('/api/usage', { key: tenant.liveKey })).body.data;
-    const n = u.months?.[0]?.total_images ?? 0;
-    if (n === last || Date.now() > deadline) return n;
-    last = n;
-    await sleep(700);
-  }
+  const marker = await s.createTenant();
+  expect((await post('/api/images', { prompt: 'usage marker' }, undefined, marker)).status).toBe(200);
+  await waitFor(async () => (await usageImages(marker)) === 1, { message: "usage to count the marker tenant's image" });
+  return usageImages(tenant);
 }
 
 describe('Idempotency-Key', () => {
@@ -66,8 +67,9 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 to a retry while the first request is still running, then replays it', async () => {
     const body = { prompt: 'slow one [[delay:1500]]' };
+    const since = await lastSandboxId(s);
     const first = post('/api/images', body, 'gen-3');
-    await sleep(400);
+    await waitFor(async () => (await receivedSince(s, since)).length > 0, { message: 'the first request at the provider' });
     const during = await post('/api/images', body, 'gen-3');
     expect(during.status).toBe(409);
     expect(during.body.error).toBe('A request with this Idempotency-Key is still in progress');

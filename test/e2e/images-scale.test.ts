@@ -2,6 +2,7 @@ import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedImages } from '../bench/library.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Issue 16 through the gateway: `cursor` / `pagination.nextCursor` and `totalIsExact` on GET /api/images, the
@@ -76,14 +77,6 @@ describe('abandoned requests', () => {
   const running = () =>
     db`SELECT pid FROM pg_stat_activity
       WHERE datname = current_database() AND state = 'active' AND (query LIKE 'WITH tot AS%' OR query LIKE 'SELECT total, walked%') AND pid <> pg_backend_pid()`;
-  async function waitFor(check: () => Promise<boolean>, ms: number) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-      if (await check()) return true;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return false;
-  }
 
   it("a client that disconnects cancels its request's SQL", async () => {
     // The table is held, so the list statement waits until something cancels it (or the lock goes).
@@ -95,11 +88,11 @@ describe('abandoned requests', () => {
       const req = fetch(`${s.baseUrl}/api/images?search=lighthouse`, { headers: { 'x-api-key': A.liveKey }, signal: client.signal }).catch(
         (e) => e,
       );
-      expect(await waitFor(async () => (await running()).length === 1, 5000)).toBe(true);
+      await waitFor(async () => (await running()).length === 1, { timeout: 5000, message: 'the list statement running' });
       client.abort();
       expect(await req).toBeInstanceOf(Error);
       // Gone while the lock is still held: cancelled, not finished.
-      expect(await waitFor(async () => (await running()).length === 0, 3000)).toBe(true);
+      await waitFor(async () => (await running()).length === 0, { timeout: 3000, message: 'the list statement gone' });
     } finally {
       await blocker`ROLLBACK`;
       blocker.release();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../distributed/harness.js';
 import { type K8sObject, kustomize, parseYamlDocs } from '../distributed/kustomize.js';
+import { declaredGraph } from '../support/module-graph.js';
 import { CODE_ENV, readRepoFile, STANDALONE_SERVICES } from '../support/repo.js';
 
 /**
@@ -80,24 +81,17 @@ const RESOLVE_TARGET: Record<string, [string, 'grpc' | 'http']> = {
 };
 
 /**
- * Who calls whom, from the code: every ctx.resolve('<name>') in services/<svc>/src. The gateway reaches
- * every service (its proxy and /admin/stats health probes resolve them by a variable name).
+ * Who calls whom: the module graph (services/stack/src/modules.ts), which test/e2e/module-graph.test.ts holds
+ * to the calls the code makes (ctx.resolve in services/<svc>/src and in the library functions they import, such
+ * as createClients of @imagegen/operations). Callee -> callers, among the deployed services.
  */
 function callGraph(services: string[]): Map<string, Set<string>> {
   const callers = new Map<string, Set<string>>();
-  const edge = (from: string, to: string) => {
-    if (!callers.has(to)) callers.set(to, new Set());
-    callers.get(to)?.add(from);
-  };
-  for (const svc of services) {
-    if (svc === 'gateway') {
-      for (const [to] of Object.values(RESOLVE_TARGET)) edge('gateway', to);
-      continue;
-    }
-    for (const m of serviceSource(svc).matchAll(/ctx\.resolve\('(\w+)'\)/g)) {
-      const to = RESOLVE_TARGET[m[1]]?.[0];
-      expect(to, `${svc}: resolves unknown service ${m[1]}`).toBeDefined();
-      if (to !== svc) edge(svc, to as string);
+  for (const [from, tos] of declaredGraph()) {
+    if (!services.includes(from)) continue;
+    for (const to of tos) {
+      if (!callers.has(to)) callers.set(to, new Set());
+      callers.get(to)?.add(from);
     }
   }
   return callers;

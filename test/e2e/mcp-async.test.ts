@@ -44,7 +44,8 @@ async function startAsync(prompt: string, sessionId: string): Promise<string> {
   return started.executionId as string;
 }
 
-async function waitFor(executionId: string) {
+/** The MCP tool wait_for_execution (the server waits; no polling here). */
+async function waitForExecution(executionId: string) {
   const done = await tool('wait_for_execution', { execution_id: executionId, timeout_seconds: 30 });
   expect(done.done).toBe(true);
   return done;
@@ -58,7 +59,7 @@ describe('MCP async generation tracks its own execution', () => {
     const first = await tool('generate_image', { prompt: 'a finished heron', session_id: session });
     const id = await startAsync('a slow kingfisher [[delay:1500]]', session);
     expect(id).not.toBe(first.executionId);
-    const done = await waitFor(id);
+    const done = await waitForExecution(id);
     expect(done.execution).toMatchObject({ executionId: id, status: 'completed', toolName: 'generate_image', toolSource: 'mcp' });
     expect(done.result.executionId).toBe(id);
     expect(done.result.images).toHaveLength(1);
@@ -72,7 +73,7 @@ describe('MCP async generation tracks its own execution', () => {
       startAsync('a slow badger [[delay:600]]', session),
     ]);
     expect(x).not.toBe(y);
-    const [dx, dy] = await Promise.all([waitFor(x), waitFor(y)]);
+    const [dx, dy] = await Promise.all([waitForExecution(x), waitForExecution(y)]);
     expect(dx.result.executionId).toBe(x);
     expect(dy.result.executionId).toBe(y);
     expect(dx.result.images[0].prompt).toContain('otter');

@@ -5,6 +5,7 @@ import * as oidc from 'openid-client';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 import { CHROMIUM, jsonOf, mcpClient, pkcePair, registerClient, startCallbackServer } from './mcp-support.js';
 
 /**
@@ -51,7 +52,7 @@ async function approveInBrowser(authorizationUrl: URL, apiKey: string, opts: { u
     const landed = callback.next();
     await page.goto(authorizationUrl.href);
     expect(page.url().startsWith(`${stack.baseUrl}/?return_to=`)).toBe(true);
-    await expect.poll(() => page.locator('h1').textContent()).toBe('Sign in to imagegen');
+    await waitFor(async () => (await page.locator('h1').textContent()) === 'Sign in to imagegen', { message: 'the sign-in page' });
     expect(await page.content()).toContain(opts.clientName ?? 'Playwright MCP client');
     // usable on a phone: nothing wider than the viewport
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
@@ -192,16 +193,23 @@ describe('authorization code flow with openid-client and Chromium', () => {
     // the whole family is gone: the newest refresh token and access token too
     const newest = await oidc.refreshTokenGrant(config, first.refresh_token as string).catch((e) => e);
     expect(newest.error).toBe('invalid_grant');
-    await new Promise((r) => setTimeout(r, 5500)); // the mcp service caches introspection for up to 5 s
-    const res = await fetch(`${stack.baseUrl}/mcp`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${first.access_token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
+    // Refused once the mcp service's introspection cache (at most 5 s) lets the revocation through.
+    const res = await waitFor(
+      async () => {
+        const r = await fetch(`${stack.baseUrl}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${first.access_token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        });
+        await r.arrayBuffer();
+        return r.status === 401 && r;
       },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-    });
+      { message: 'the revoked access token refused (401)', interval: 200 },
+    );
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
@@ -375,7 +383,9 @@ describe('refusals', () => {
     await page.goto(url.href);
     await page.fill('#api_key', `sk_live_${'Z'.repeat(40)}`);
     await page.click('button[value="approve"]');
-    await expect.poll(() => page.locator('.err').textContent()).toBe('Invalid or missing API key');
+    await waitFor(async () => (await page.locator('.err').textContent()) === 'Invalid or missing API key', {
+      message: 'the sign-in error shown',
+    });
     expect(await page.inputValue('#api_key')).toBe('');
     await context.close();
   });

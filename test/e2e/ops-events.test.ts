@@ -22,7 +22,8 @@ import {
   writeOutbox,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricValue, waitFor } from '../distributed/harness.js';
+import { metricValue } from '../distributed/harness.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Trace context and metrics around the bus, with spans captured in memory (startTelemetry's test-only
@@ -102,8 +103,12 @@ describe.each([
 
     const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport, logger, pollMs: 100 });
     try {
-      await waitFor('two deliveries (one failed, one redelivered)', async () => deliveries.length >= 2, 20_000, 50);
-      await waitFor('lag back to 0', async () => (await relay.lag()) === 0, 10_000, 50);
+      await waitFor(async () => deliveries.length >= 2, {
+        message: 'two deliveries (one failed, one redelivered)',
+        timeout: 20_000,
+        interval: 50,
+      });
+      await waitFor(async () => (await relay.lag()) === 0, { message: 'lag back to 0', timeout: 10_000, interval: 50 });
     } finally {
       await relay.stop();
       await sub.stop();
@@ -165,10 +170,10 @@ describe('outbox lag gauge', () => {
       const text = (await metricsText()).body;
       expect(metricValue(text, 'imagegen_outbox_lag', { schema: SCHEMA })).toBeGreaterThanOrEqual(2);
       await waitFor(
-        'a failed publish counted',
         async () =>
           (metricValue((await metricsText()).body, 'imagegen_events_published_total', { subject: 'opsev.lag.x', outcome: 'error' }) ?? 0) >
           0,
+        { message: 'a failed publish counted', timeout: 30_000, interval: 200 },
       );
     } finally {
       await relay.stop();
@@ -176,12 +181,11 @@ describe('outbox lag gauge', () => {
     const ok = createInProcessTransport({ logger });
     const relay2 = await startOutboxRelay({ sql, schema: SCHEMA, transport: ok, logger, pollMs: 100 });
     try {
-      await waitFor(
-        'lag 0',
-        async () => metricValue((await metricsText()).body, 'imagegen_outbox_lag', { schema: SCHEMA }) === 0,
-        10_000,
-        100,
-      );
+      await waitFor(async () => metricValue((await metricsText()).body, 'imagegen_outbox_lag', { schema: SCHEMA }) === 0, {
+        message: 'lag 0',
+        timeout: 10_000,
+        interval: 100,
+      });
     } finally {
       await relay2.stop();
       await ok.close();

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { createClient } from '@imagegen/platform';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeService } from '../distributed/fixtures/fake-service.js';
-import { metricValue, REPO_ROOT, reservePort, sleep, waitFor } from '../distributed/harness.js';
+import { metricValue, REPO_ROOT, reservePort } from '../distributed/harness.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * runStandalone as a process: the ops endpoints (/livez, /readyz, /metrics, /health), readiness
@@ -66,11 +67,11 @@ afterEach(() => {
 describe('runStandalone ops endpoints and lifecycle', () => {
   it('is live but not ready while starting, then ready; readiness follows RunningService.ready()', async () => {
     const f = await startFake({ FAKE_START_MS: '1500' });
-    await waitFor('ops server', async () => (await get(`${f.ops}/livez`)).status === 200, 30_000, 100);
+    await waitFor(async () => (await get(`${f.ops}/livez`)).status === 200, { message: 'ops server', timeout: 30_000, interval: 100 });
     const starting = await get(`${f.ops}/readyz`);
     expect(starting.status).toBe(503);
     expect(starting.body).toEqual({ status: 'not_ready', reason: 'starting' });
-    await waitFor('ready', async () => (await get(`${f.ops}/readyz`)).status === 200, 30_000, 100);
+    await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     expect((await get(`${f.ops}/readyz`)).body).toEqual({ status: 'ready' });
     expect((await get(`${f.ops}/health`)).body.status).toBe('ok');
     expect((await get(`${f.ops}/nope`)).status).toBe(404);
@@ -91,7 +92,7 @@ describe('runStandalone ops endpoints and lifecycle', () => {
 
   it('exposes Prometheus metrics: gRPC calls by method and code, readiness, process metrics', async () => {
     const f = await startFake();
-    await waitFor('ready', async () => (await get(`${f.ops}/readyz`)).status === 200, 30_000, 100);
+    await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     const client = createClient(FakeService, f.grpc);
     try {
       for (let i = 0; i < 3; i++) await client.ping({ delayMs: 0 }, { requestId: `r${i}` });
@@ -119,13 +120,17 @@ describe('runStandalone ops endpoints and lifecycle', () => {
 
   it('SIGTERM: readiness turns 503 at once, the in-flight call finishes, the process exits 0', async () => {
     const f = await startFake({ SHUTDOWN_DRAIN_MS: '1000' });
-    await waitFor('ready', async () => (await get(`${f.ops}/readyz`)).status === 200, 30_000, 100);
+    await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     const client = createClient(FakeService, f.grpc);
     try {
       const inflight = client.ping({ delayMs: 2500 }, { requestId: 'slow' });
-      await sleep(200);
+      await waitFor(() => f.output().includes('"msg":"ping received"'), { message: 'the call in its handler', timeout: 10_000 });
       f.proc.kill('SIGTERM');
-      await waitFor('not ready while draining', async () => (await get(`${f.ops}/readyz`)).status === 503, 5000, 50);
+      await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 503, {
+        message: 'not ready while draining',
+        timeout: 5000,
+        interval: 50,
+      });
       const res = await inflight;
       expect(res.pong).toBe(true);
       const exit = await f.exited;
@@ -138,7 +143,7 @@ describe('runStandalone ops endpoints and lifecycle', () => {
 
   it('exits 1 when stopping takes longer than SHUTDOWN_GRACE_MS', async () => {
     const f = await startFake({ FAKE_STOP_HANG: '1', SHUTDOWN_GRACE_MS: '500' });
-    await waitFor('ready', async () => (await get(`${f.ops}/readyz`)).status === 200, 30_000, 100);
+    await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     f.proc.kill('SIGTERM');
     const exit = await f.exited;
     expect(exit.code).toBe(1);

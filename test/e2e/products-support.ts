@@ -108,13 +108,3 @@ export async function startAssetsStack(): Promise<TestStack> {
 
 /** `n` characters of text. */
 export const chars = (n: number, c = 'a'): string => c.repeat(n);
-
-/** Polls `fn` until it returns a truthy value (eventually consistent reads such as usage); no timing assertion. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, tries = 100, delayMs = 100): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, delayMs));
-  }
-  throw new Error('condition not reached');
-}

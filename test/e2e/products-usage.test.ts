@@ -6,7 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
-import { eventually, type ImageServer, noisePng, startAssetsStack, startImageServer } from './products-support.js';
+import { waitFor } from '../support/wait.js';
+import { type ImageServer, noisePng, startAssetsStack, startImageServer } from './products-support.js';
 
 const MIB = 1024 * 1024;
 const thisMonth = () => new Date().toISOString().slice(0, 7);
@@ -45,10 +46,13 @@ describe('usage of saved-asset images', () => {
     const bytes = c.body.data.sizeBytes as number;
     expect(bytes).toBeGreaterThan(MIB);
 
-    const u = await eventually(async () => {
-      const d = await usage(t);
-      return d.months[0]?.total_bytes === bytes && d;
-    });
+    const u = await waitFor(
+      async () => {
+        const d = await usage(t);
+        return d.months[0]?.total_bytes === bytes && d;
+      },
+      { interval: 100 },
+    );
     expect(u.months).toEqual([
       {
         month: thisMonth(),
@@ -61,7 +65,7 @@ describe('usage of saved-asset images', () => {
     ]);
     expect(u.recent).toEqual({ bytes, images: 1 });
     expect(u.quota.monthlyUsedMb).toBe(Math.round(bytes / MIB));
-    await eventually(async () => (await platformBytes()) >= bytes);
+    await waitFor(async () => (await platformBytes()) >= bytes, { interval: 100 });
     const before = await platformBytes();
 
     // Another tenant's usage is untouched.
@@ -70,7 +74,7 @@ describe('usage of saved-asset images', () => {
     const del = await s.api(`/api/products/${c.body.data.id}`, { key: t.liveKey, method: 'DELETE' });
     expect(del.status).toBe(200);
     // Storage held by the platform drops by the product's bytes...
-    await eventually(async () => (await platformBytes()) === before - bytes);
+    await waitFor(async () => (await platformBytes()) === before - bytes, { interval: 100 });
     // ...while the month keeps what was billed.
     const after = await usage(t);
     expect(after.months[0]).toMatchObject({ total_images: 1, total_bytes: bytes, total_operations: 1 });
@@ -94,10 +98,13 @@ describe('usage of saved-asset images', () => {
     );
     const bytes = sizes.reduce((a, b) => a + b, 0);
     expect(bytes).toBeGreaterThan(0);
-    const u = await eventually(async () => {
-      const d = await usage(t);
-      return d.months[0]?.total_images === 2 && d;
-    });
+    const u = await waitFor(
+      async () => {
+        const d = await usage(t);
+        return d.months[0]?.total_images === 2 && d;
+      },
+      { interval: 100 },
+    );
     expect(u.months[0]).toMatchObject({ month: thisMonth(), total_operations: 2, total_images: 2, total_bytes: bytes });
   });
 });

@@ -2,8 +2,9 @@ import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { createClient, internalPrincipal } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 import { expectCursorEqualsOffset, expectRefused, firstCursor, TIMES, tampered, withSeededTenants } from './asset-paging-support.js';
-import { chars, eventually, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
+import { chars, type ImageServer, noisePng, seeder, startAssetsStack, startImageServer } from './products-support.js';
 
 let s: TestStack;
 let t: TestTenant;
@@ -274,10 +275,13 @@ describe('product isolation, auth and quota', () => {
     const usage = createClient(UsageServiceService, () => s.stack.ctx.resolve('usage'));
     try {
       await seed.image(tenant.tenantId, { data: await noisePng(1_100_000) });
-      await eventually(async () => {
-        const q = await usage.checkQuota({ tenantId: tenant.tenantId, incomingBytes: 1 }, internalPrincipal(tenant.tenantId));
-        return !q.allowed;
-      });
+      await waitFor(
+        async () => {
+          const q = await usage.checkQuota({ tenantId: tenant.tenantId, incomingBytes: 1 }, internalPrincipal(tenant.tenantId));
+          return !q.allowed;
+        },
+        { interval: 100 },
+      );
       const r = await create({ product_name: 'over quota' }, tenant.liveKey);
       expect(r.status).toBe(402);
       expect(r.body).toEqual({ error: 'Monthly storage quota exceeded', code: 'QUOTA_EXCEEDED' });

@@ -3,7 +3,7 @@ import { createLogger } from '@imagegen/platform';
 import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startTestStack, type TestStack } from '../support/stack.js';
-import { until } from './usage-support.js';
+import { waitFor } from '../support/wait.js';
 
 // Defaults (SPEC 8) unless a test file overrides them; make sure nothing in the environment does.
 for (const k of Object.keys(process.env)) if (k.startsWith('RATE_LIMIT_')) delete process.env[k];
@@ -66,14 +66,12 @@ describe('rate limits (one gateway, memory store)', () => {
     expect((await s.api('/api/usage', { key: T.liveKey })).status).toBe(429);
     const p = await s.api(`/admin/tenants/${T.tenantId}`, { method: 'PATCH', admin: true, body: { rate_limit_per_minute: 1000 } });
     expect(p.status).toBe(200);
-    const ok = await until(
+    const ok = await waitFor(
       async () => {
-        await new Promise((r) => setTimeout(r, 200));
         const r = await s.api('/api/usage', { key: T.liveKey });
         return r.status === 200 && r;
       },
-      15_000,
-      'the new limit',
+      { message: 'the new limit', timeout: 15_000, interval: 200 },
     );
     expect(ok.headers.get('x-ratelimit-limit')).toBe('1000');
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { freePort } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The quick start for real: `pnpm start` with no database, NATS, S3 or provider settings, i.e. embedded
@@ -27,12 +28,12 @@ async function startStack(port: number): Promise<{ out: () => string; proc: Chil
   const proc = spawn(process.execPath, ['--import', 'tsx', 'services/stack/src/main.ts'], { cwd: repo, env: cleanEnv(port) });
   proc.stdout?.on('data', (d) => (out += d));
   proc.stderr?.on('data', (d) => (out += d));
-  const deadline = Date.now() + 90_000;
-  while (!/Demo tenant/.test(out)) {
-    if (proc.exitCode !== null) throw new Error(`stack exited early:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`stack did not print its banner:\n${out}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitFor(() => /Demo tenant/.test(out) || proc.exitCode !== null, { timeout: 90_000, interval: 200, message: 'the banner' }).catch(
+    (err) => {
+      throw new Error(`stack did not print its banner:\n${out}`, { cause: err });
+    },
+  );
+  if (!/Demo tenant/.test(out)) throw new Error(`stack exited early:\n${out}`);
   return { out: () => out, proc };
 }
 

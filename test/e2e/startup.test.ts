@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createDb, createTestDatabase } from '@imagegen/platform';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 const repo = new URL('../../', import.meta.url).pathname;
 const STACK = 'services/stack/src/main.ts';
@@ -70,12 +71,12 @@ async function startRunning(env: Record<string, string>): Promise<{ child: Child
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));
-  const deadline = Date.now() + 120_000;
-  while (!/Demo tenant/.test(out)) {
-    if (child.exitCode !== null) throw new Error(`stack exited early:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`no banner:\n${out}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitFor(() => /Demo tenant/.test(out) || child.exitCode !== null, { timeout: 120_000, interval: 200, message: 'the banner' }).catch(
+    (err) => {
+      throw new Error(`no banner:\n${out}`, { cause: err });
+    },
+  );
+  if (!/Demo tenant/.test(out)) throw new Error(`stack exited early:\n${out}`);
   return { child, out: () => out };
 }
 
@@ -114,7 +115,7 @@ async function stopPostgres(dataDir: string) {
   };
   if (!alive()) return;
   process.kill(pid, 'SIGTERM');
-  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+  await waitFor(() => !alive(), { timeout: 10_000, interval: 100 }).catch(() => {}); // else SIGKILL
   if (alive()) process.kill(pid, 'SIGKILL');
 }
 
@@ -209,11 +210,12 @@ describe('the quick start on embedded PostgreSQL', () => {
     expect(warning, out).toBeTruthy();
     expect(out.indexOf(warning as string)).toBeLessThan(out.indexOf('imagegen is running at'));
     expect(await listening(port, '127.0.0.1')).toBe(true);
-    // Not on the machine's other addresses (HOST=0.0.0.0 would opt in).
-    const external = Object.values(networkInterfaces())
-      .flat()
-      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
-    if (external) expect(await listening(port, external)).toBe(false);
+    // Not on the machine's other addresses (HOST=0.0.0.0 would opt in): an external one, else another loopback one.
+    const other =
+      Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a && a.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.2';
+    expect(await listening(port, other)).toBe(false);
   }, 150_000);
 
   it('a second instance on the same data folder: one line naming DATA_DIR and the running pid', async () => {

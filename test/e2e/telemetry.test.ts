@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Journey, startJourney, waitFor } from '../distributed/harness.js';
+import { type Journey, startJourney } from '../distributed/harness.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * One POST /api/images makes one trace across processes: gateway (HTTP server, fastify, gRPC client)
@@ -91,7 +92,6 @@ describe('one trace per request across processes, gRPC and NATS', () => {
 
     // The trace of this request: the gateway's HTTP server span for POST /api/images.
     const root = await waitFor(
-      'the gateway server span',
       async () =>
         spans.find(
           (s) =>
@@ -102,11 +102,10 @@ describe('one trace per request across processes, gRPC and NATS', () => {
             !s.parentSpanId &&
             String(s.attributes['http.target'] ?? s.attributes['url.path'] ?? '').startsWith('/api/images'),
         ),
-      30_000,
+      { message: 'the gateway server span', timeout: 30_000, interval: 200 },
     );
     const subject = `${j.env.EVENTS_PREFIX}.library.image_stored`;
     const consumer = await waitFor(
-      'the usage consumer span in the same trace',
       async () =>
         spans.find(
           (s) =>
@@ -115,7 +114,7 @@ describe('one trace per request across processes, gRPC and NATS', () => {
             s.name === `process ${subject}` &&
             s.service === 'imagegen-usage-metering',
         ),
-      30_000,
+      { message: 'the usage consumer span in the same trace', timeout: 30_000, interval: 200 },
     );
     // Spans are exported in batches as they end, so a child (say a usage-metering SQL span of the
     // ExecutionFinished event) can arrive before its parent: wait until the trace has no orphans.
@@ -124,7 +123,11 @@ describe('one trace per request across processes, gRPC and NATS', () => {
       const ids = new Set(t.map((s) => s.spanId));
       return t.filter((s) => s !== root && !(s.parentSpanId && ids.has(s.parentSpanId)));
     };
-    await waitFor('every exported span of the trace to have its parent', async () => orphans(traceOf()).length === 0, 15_000).catch(
+    await waitFor(async () => orphans(traceOf()).length === 0, {
+      message: 'every exported span of the trace to have its parent',
+      timeout: 15_000,
+      interval: 200,
+    }).catch(
       () => undefined, // the assertions below then name the orphan
     );
     const trace = traceOf();
@@ -244,7 +247,11 @@ describe('one trace per request across processes, gRPC and NATS', () => {
     expect(consumer.attributes['messaging.destination.name']).toBe(subject);
 
     // Log lines carry the trace id (the gateway's request log, LOG_REQUESTS=1).
-    await waitFor('a gateway log line with the trace id', async () => j.logs('gateway').includes(`"trace_id":"${root.traceId}"`), 10_000);
+    await waitFor(async () => j.logs('gateway').includes(`"trace_id":"${root.traceId}"`), {
+      message: 'a gateway log line with the trace id',
+      timeout: 10_000,
+      interval: 200,
+    });
 
     // Probes and scrapes are not traced.
     expect(

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 let s: TestStack;
 beforeAll(async () => {
@@ -21,14 +22,6 @@ const generate = (key: string, model: string) =>
     body: JSON.stringify({ prompt: 'a cached tenant', model_id: model }),
   }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: string; details?: string[] } }));
 
-async function eventually(cond: () => Promise<boolean>, what: string): Promise<void> {
-  const end = Date.now() + 15_000;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 it("an admin's change of allowed models applies at once (TenantChanged), not after the cache's minute", async () => {
   const t = await s.createTenant({ allowed_models: ['provA-flash-lite-image', 'provB-image-2'], model_id: 'provA-flash-lite-image' });
   expect((await generate(t.liveKey, 'provB-image-2')).status).toBe(200); // the tenant is cached now
@@ -38,7 +31,11 @@ it("an admin's change of allowed models applies at once (TenantChanged), not aft
     body: { allowed_models: ['provA-flash-lite-image'] },
   });
   expect(patched.status).toBe(200);
-  await eventually(async () => (await generate(t.liveKey, 'provB-image-2')).status === 400, 'the narrowed allowlist');
+  await waitFor(async () => (await generate(t.liveKey, 'provB-image-2')).status === 400, {
+    message: 'the narrowed allowlist',
+    timeout: 15_000,
+    interval: 100,
+  });
   const refused = await generate(t.liveKey, 'provB-image-2');
   expect(refused.body.details).toEqual(['model_id provB-image-2 is not allowed for this tenant (allowed: provA-flash-lite-image)']);
   expect((await generate(t.liveKey, 'provA-flash-lite-image')).status).toBe(200);
@@ -58,5 +55,9 @@ it('a deactivation applies at once on REST and MCP (TenantChanged clears the gat
     });
   expect([await rest(), await mcp()]).toEqual([200, 200]); // both caches hold the key now
   expect((await s.api(`/admin/tenants/${t.tenantId}`, { method: 'PATCH', admin: true, body: { is_active: false } })).status).toBe(200);
-  await eventually(async () => (await rest()) === 403 && (await mcp()) === 403, 'the deactivation on REST and MCP');
+  await waitFor(async () => (await rest()) === 403 && (await mcp()) === 403, {
+    message: 'the deactivation on REST and MCP',
+    timeout: 15_000,
+    interval: 100,
+  });
 });

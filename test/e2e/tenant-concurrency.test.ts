@@ -10,7 +10,8 @@ import { createLogger } from '@imagegen/platform';
 import { type RunningStack, startStack } from '@imagegen/stack/stack.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { lastSandboxId, receivedSince, sleep } from './generation-support.js';
+import { waitFor } from '../support/wait.js';
+import { lastSandboxId, receivedSince } from './generation-support.js';
 import { callTool, mcpClient } from './mcp-support.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -70,31 +71,20 @@ function expectGenerationCap(r: Res) {
   });
 }
 
-async function eventually<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 /** Waits until the sandbox upstream has received `n` requests after `since` (the generations are in their handler). */
 const upstreamGot = (s: TestStack, since: number, n: number) =>
-  eventually(async () => (await receivedSince(s, since)).length >= n, 15_000, `${n} upstream requests`);
+  waitFor(async () => (await receivedSince(s, since)).length >= n, { timeout: 15_000, interval: 100, message: `${n} upstream requests` });
 
 /** Retries a generation while the tenant is at its cap (429) until one is accepted (200) once the slow ones ended. */
 const generationAccepted = (s: TestStack, t: TestTenant, prompt: string) =>
-  eventually(
+  waitFor(
     async () => {
       const r = await call(s.baseUrl, '/api/images', t.liveKey, { prompt });
       if (r.status === 429) return false;
       expect(r.status).toBe(200);
       return true;
     },
-    SLOW_MS + 10_000,
-    'a free generation slot',
+    { timeout: SLOW_MS + 10_000, interval: 100, message: 'a free generation slot' },
   );
 
 describe('tenant concurrency caps (one gateway, memory)', () => {
@@ -208,15 +198,14 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     expect((await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'while streaming' })).status).toBe(200);
 
     a.close();
-    const c = await eventually(
+    const c = await waitFor(
       async () => {
         const o = await openStream(s.baseUrl, path, T.liveKey);
         if (o.status === 200) return o;
         await o.res.text();
         return false;
       },
-      5000,
-      'a stream slot after a disconnect',
+      { timeout: 5000, interval: 100, message: 'a stream slot after a disconnect' },
     );
     expectStreamCap(await call(s.baseUrl, path, T.liveKey));
     b.close();
@@ -225,17 +214,15 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
 
   it('streams that end by themselves, and stream requests answered without a stream (404), give their slot back exactly once', async () => {
     const path = '/api/sessions/cap-s/logs/stream';
-    await eventually(
+    await waitFor(
       async () => {
         const o = await openStream(s.baseUrl, path, T.liveKey);
         const ok = o.status === 200;
         o.close();
         return ok;
       },
-      5000,
-      'free stream slots',
+      { timeout: 5000, interval: 100, message: 'free stream slots' },
     );
-    await sleep(300);
     const done = await call(s.baseUrl, '/api/images', T.liveKey, { prompt: 'finished execution' });
     const executionId = done.body.data.executionId as string;
     // The stream of a finished execution sends `complete` and ends: three in a row with a cap of 2.
@@ -247,19 +234,16 @@ describe('tenant concurrency caps (one gateway, memory)', () => {
     // Unknown ids answer 404, never 429.
     for (let i = 0; i < 3; i++) expect((await call(s.baseUrl, '/api/executions/no-such-execution/stream', T.liveKey)).status).toBe(404);
     for (let i = 0; i < 3; i++) expect((await call(s.baseUrl, '/api/sessions/no-such-session/logs/stream', T.liveKey)).status).toBe(404);
-    // And two long streams still fit.
-    const x = await eventually(
+    // And two long streams still fit (once the closed ones' slots are back: a slot leaked never comes back).
+    const [x, y] = await waitFor(
       async () => {
-        const o = await openStream(s.baseUrl, path, T.liveKey);
-        if (o.status === 200) return o;
-        await o.res.text();
+        const both = [await openStream(s.baseUrl, path, T.liveKey), await openStream(s.baseUrl, path, T.liveKey)];
+        if (both.every((o) => o.status === 200)) return both;
+        for (const o of both) o.close();
         return false;
       },
-      5000,
-      'stream x',
+      { timeout: 5000, interval: 100, message: 'two streams open at once' },
     );
-    const y = await openStream(s.baseUrl, path, T.liveKey);
-    expect(y.status).toBe(200);
     // ... and fill the cap exactly: nothing leaked, nothing was given back twice.
     expectStreamCap(await call(s.baseUrl, path, T.liveKey));
     x.close();
@@ -309,15 +293,14 @@ describe('tenant concurrency caps shared by two gateways through Redis', () => {
     expectStreamCap(await call(s.baseUrl, path, T.liveKey));
     expectStreamCap(await call(secondUrl, path, T.liveKey));
     b.close();
-    const c = await eventually(
+    const c = await waitFor(
       async () => {
         const o = await openStream(s.baseUrl, path, T.liveKey);
         if (o.status === 200) return o;
         await o.res.text();
         return false;
       },
-      5000,
-      'a slot freed on the other gateway',
+      { timeout: 5000, interval: 100, message: 'a slot freed on the other gateway' },
     );
     expectStreamCap(await call(secondUrl, path, T.liveKey));
     a.close();

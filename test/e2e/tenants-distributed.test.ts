@@ -3,6 +3,7 @@ import { TenantChanged } from '@imagegen/contracts/events/v1/events';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Api, createApi } from '../support/api.js';
 import { freePort, type ServiceProcesses, startServiceProcesses, waitForUrl } from '../support/processes.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The distributed shape: tenancy and the gateway as separate processes (their standalone entries),
@@ -77,14 +78,13 @@ it('serves admin sign-in, tenants and API-key auth across processes', async () =
   expect(ok.status).toBe(503);
 
   expect((await api(`/admin/tenants/${tenantId}`, { method: 'PATCH', headers: session, body: { is_active: false } })).status).toBe(200);
-  const until = Date.now() + 10_000;
-  let status = 0;
-  while (Date.now() < until) {
-    status = (await api('/api/sessions', { headers: { 'x-api-key': key } })).status;
-    if (status === 403) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  expect(status).toBe(403);
+  await waitFor(async () => (await api('/api/sessions', { headers: { 'x-api-key': key } })).status === 403, {
+    message: 'the deactivated tenant refused (403)',
+    interval: 250,
+  });
 
-  await expect.poll(() => changes, { timeout: 15_000 }).toEqual(expect.arrayContaining([`${tenantId}:created`, `${tenantId}:deactivated`]));
+  await waitFor(() => changes.includes(`${tenantId}:created`) && changes.includes(`${tenantId}:deactivated`), {
+    message: `TenantChanged created and deactivated of ${tenantId}`,
+    timeout: 15_000,
+  });
 });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testClient } from '../support/client.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { MIB, noisePng, startImageServer, until } from './usage-support.js';
+import { waitFor } from '../support/wait.js';
+import { MIB, noisePng, startImageServer } from './usage-support.js';
 
 let s: TestStack;
 let A: TestTenant;
@@ -42,14 +43,13 @@ describe('GET /api/usage', () => {
     expect(gen.status).toBe(200);
     const stored = gen.body.data.images as { size_bytes: number }[];
     const bytes = stored.reduce((n, i) => n + i.size_bytes, 0);
-    const usage = await until(
+    const usage = await waitFor(
       async () => {
         const r = await s.api('/api/usage', { key: A.liveKey });
         const m = r.body.data.months[0];
         return m?.total_images === stored.length && m.total_operations === 1 && r.body.data;
       },
-      20_000,
-      'usage of the generation',
+      { message: 'usage of the generation', timeout: 20_000 },
     );
     expect(usage.months).toEqual([
       {
@@ -119,13 +119,12 @@ describe('GET /api/profile', () => {
       body: { monthly_quota_mb: 4096, rate_limit_per_minute: 6000 },
     });
     expect(patch.status).toBe(200);
-    const q = await until(
+    const q = await waitFor(
       async () => {
         const r = await s.api('/api/profile', { key: B.liveKey });
         return r.body.tenant.quotas.monthlyQuotaMb === 4096 && r.body.tenant.quotas;
       },
-      15_000,
-      'new quota',
+      { message: 'new quota', timeout: 15_000 },
     );
     expect(q).toEqual({ monthlyQuotaMb: 4096, monthlyUsedMb: 0, monthlyRemainingMb: 4096, rateLimitPerMinute: 6000 });
   });
@@ -143,11 +142,10 @@ describe('monthly storage quota (402)', () => {
     const up = await s.api('/api/upload-for-editing', { key: C.liveKey, body: { image_url: url } });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     expect(up.body.size_bytes).toBeGreaterThan(MIB);
-    await until(
-      async () => (await s.api('/api/usage', { key: C.liveKey })).body.data.quota.monthlyRemainingMb === 0,
-      20_000,
-      'usage at quota',
-    );
+    await waitFor(async () => (await s.api('/api/usage', { key: C.liveKey })).body.data.quota.monthlyRemainingMb === 0, {
+      message: 'usage at quota',
+      timeout: 20_000,
+    });
 
     const before = await s.api('/api/images', { key: C.liveKey });
     expect(before.body.pagination.total).toBe(1);
@@ -167,13 +165,12 @@ describe('monthly storage quota (402)', () => {
 
     // Raising the quota lets the tenant store again (tenancy cache: seconds).
     await s.api(`/admin/tenants/${C.tenantId}`, { method: 'PATCH', admin: true, body: { monthly_quota_mb: 100 } });
-    const again = await until(
+    const again = await waitFor(
       async () => {
         const r = await s.api('/api/images', { key: C.liveKey, body: { prompt: 'room again' } });
         return r.status === 200 && r;
       },
-      20_000,
-      'generation allowed again',
+      { message: 'generation allowed again', timeout: 20_000 },
     );
     expect(again.body.data.images).toHaveLength(1);
   });

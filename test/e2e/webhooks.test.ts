@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from '../../services/webhook-dispatcher/test/receiver.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { MIB, noisePng, startImageServer, until } from './usage-support.js';
+import { waitFor } from '../support/wait.js';
+import { MIB, noisePng, startImageServer } from './usage-support.js';
 
 let s: TestStack;
 let rx: Receiver;
@@ -174,7 +175,7 @@ describe('quota webhooks end to end', () => {
 
     const up = await s.api('/api/upload-for-editing', { key: T.liveKey, body: { image_url: images.serve(noisePng(620, 620)) } });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
-    await until(() => rx.on('/quota').length >= 2, 20_000, 'two quota webhooks');
+    await waitFor(() => rx.on('/quota').length >= 2, { message: 'two quota webhooks', timeout: 20_000 });
 
     const got = rx
       .on('/quota')
@@ -210,7 +211,10 @@ describe('quota webhooks end to end', () => {
     }
 
     // Over quota now: the next store is refused and no further alert is sent this month.
-    await until(async () => (await s.api('/api/usage', { key: T.liveKey })).body.data.quota.monthlyRemainingMb === 0, 20_000, 'usage');
+    await waitFor(async () => (await s.api('/api/usage', { key: T.liveKey })).body.data.quota.monthlyRemainingMb === 0, {
+      message: 'usage',
+      timeout: 20_000,
+    });
     expect((await s.api('/api/images', { key: T.liveKey, body: { prompt: 'more' } })).status).toBe(402);
 
     const log = await s.api(`/api/webhooks/${w.body.data.id}/deliveries`, { key: T.liveKey });
@@ -234,13 +238,12 @@ describe('quota webhooks end to end', () => {
     expect(t.status).toBe(202);
     expect(t.body.data).toMatchObject({ event: 'webhook.test', status: 'pending', attemptCount: 0, attempts: [] });
 
-    const off = await until(
+    const off = await waitFor(
       async () => {
         const r = await s.api(`/api/webhooks/${id}`, { key: A.liveKey });
         return r.body.data.enabled === false && r.body.data;
       },
-      20_000,
-      'auto-disable',
+      { message: 'auto-disable', timeout: 20_000 },
     );
     expect(off).toMatchObject({
       enabled: false,
@@ -258,11 +261,14 @@ describe('quota webhooks end to end', () => {
     rx.respond('/flaky', 200);
     const on = await s.api(`/api/webhooks/${id}`, { key: A.liveKey, method: 'PATCH', body: { enabled: true } });
     expect(on.body.data).toMatchObject({ enabled: true, consecutiveFailures: 0, disabledReason: null });
-    await until(() => rx.on('/flaky').length === 6, 20_000, 'delivery after re-enable');
-    const done = await until(async () => {
-      const [x] = (await s.api(`/api/webhooks/${id}/deliveries`, { key: A.liveKey })).body.data;
-      return x.status === 'succeeded' && x;
-    });
+    await waitFor(() => rx.on('/flaky').length === 6, { message: 'delivery after re-enable', timeout: 20_000 });
+    const done = await waitFor(
+      async () => {
+        const [x] = (await s.api(`/api/webhooks/${id}/deliveries`, { key: A.liveKey })).body.data;
+        return x.status === 'succeeded' && x;
+      },
+      { timeout: 20_000 },
+    );
     expect(done).toMatchObject({ attemptCount: 6, lastResponseStatus: 200 });
     expect((await s.api(`/api/webhooks/${id}`, { key: A.liveKey })).body.data).toMatchObject({
       enabled: true,

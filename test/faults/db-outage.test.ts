@@ -1,15 +1,8 @@
 import { createDb } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type Journey,
-  type PrivateNats,
-  type ServiceName,
-  sleep,
-  startJourney,
-  startPrivateNats,
-  waitFor,
-} from '../distributed/harness.js';
+import { type Journey, type PrivateNats, type ServiceName, sleep, startJourney, startPrivateNats } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+import { waitFor } from '../support/wait.js';
 import { assertConsistent, load } from './support.js';
 
 /**
@@ -83,7 +76,12 @@ describe('PostgreSQL outage under generation load', () => {
       }
     };
 
-    await sleep(3000);
+    // The load is running: as many successes as clients before the stop.
+    await waitFor(() => samples.filter((s) => s.status === 200).length >= CLIENTS, {
+      message: `${CLIENTS} successes before the outage`,
+      timeout: 30_000,
+      interval: 50,
+    });
     const down = Date.now();
     await pg.stop();
     outage = true;
@@ -98,10 +96,8 @@ describe('PostgreSQL outage under generation load', () => {
 
     // Load goes on until the first success after the restart (or 30 s), then 2 s more.
     const firstOk = await waitFor(
-      'a successful generation after the restart',
       async () => samples.find((s) => s.status === 200 && s.start >= up)?.end ?? samples.find((s) => s.status === 200 && s.end >= up)?.end,
-      30_000,
-      50,
+      { message: 'a successful generation after the restart', timeout: 30_000, interval: 50 },
     ).catch(() => undefined);
     await sleep(2000);
     await l.stop();
@@ -172,7 +168,11 @@ describe('PostgreSQL outage under generation load', () => {
 
     // Everything is ready again.
     for (const svc of READY_CHECKED) {
-      await waitFor(`${svc} ready again`, async () => (await fetch(`${j.services.get(svc)?.opsUrl}/readyz`)).status === 200, 10_000, 100);
+      await waitFor(async () => (await fetch(`${j.services.get(svc)?.opsUrl}/readyz`)).status === 200, {
+        message: `${svc} ready again`,
+        timeout: 10_000,
+        interval: 100,
+      });
     }
 
     // Nothing lost, doubled or left behind: usage and the gallery equal the 200 answers, no execution is
@@ -192,11 +192,21 @@ describe('PostgreSQL outage under generation load', () => {
 
   it('usage-metering stays ready while NATS is down (its gRPC answers from PostgreSQL)', async () => {
     const usage = j.services.get('usage-metering')?.opsUrl;
-    await waitFor('usage-metering ready', async () => (await fetch(`${usage}/readyz`)).status === 200, 10_000, 100);
+    await waitFor(async () => (await fetch(`${usage}/readyz`)).status === 200, {
+      message: 'usage-metering ready',
+      timeout: 10_000,
+      interval: 100,
+    });
+    const disconnects = () =>
+      j
+        .logs('usage-metering')
+        .split('\n')
+        .filter((l) => l.includes('nats disconnected')).length;
+    const before = disconnects();
     await nats.stop();
     try {
-      // Long enough for the transport to notice (its connection closes at once on a stopped server).
-      await sleep(2000);
+      // Once the transport has noticed (its connection closes at once on a stopped server).
+      await waitFor(() => disconnects() > before, { message: "usage-metering's 'nats disconnected'", timeout: 10_000, interval: 50 });
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
         statuses.push((await fetch(`${usage}/readyz`)).status);

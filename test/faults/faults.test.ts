@@ -2,6 +2,7 @@ import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Journey, type PrivateNats, type ServiceName, sleep, startJourney, startPrivateNats } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+import { waitFor } from '../support/wait.js';
 import { type Answer, assertConsistent, assertNoUnexpectedDeath, errorsOf, FAULT_TIMERS, load, successAfter } from './support.js';
 
 /**
@@ -40,6 +41,12 @@ afterAll(async () => {
   await Promise.all([pg?.close(), nats?.close()]);
 }, 90_000);
 
+/** The journey's sandbox provider has received a request whose prompt contains `text` (it is in flight there). */
+async function atSandbox(text: string, n = 1): Promise<boolean> {
+  const r = await fetch(`${j.sandboxUrl}/_sandbox/requests?contains=${encodeURIComponent(text)}`);
+  return ((await r.json()) as { requests: unknown[] }).requests.length >= n;
+}
+
 async function restart(name: ServiceName) {
   await j.start(name);
   killedByTest.delete(name);
@@ -53,12 +60,11 @@ describe('faults under generation load', () => {
     // One more request under an Idempotency-Key, in flight when the process dies.
     const keyed = { key: t.liveKey, body: { prompt: 'keyed sea [[delay:1500]]', n: 1 }, headers: { 'idempotency-key': 'killed-once' } };
     const firstTry = j.api('/api/images', keyed);
-    await sleep(500);
+    await waitFor(() => atSandbox('keyed sea'), { message: 'the keyed request at the provider', timeout: 30_000, interval: 50 });
     killedByTest.add('generation');
     const killedAt = Date.now();
     await j.kill('generation', 'SIGKILL');
-    await sleep(1000);
-    await restart('generation');
+    await restart('generation'); // down until the new process is ready: the load goes on meanwhile
     const recovered = await successAfter(l.answers, Date.now());
     const answers = await l.stop();
     const during = answers.filter((a) => a.status !== 200);
@@ -89,8 +95,7 @@ describe('faults under generation load', () => {
     killedByTest.add('library');
     const killedAt = Date.now();
     await j.kill('library', 'SIGKILL');
-    await sleep(1000);
-    await restart('library');
+    await restart('library'); // down until the new process is ready: the load goes on meanwhile
     const recovered = await successAfter(l.answers, Date.now());
     const answers = await l.stop();
     const result = await assertConsistent(j, db, t, answers);
@@ -98,22 +103,24 @@ describe('faults under generation load', () => {
     assertNoUnexpectedDeath(j, killedByTest);
   }, 120_000);
 
-  it('usage-metering killed 10 s: generation keeps serving known tenants, usage catches up exactly', async () => {
+  it('usage-metering killed under load: generation keeps serving known tenants, usage catches up exactly', async () => {
     const t = await j.createTenant();
     const l = load(j, t, () => ({ prompt: 'metering away', n: 1 }));
     await successAfter(l.answers, 0);
     killedByTest.add('usage-metering');
     const killedAt = Date.now();
     await j.kill('usage-metering', 'SIGKILL');
-    await sleep(10_000);
-    const outage = l.answers.filter((a) => a.start >= killedAt + 500);
+    // Down until the load got answers to 6 requests sent while it was (the fail-open quota check served them).
+    const during = () => l.answers.filter((a) => a.start >= killedAt + 500);
+    await waitFor(() => during().length >= 6, { message: '6 answers to requests sent during the outage', timeout: 60_000, interval: 50 });
+    const outage = during();
     await restart('usage-metering');
     const answers = await l.stop();
     // The quota check fails open for a tenant checked within QUOTA_FALLBACK_MS: no refusal during the outage.
     expect(outage.length).toBeGreaterThan(3);
     expect(errorsOf(outage).errors).toBe(0);
     const result = await assertConsistent(j, db, t, answers);
-    figures.push({ fault: 'usage-metering SIGKILL 10 s', ...errorsOf(answers), outageRequests: outage.length, ...result });
+    figures.push({ fault: 'usage-metering SIGKILL', ...errorsOf(answers), outageRequests: outage.length, ...result });
     assertNoUnexpectedDeath(j, killedByTest);
   }, 120_000);
 
@@ -140,17 +147,25 @@ describe('faults under generation load', () => {
 
   it('gateway SIGTERM with requests in flight: readiness turns 503 at once, in-flight requests complete', async () => {
     const t = await j.createTenant();
+    let answered = 0;
     const inFlight = Array.from({ length: 3 }, (_, i) =>
-      j.api('/api/images', { key: t.liveKey, body: { prompt: `in flight ${i} [[delay:1500]]`, n: 1 } }),
+      j.api('/api/images', { key: t.liveKey, body: { prompt: `in flight ${i} [[delay:1500]]`, n: 1 } }).finally(() => answered++),
     );
-    await sleep(500);
+    await waitFor(() => atSandbox(`in flight`, 3), { message: 'the 3 requests at the provider', timeout: 30_000, interval: 50 });
     killedByTest.add('gateway');
     const stopping = j.kill('gateway', 'SIGTERM');
-    await sleep(100);
-    const ready = await fetch(`${j.baseUrl}/readyz`).then(
-      (r) => r.status,
-      () => 0,
+    // Readiness turns (503, or the listener closed) while the requests are still in flight.
+    const { ready, whileInFlight } = await waitFor(
+      async () => {
+        const status = await fetch(`${j.baseUrl}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        return status === 200 ? undefined : { ready: status, whileInFlight: 3 - answered };
+      },
+      { message: 'readiness to turn', timeout: 10_000, interval: 20 },
     );
+    expect(whileInFlight).toBe(3);
     const done = await Promise.all(inFlight);
     const exit = await stopping;
     expect([503, 0]).toContain(ready);

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '@imagegen/platform';
 import { expect } from 'vitest';
-import { ALL_SERVICES, type Journey, type ServiceName, sleep, waitFor } from '../distributed/harness.js';
+import { ALL_SERVICES, type Journey, type ServiceName, sleep } from '../distributed/harness.js';
 import type { TestTenant } from '../support/api.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * What every fault test checks, shared by the fault suites (faults.test.ts, db-outage.test.ts) and the
@@ -122,7 +123,11 @@ export function load(j: Journey, tenant: TestTenant, body: () => Record<string, 
 
 /** Waits until `n` answers with status 200 started after `since`; answers the first one's end. */
 export async function successAfter(answers: Answer[], since: number, timeoutMs = 60_000): Promise<number> {
-  return waitFor('a successful request', async () => answers.find((a) => a.start >= since && a.status === 200)?.end, timeoutMs, 50);
+  return waitFor(async () => answers.find((a) => a.start >= since && a.status === 200)?.end, {
+    message: 'a successful request',
+    timeout: timeoutMs,
+    interval: 50,
+  });
 }
 
 export function errorsOf(answers: Answer[]) {
@@ -158,7 +163,6 @@ export async function assertConsistent(j: Journey, db: Sql, tenant: TestTenant, 
   let orphans: string[] = [];
   try {
     await waitFor(
-      'usage, gallery, executions and storage to settle',
       async () => {
         usage = await usageOf(j, tenant);
         const rows = await db`SELECT id FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
@@ -180,8 +184,7 @@ export async function assertConsistent(j: Journey, db: Sql, tenant: TestTenant, 
           orphans.length === 0
         );
       },
-      45_000,
-      500,
+      { message: 'usage, gallery, executions and storage to settle', timeout: 45_000, interval: 500 },
     );
   } catch {
     // Fall through to the precise assertions below (they name what is off).

@@ -1,7 +1,8 @@
 import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Journey, type PrivateNats, startJourney, startPrivateNats, waitFor } from '../distributed/harness.js';
+import { type Journey, type PrivateNats, startJourney, startPrivateNats } from '../distributed/harness.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.js';
+import { waitFor } from '../support/wait.js';
 import { type Answer, assertConsistent, load as clients, FAULT_TIMERS, usageOf } from './support.js';
 
 /**
@@ -60,15 +61,13 @@ async function settle(scenario: string, round: number, tenant: Awaited<ReturnTyp
   let billed = 0;
   // Wait for the consumers and reapers to settle (assertConsistent waits too, and names what is off).
   await waitFor(
-    'listed and billed to settle',
     async () => {
       const [{ n }] = await db`SELECT count(*)::int AS n FROM library.images WHERE tenant_id = ${tenant.tenantId}`;
       listed = n;
       billed = (await usageOf(j, tenant)).images;
       return listed === answered && billed === answered;
     },
-    30_000,
-    250,
+    { message: 'listed and billed to settle', timeout: 30_000, interval: 250 },
   ).catch(() => {});
   const longest = Math.max(0, ...answers.map((a) => a.end - a.start));
   // What the gateway did with each generation answer lost with its replica (its log says so): rebuilt from the
@@ -115,7 +114,7 @@ describe('every answer tells the truth about what was stored and billed', () => 
         keyed: true,
         timeoutMs: 90_000,
       });
-      await waitFor('a first success', async () => load.okSince(0), 30_000, 50);
+      await waitFor(async () => load.okSince(0), { message: 'a first success', timeout: 30_000, interval: 50 });
       for (let kill = 0; kill < 2; kill++) {
         // A random moment within a generation's span, so the kill lands anywhere in the requests' lives.
         await sleep(300 + Math.floor(Math.random() * 900));
@@ -123,7 +122,7 @@ describe('every answer tells the truth about what was stored and billed', () => 
         await sleep(500);
         await j.start('generation');
         const up = Date.now();
-        await waitFor('a success after the restart', async () => load.okSince(up), 60_000, 50);
+        await waitFor(async () => load.okSince(up), { message: 'a success after the restart', timeout: 60_000, interval: 50 });
       }
       const answers = await load.stop();
       await settle('generation SIGKILL x2', round, t, answers);
@@ -147,7 +146,7 @@ describe('every answer tells the truth about what was stored and billed', () => 
       const t = await j.createTenant();
       let outage = false;
       const load = clients(j, t, () => ({ prompt: `outage ${round}`, n: 1 }), { clients: 4, overlap: () => outage, timeoutMs: 90_000 });
-      await waitFor('a first success', async () => load.okSince(0), 30_000, 50);
+      await waitFor(async () => load.okSince(0), { message: 'a first success', timeout: 30_000, interval: 50 });
       await sleep(2000 + Math.floor(Math.random() * 1000));
       const down = Date.now();
       await pg.stop();
@@ -160,7 +159,7 @@ describe('every answer tells the truth about what was stored and billed', () => 
       await pg.start();
       outage = false;
       const up = Date.now();
-      await waitFor('a success after the restart', async () => load.okSince(up), 30_000, 50);
+      await waitFor(async () => load.okSince(up), { message: 'a success after the restart', timeout: 30_000, interval: 50 });
       await sleep(1000);
       const answers = await load.stop();
       const inFlightAtStop = answers.filter((a) => a.start < down && a.end > down);

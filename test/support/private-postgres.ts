@@ -39,6 +39,7 @@ import { chownSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, 
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { waitFor } from './wait.js';
 
 export interface PrivatePostgres {
   url: string;
@@ -169,8 +170,6 @@ process.once('exit', () => {
   for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const tpl = await templateCluster();
   const base = mkdtempSync(join(tmpdir(), 'imagegen-pg-'));
@@ -212,14 +211,16 @@ export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): P
       live.delete(p);
       if (proc === p) proc = undefined;
     });
-    const until = Date.now() + 30_000;
-    for (;;) {
-      if (p.exitCode !== null || p.signalCode !== null) throw new Error(`private PostgreSQL exited at start: ${log}`);
-      // Accepting TCP is not enough (the server may still be recovering): wait until it takes a session.
-      if ((await accepts(port)) && (await ready(port))) return;
-      if (Date.now() > until) throw new Error(`private PostgreSQL did not come up: ${log}`);
-      await sleep(50);
-    }
+    const exited = () => p.exitCode !== null || p.signalCode !== null;
+    // Accepting TCP is not enough (the server may still be recovering): wait until it takes a session.
+    await waitFor(async () => exited() || ((await accepts(port)) && (await ready(port))), {
+      timeout: 30_000,
+      interval: 50,
+      message: `private PostgreSQL on port ${port} to take a session`,
+    }).catch((err) => {
+      throw new Error(`private PostgreSQL did not come up: ${log}`, { cause: err });
+    });
+    if (exited()) throw new Error(`private PostgreSQL exited at start: ${log}`);
   };
 
   const halt = async (signal: NodeJS.Signals) => {

@@ -9,6 +9,7 @@ import {
   freePort as osFreePort,
   type SubscribeOptions,
 } from '@imagegen/platform';
+import { waitFor } from './wait.js';
 
 /** The repository root (the working directory of the service processes). */
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -39,15 +40,7 @@ const reserved = new Set<number>();
 
 /** Polls `url` until it answers 2xx (e.g. a process's /readyz or the gateway's /health). */
 export async function waitForUrl(url: string, timeoutMs = 90_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const r = await fetch(url);
-      if (r.ok) return;
-    } catch {}
-    if (Date.now() > until) throw new Error(`${url} did not come up`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await waitFor(async () => (await fetch(url)).ok, { timeout: timeoutMs, interval: 250, message: `${url} to answer 2xx` });
 }
 
 export interface ServiceProcesses {

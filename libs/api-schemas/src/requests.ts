@@ -1,5 +1,90 @@
 import { z } from 'zod';
-import { ADMIN_ROLES, ASPECT_RATIOS, ID_MAX, INT32_MAX, MODEL_IDS, QUOTA_EVENTS } from './vocab.js';
+import {
+  ACTIVE_EXECUTIONS_LIMIT_DEFAULT,
+  ACTIVE_EXECUTIONS_LIMIT_MAX,
+  ADDITIONAL_DETAILS_MAX,
+  ADMIN_ROLES,
+  API_KEY_TYPES,
+  API_KEYS_PER_TENANT_MAX,
+  ASPECT_RATIO_FILTER_MAX,
+  ASPECT_RATIOS,
+  ASSET_LIST_LIMIT_DEFAULT,
+  ASSET_SORTS,
+  BACKGROUNDS,
+  BASE_PROMPT_MAX,
+  BASE_PROMPT_MIN,
+  CHARACTER_DESCRIPTION_MAX,
+  CHARACTER_NAME_MAX,
+  CHARACTER_NEGATIVE_PROMPT_MAX,
+  CHARACTER_REFERENCE_IMAGES_MAX,
+  CHARACTER_SCENE_PROMPT_MIN,
+  CHARACTER_SYSTEM_INSTRUCTION_MAX,
+  CHARACTERS_PER_REQUEST_MAX,
+  CURSOR_MAX,
+  DISPLAY_NAME_MAX,
+  EMAIL_MAX,
+  GENERATE_SCENE_PROMPT_MAX,
+  ID_MAX,
+  IMAGE_SORTS,
+  IMAGES_PER_REQUEST_MAX,
+  INT32_MAX,
+  INVITATION_DAYS_DEFAULT,
+  INVITATION_DAYS_MAX,
+  KEY_NAME_MAX,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  MAX_BULK_DELETE,
+  MAX_DOWNLOAD_IDS,
+  MODEL_IDS,
+  MODERATIONS,
+  MULTI_CHARACTER_SCENE_PROMPT_MIN,
+  MULTI_CHARACTERS_MIN,
+  NEGATIVE_PROMPT_MAX,
+  OPERATION_TYPE_FILTER_MAX,
+  OUTPUT_COMPRESSION_MAX,
+  OUTPUT_FORMATS,
+  PASSWORD_MAX,
+  PASSWORD_MIN,
+  PRODUCT_ASPECT_RATIOS,
+  PRODUCT_DESCRIPTION_MAX,
+  PRODUCT_NAME_MAX,
+  PRODUCTS_PER_REQUEST_MAX,
+  PROMPT_MAX,
+  PROVB_SIZE_LIMITS,
+  PROVIDER_KEY_MAX,
+  PROVIDER_POOL_KEYS_MAX,
+  QUALITIES,
+  QUOTA_EVENTS,
+  REFERENCE_GROUPS_PER_REQUEST_MAX,
+  REFERENCE_MODES,
+  REFERENCE_URL_MAX,
+  RESOLUTION_TIER_FILTER_MAX,
+  SCENE_DESCRIPTION_MAX,
+  SCENE_NAME_MAX,
+  SCENE_PROMPT_MAX,
+  SCENE_REFERENCES_MAX,
+  SEARCH_MODES,
+  SEARCH_PRESET_NAME_MAX,
+  SEARCH_QUERY_MAX,
+  SESSION_ID_MAX,
+  SESSION_LOGS_LIMIT_DEFAULT,
+  SESSION_LOGS_LIMIT_MAX,
+  STYLE_PRESET_NAME_MAX,
+  STYLE_PRESET_NEGATIVE_PROMPT_MAX,
+  STYLE_PRESET_PROMPT_MAX,
+  STYLE_PRESET_SYSTEM_INSTRUCTION_MAX,
+  TAG_MAX,
+  TAGS_MAX,
+  TENANT_ID_MAX,
+  TENANT_NAME_MAX,
+  TENANT_NOTES_MAX,
+  UPLOAD_MIME_TYPES,
+  USAGE_MONTHS_DEFAULT,
+  USAGE_MONTHS_MAX,
+  WEBHOOK_DESCRIPTION_MAX,
+  WEBHOOK_EVENTS_MAX,
+  WEBHOOK_URL_MAX,
+} from './vocab.js';
 
 /**
  * Request bodies and list queries defined once. A REST route validates either the whole schema (jsonSchema) or,
@@ -13,36 +98,58 @@ const id = (what: string) => z.number().int().min(1).max(ID_MAX).describe(what);
 const ids = (max: number, what: string) => z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(max).describe(what);
 const nullableStr = (max: number, what: string) => z.string().max(max).nullable().optional().describe(what);
 const sessionId = () =>
-  z.string().min(1).max(200).describe('Application session id (1-200 characters) grouping operations; else X-Session-Id; else a new one');
+  z
+    .string()
+    .min(1)
+    .max(SESSION_ID_MAX)
+    .describe(`Application session id (1-${SESSION_ID_MAX} characters) grouping operations; else X-Session-Id; else a new one`);
 
 /** POST /api/images and the MCP tool generate_image (which adds scene_id, scene_name and async). */
 export const GenerateImagesBody = z.object({
-  prompt: z.string().min(1).max(32000).describe('What to draw: at most 16384 characters for provA models, 32000 for provB models'),
-  negative_prompt: z.string().max(1024).optional().describe('What to avoid (at most 1024 characters)'),
+  prompt: z
+    .string()
+    .min(1)
+    .max(PROMPT_MAX.provB)
+    .describe(`What to draw: at most ${PROMPT_MAX.provA} characters for provA models, ${PROMPT_MAX.provB} for provB models`),
+  negative_prompt: z.string().max(NEGATIVE_PROMPT_MAX).optional().describe(`What to avoid (at most ${NEGATIVE_PROMPT_MAX} characters)`),
   aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe('Default: the scene, style preset or character default, else 1:1'),
-  n: z.number().int().min(1).max(4).optional().describe('Images to generate, 1-4 (default 1)'),
+  n: z.number().int().min(1).max(IMAGES_PER_REQUEST_MAX).optional().describe(`Images to generate, 1-${IMAGES_PER_REQUEST_MAX} (default 1)`),
   model_id: z.enum(MODEL_IDS).optional().describe("Default: the tenant's model; must be in the tenant's allowlist"),
   resolution_tier: z.string().optional().describe('provA only: 0.5k, 1k, 2k or 4k; provA-flash-lite-image is fixed at 1k'),
   use_provA_search: z.boolean().optional().describe('Web search grounding (provA-flash-image, provA-pro-image)'),
   enable_thinking: z.boolean().optional().describe('provA models only'),
-  size: z.string().optional().describe('provB only: auto or WIDTHxHEIGHT (multiples of 16, max edge 3840, ratio <= 3:1)'),
-  output_format: z.enum(['png', 'jpeg', 'webp']).optional().describe('provB only (default png)'),
-  quality: z.enum(['low', 'medium', 'high', 'auto', 'xhigh', 'max']).optional().describe('provB only; xhigh and max need the 2.5 models'),
-  output_compression: z.number().int().min(0).max(100).optional().describe('provB only, with jpeg or webp: 0-100'),
-  background: z.enum(['auto', 'opaque', 'transparent']).optional().describe('provB only; transparent needs a 2.5 model and png or webp'),
-  moderation: z.enum(['auto', 'low']).optional().describe('provB only (default auto)'),
+  size: z
+    .string()
+    .optional()
+    .describe(
+      `provB only: auto or WIDTHxHEIGHT (multiples of ${PROVB_SIZE_LIMITS.multiple}, max edge ${PROVB_SIZE_LIMITS.maxEdge}, ratio <= ${PROVB_SIZE_LIMITS.maxRatio}:1)`,
+    ),
+  output_format: z.enum(OUTPUT_FORMATS).optional().describe('provB only (default png)'),
+  quality: z.enum(QUALITIES).optional().describe('provB only; xhigh and max need the 2.5 models'),
+  output_compression: z
+    .number()
+    .int()
+    .min(0)
+    .max(OUTPUT_COMPRESSION_MAX)
+    .optional()
+    .describe(`provB only, with jpeg or webp: 0-${OUTPUT_COMPRESSION_MAX}`),
+  background: z.enum(BACKGROUNDS).optional().describe('provB only; transparent needs a 2.5 model and png or webp'),
+  moderation: z.enum(MODERATIONS).optional().describe('provB only (default auto)'),
   system_instruction: z.string().optional().describe('Style guidance for the model'),
   style_preset_id: id('Apply a saved style preset (by id)').optional(),
   style_preset_name: z.string().min(1).optional().describe('Apply a saved style preset (by name)'),
   reference_images: z.array(z.string().min(1)).optional().describe('Extra reference images: storage keys of this tenant'),
   reference_group_id: id('A saved reference group (scene id)').optional(),
-  reference_group_ids: ids(5, '1-5 saved reference groups (scene ids)').optional(),
+  reference_group_ids: ids(
+    REFERENCE_GROUPS_PER_REQUEST_MAX,
+    `1-${REFERENCE_GROUPS_PER_REQUEST_MAX} saved reference groups (scene ids)`,
+  ).optional(),
   reference_group_name: z.string().min(1).optional().describe('A saved reference group (scene name)'),
-  reference_mode: z.enum(['style', 'add']).optional().describe('How references are used'),
+  reference_mode: z.enum(REFERENCE_MODES).optional().describe('How references are used'),
   character_id: id('One saved character; not with character_ids').optional(),
-  character_ids: ids(5, '1-5 saved characters; not with character_id').optional(),
+  character_ids: ids(CHARACTERS_PER_REQUEST_MAX, `1-${CHARACTERS_PER_REQUEST_MAX} saved characters; not with character_id`).optional(),
   product_id: id('One saved product; not with product_ids').optional(),
-  product_ids: ids(6, '1-6 saved products; not with product_id').optional(),
+  product_ids: ids(PRODUCTS_PER_REQUEST_MAX, `1-${PRODUCTS_PER_REQUEST_MAX} saved products; not with product_id`).optional(),
   image_to_edit_id: id('Edit this image of the library instead of generating from scratch').optional(),
   session_id: sessionId().optional(),
 });
@@ -50,8 +157,8 @@ export const GenerateImagesBody = z.object({
 /** POST /api/edit-image and the MCP tool edit_image. */
 export const EditImageBody = z.object({
   image_id: id('The image to edit (one of this tenant)'),
-  prompt: z.string().min(1).max(32000).describe('The change to make'),
-  negative_prompt: z.string().max(1024).optional().describe('What to avoid'),
+  prompt: z.string().min(1).max(PROMPT_MAX.provB).describe('The change to make'),
+  negative_prompt: z.string().max(NEGATIVE_PROMPT_MAX).optional().describe('What to avoid'),
   aspect_ratio: z.enum(ASPECT_RATIOS).optional().describe("Default: the source image's shape"),
   model_id: z.enum(MODEL_IDS).optional().describe("Model (default: the tenant's model)"),
   session_id: sessionId().optional(),
@@ -65,14 +172,14 @@ export const UploadForEditingBody = z.object({
     .url()
     .describe('A public http(s) URL: PNG, JPEG, WebP or single-frame GIF, at most 20 MB and 4,194,304 pixels'),
   file_name: z.string().optional().describe('A name recorded with the image'),
-  mime_type: z.enum(['image/png', 'image/jpeg', 'image/webp', 'image/gif']).optional().describe('The stored type is detected'),
+  mime_type: z.enum(UPLOAD_MIME_TYPES).optional().describe('The stored type is detected'),
   session_id: sessionId().optional(),
 });
 
 /** SPEC 4.6: the filters of a search preset. */
 export const SearchFilters = z.object({
-  search: z.string().max(200).optional(),
-  searchMode: z.enum(['exact', 'all', 'any']).optional(),
+  search: z.string().max(SEARCH_QUERY_MAX).optional(),
+  searchMode: z.enum(SEARCH_MODES).optional(),
   dateFrom: z.string().optional().describe('ISO 8601 date or date-time'),
   dateTo: z.string().optional().describe('ISO 8601 date or date-time'),
   aspectRatio: z.string().optional(),
@@ -81,29 +188,32 @@ export const SearchFilters = z.object({
   maxSize: z.number().int().min(0).optional().describe('bytes'),
   sessionId: z.string().optional(),
   hasNegativePrompt: z.boolean().optional(),
-  sortBy: z.enum(['newest', 'oldest', 'largest', 'smallest']).optional(),
+  sortBy: z.enum(IMAGE_SORTS).optional(),
 });
 
 /** POST /api/search-presets (camelCase, SPEC 4.6) and the MCP tool create_search_preset. */
 export const SearchPresetBody = z.object({
-  presetName: z.string().min(1).max(50).describe('1-50 characters, unique per tenant'),
+  presetName: z.string().min(1).max(SEARCH_PRESET_NAME_MAX).describe(`1-${SEARCH_PRESET_NAME_MAX} characters, unique per tenant`),
   filters: SearchFilters,
 });
 
 /** POST /api/style-presets and the MCP tool create_style_preset. */
 export const StylePresetBody = z
   .object({
-    name: z.string().min(1).max(128).describe('1-128 characters, unique per tenant'),
-    prompt: nullableStr(2048, 'Prepended to the request prompt (max 2048)'),
-    negative_prompt: nullableStr(1024, 'Used when a request has none (max 1024)'),
-    system_instruction: nullableStr(512, 'Guides the model (max 512)'),
+    name: z.string().min(1).max(STYLE_PRESET_NAME_MAX).describe(`1-${STYLE_PRESET_NAME_MAX} characters, unique per tenant`),
+    prompt: nullableStr(STYLE_PRESET_PROMPT_MAX, `Prepended to the request prompt (max ${STYLE_PRESET_PROMPT_MAX})`),
+    negative_prompt: nullableStr(
+      STYLE_PRESET_NEGATIVE_PROMPT_MAX,
+      `Used when a request has none (max ${STYLE_PRESET_NEGATIVE_PROMPT_MAX})`,
+    ),
+    system_instruction: nullableStr(STYLE_PRESET_SYSTEM_INSTRUCTION_MAX, `Guides the model (max ${STYLE_PRESET_SYSTEM_INSTRUCTION_MAX})`),
     aspect_ratio: z.enum(ASPECT_RATIOS).nullable().optional().describe('Used when a request has none (null clears)'),
   })
   .passthrough();
 
 /** PATCH /api/style-presets/:id and update_style_preset: only given fields change, new_name renames. */
 export const StylePresetUpdateBody = StylePresetBody.omit({ name: true })
-  .extend({ new_name: StylePresetBody.shape.name.describe('Renames the preset: 1-128 characters, unique per tenant') })
+  .extend({ new_name: StylePresetBody.shape.name.describe(`Renames the preset: 1-${STYLE_PRESET_NAME_MAX} characters, unique per tenant`) })
   .partial();
 
 // ---- the validated form of bodies whose service checks some rules with the SPEC's own texts ----
@@ -164,15 +274,15 @@ const pageSize = (def: number, max: number) =>
   z.number().int().min(1).max(max).default(def).describe(`Page size (default ${def}, max ${max})`);
 const offset = () => z.number().int().min(0).max(INT32_MAX).default(0).describe('Items to skip (default 0)');
 /** The `cursor` of the keyset-paged lists: a previous answer's pagination.nextCursor. */
-const listCursor = z.string().max(2000).optional();
+const listCursor = z.string().max(CURSOR_MAX).optional();
 
 /** The list query of the searchable, sortable asset lists: GET /api/characters, /api/scenes and list_characters, list_scenes. */
 export const AssetListQuery = z
   .object({
-    limit: pageSize(50, 100),
+    limit: pageSize(ASSET_LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX),
     offset: offset(),
-    search: z.string().max(200).optional().describe('Name search (max 200 characters)'),
-    sort_by: z.enum(['name', 'created', 'used', 'recent']).default('name').describe('name (default), created, used, recent'),
+    search: z.string().max(SEARCH_QUERY_MAX).optional().describe(`Name search (max ${SEARCH_QUERY_MAX} characters)`),
+    sort_by: z.enum(ASSET_SORTS).default('name').describe('name (default), created, used, recent'),
     cursor: listCursor.describe('Continue after the last item of a previous answer (its pagination.nextCursor); not with offset'),
   })
   .passthrough();
@@ -181,8 +291,8 @@ export const AssetListQuery = z
 export const ProductListQuery = z
   .object({
     page: z.number().int().min(1).max(INT32_MAX).default(1).describe('1-based page (default 1)'),
-    page_size: pageSize(20, 100),
-    search: z.string().max(200).optional().describe('Matches name, description and tags (max 200 characters)'),
+    page_size: pageSize(LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX),
+    search: z.string().max(SEARCH_QUERY_MAX).optional().describe(`Matches name, description and tags (max ${SEARCH_QUERY_MAX} characters)`),
     cursor: listCursor.describe('Continue after the last product of a previous answer (its pagination.nextCursor); not with page > 1'),
   })
   .passthrough();
@@ -193,11 +303,15 @@ export const StylePresetListQuery = AssetListQuery.pick({ limit: true, offset: t
 /** POST /api/characters and create_character. */
 export const CharacterBody = z
   .object({
-    character_name: z.string().min(1).max(100).describe('Unique name (1-100 characters)'),
-    base_prompt: z.string().min(10).max(2000).describe('How the character looks (10-2000 characters)'),
-    description: nullableStr(500, 'Description (max 500)'),
-    negative_prompt: nullableStr(1000, 'Negative prompt (max 1000)'),
-    system_instruction: nullableStr(1000, 'System instruction (max 1000)'),
+    character_name: z.string().min(1).max(CHARACTER_NAME_MAX).describe(`Unique name (1-${CHARACTER_NAME_MAX} characters)`),
+    base_prompt: z
+      .string()
+      .min(BASE_PROMPT_MIN)
+      .max(BASE_PROMPT_MAX)
+      .describe(`How the character looks (${BASE_PROMPT_MIN}-${BASE_PROMPT_MAX} characters)`),
+    description: nullableStr(CHARACTER_DESCRIPTION_MAX, `Description (max ${CHARACTER_DESCRIPTION_MAX})`),
+    negative_prompt: nullableStr(CHARACTER_NEGATIVE_PROMPT_MAX, `Negative prompt (max ${CHARACTER_NEGATIVE_PROMPT_MAX})`),
+    system_instruction: nullableStr(CHARACTER_SYSTEM_INSTRUCTION_MAX, `System instruction (max ${CHARACTER_SYSTEM_INSTRUCTION_MAX})`),
     preferred_aspect_ratio: z
       .enum(ASPECT_RATIOS)
       .nullable()
@@ -206,15 +320,15 @@ export const CharacterBody = z
     // Ids that are no image of the tenant (0 and negatives included) answer SPEC 7's invalid_ids error (service).
     reference_image_ids: z
       .array(z.number().int().min(-ID_MAX).max(ID_MAX))
-      .max(10)
+      .max(CHARACTER_REFERENCE_IMAGES_MAX)
       .optional()
-      .describe('Up to 10 library image ids of this tenant (replace on update)'),
+      .describe(`Up to ${CHARACTER_REFERENCE_IMAGES_MAX} library image ids of this tenant (replace on update)`),
     tags: z
-      .array(z.string().max(50))
-      .max(20)
+      .array(z.string().max(TAG_MAX))
+      .max(TAGS_MAX)
       .nullable()
       .optional()
-      .describe('Up to 20 tags of at most 50 characters (replace on update, null clears)'),
+      .describe(`Up to ${TAGS_MAX} tags of at most ${TAG_MAX} characters (replace on update, null clears)`),
   })
   .passthrough();
 
@@ -228,10 +342,17 @@ export const CharacterUpdateInput = checkedByService(CharacterUpdateBody, ['base
 /** POST /api/characters/:identifier/generate and generate_character_image. */
 export const CharacterGenerateBody = z
   .object({
-    scene_prompt: z.string().min(5).max(1500).describe('The scene (5-1500 characters)'),
-    additional_details: nullableStr(500, 'Extra details, appended as "Additional details: ..." (max 500)'),
+    scene_prompt: z
+      .string()
+      .min(CHARACTER_SCENE_PROMPT_MIN)
+      .max(GENERATE_SCENE_PROMPT_MAX)
+      .describe(`The scene (${CHARACTER_SCENE_PROMPT_MIN}-${GENERATE_SCENE_PROMPT_MAX} characters)`),
+    additional_details: nullableStr(
+      ADDITIONAL_DETAILS_MAX,
+      `Extra details, appended as "Additional details: ..." (max ${ADDITIONAL_DETAILS_MAX})`,
+    ),
     aspect_ratio: z.string().optional().describe("Overrides the character's preferred aspect ratio"),
-    override_negative_prompt: nullableStr(1024, "Replaces the character's negative prompt (max 1024)"),
+    override_negative_prompt: nullableStr(NEGATIVE_PROMPT_MAX, `Replaces the character's negative prompt (max ${NEGATIVE_PROMPT_MAX})`),
     session_id: sessionId().optional(),
   })
   .passthrough();
@@ -239,8 +360,16 @@ export const CharacterGenerateBody = z
 /** POST /api/characters/generate-multi and generate_multi_character_image. */
 export const MultiCharacterGenerateBody = z
   .object({
-    character_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(2).max(5).describe('2-5 distinct character ids'),
-    scene_prompt: z.string().min(10).max(1500).describe('The scene (10-1500 characters)'),
+    character_ids: z
+      .array(z.number().int().min(1).max(ID_MAX))
+      .min(MULTI_CHARACTERS_MIN)
+      .max(CHARACTERS_PER_REQUEST_MAX)
+      .describe(`${MULTI_CHARACTERS_MIN}-${CHARACTERS_PER_REQUEST_MAX} distinct character ids`),
+    scene_prompt: z
+      .string()
+      .min(MULTI_CHARACTER_SCENE_PROMPT_MIN)
+      .max(GENERATE_SCENE_PROMPT_MAX)
+      .describe(`The scene (${MULTI_CHARACTER_SCENE_PROMPT_MIN}-${GENERATE_SCENE_PROMPT_MAX} characters)`),
     additional_details: CharacterGenerateBody.shape.additional_details,
     aspect_ratio: z.string().default('landscape').describe('Default landscape'),
     session_id: sessionId().optional(),
@@ -250,10 +379,10 @@ export const MultiCharacterGenerateBody = z
 /** POST /api/products and create_product (product_url is fetched server-side, SSRF-guarded). */
 export const ProductBody = z
   .object({
-    product_name: z.string().min(1).max(100).describe('Unique name (1-100 characters)'),
+    product_name: z.string().min(1).max(PRODUCT_NAME_MAX).describe(`Unique name (1-${PRODUCT_NAME_MAX} characters)`),
     product_url: z.string().describe('Public HTTP or HTTPS image URL'),
-    product_description: nullableStr(500, 'Description (max 500)'),
-    tags: z.string().nullable().optional().describe('Comma-separated tags, each at most 50 characters (null clears)'),
+    product_description: nullableStr(PRODUCT_DESCRIPTION_MAX, `Description (max ${PRODUCT_DESCRIPTION_MAX})`),
+    tags: z.string().nullable().optional().describe(`Comma-separated tags, each at most ${TAG_MAX} characters (null clears)`),
   })
   .passthrough();
 
@@ -263,11 +392,11 @@ export const ProductUpdateBody = ProductBody.omit({ product_url: true }).partial
 /** POST /api/products/:identifier/generate and generate_product_image. */
 export const ProductGenerateBody = z
   .object({
-    scene_prompt: z.string().min(1).max(1500).describe('The scene (1-1500 characters)'),
+    scene_prompt: z.string().min(1).max(GENERATE_SCENE_PROMPT_MAX).describe(`The scene (1-${GENERATE_SCENE_PROMPT_MAX} characters)`),
     additional_details: CharacterGenerateBody.shape.additional_details,
-    aspect_ratio: z.enum(['1:1', '16:9', '9:16', '4:3', '3:4']).optional().describe('Aspect ratio'),
-    negative_prompt: nullableStr(1024, 'What to avoid (max 1024)'),
-    number_of_images: z.number().int().min(1).max(4).default(1).describe('1-4 (default 1)'),
+    aspect_ratio: z.enum(PRODUCT_ASPECT_RATIOS).optional().describe('Aspect ratio'),
+    negative_prompt: nullableStr(NEGATIVE_PROMPT_MAX, `What to avoid (max ${NEGATIVE_PROMPT_MAX})`),
+    number_of_images: z.number().int().min(1).max(IMAGES_PER_REQUEST_MAX).default(1).describe(`1-${IMAGES_PER_REQUEST_MAX} (default 1)`),
     session_id: sessionId().optional(),
   })
   .passthrough();
@@ -278,30 +407,35 @@ export const ProductGenerateBody = z
  */
 export const SceneBody = z
   .object({
-    scene_name: z.string().min(1).max(100).describe('Unique name (1-100 characters)'),
-    description: nullableStr(500, 'Description (max 500)'),
-    scene_prompt: nullableStr(4000, 'Prompt prefix (max 4000)'),
+    scene_name: z.string().min(1).max(SCENE_NAME_MAX).describe(`Unique name (1-${SCENE_NAME_MAX} characters)`),
+    description: nullableStr(SCENE_DESCRIPTION_MAX, `Description (max ${SCENE_DESCRIPTION_MAX})`),
+    scene_prompt: nullableStr(SCENE_PROMPT_MAX, `Prompt prefix (max ${SCENE_PROMPT_MAX})`),
     reference_image_ids: z
       .array(z.number().int().min(1).max(ID_MAX))
-      .max(20)
+      .max(SCENE_REFERENCES_MAX)
       .nullable()
       .optional()
-      .describe('Existing library image ids (up to 20 with the URLs; replace on update)'),
+      .describe(`Existing library image ids (up to ${SCENE_REFERENCES_MAX} with the URLs; replace on update)`),
     reference_image_urls: z
-      .array(z.string().min(1).max(2048))
-      .max(20)
+      .array(z.string().min(1).max(REFERENCE_URL_MAX))
+      .max(SCENE_REFERENCES_MAX)
       .nullable()
       .optional()
-      .describe('Public image URLs to fetch and add (up to 20 with the ids)'),
-    default_reference_mode: z.enum(['style', 'add']).nullable().optional().describe('style or add (null clears)'),
+      .describe(`Public image URLs to fetch and add (up to ${SCENE_REFERENCES_MAX} with the ids)`),
+    default_reference_mode: z.enum(REFERENCE_MODES).nullable().optional().describe('style or add (null clears)'),
     preferred_aspect_ratio: z.enum(ASPECT_RATIOS).nullable().optional().describe('Default aspect ratio for generation (null clears)'),
-    tags: z.array(z.string().max(50)).max(20).nullable().optional().describe('Up to 20 tags (replace on update, null clears)'),
+    tags: z
+      .array(z.string().max(TAG_MAX))
+      .max(TAGS_MAX)
+      .nullable()
+      .optional()
+      .describe(`Up to ${TAGS_MAX} tags (replace on update, null clears)`),
   })
   .passthrough();
 
 /** PATCH /api/scenes/:identifier and update_scene: only given fields change; new_scene_name renames. */
 export const SceneUpdateBody = SceneBody.omit({ scene_name: true })
-  .extend({ new_scene_name: SceneBody.shape.scene_name.describe('New unique name (1-100 characters)') })
+  .extend({ new_scene_name: SceneBody.shape.scene_name.describe(`New unique name (1-${SCENE_NAME_MAX} characters)`) })
   .partial();
 
 /** What create_scene and update_scene check (the service checks the aspect ratio with SPEC 7's scene error text). */
@@ -313,29 +447,26 @@ export const SceneUpdateInput = checkedByService(SceneUpdateBody, ['preferred_as
 /** GET /api/images (camelCase, SPEC 4.1); list_images takes the same filters in snake_case (snakeCased). */
 export const ImageListQuery = z
   .object({
-    limit: pageSize(20, 100),
+    limit: pageSize(LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX),
     offset: offset(),
-    search: z.string().max(200).optional().describe('Prompt text search (max 200 characters)'),
-    searchMode: z.enum(['exact', 'all', 'any']).optional().describe('exact phrase (default), all words, any word'),
+    search: z.string().max(SEARCH_QUERY_MAX).optional().describe(`Prompt text search (max ${SEARCH_QUERY_MAX} characters)`),
+    searchMode: z.enum(SEARCH_MODES).optional().describe('exact phrase (default), all words, any word'),
     dateFrom: z.string().optional().describe('ISO 8601 date or date-time (inclusive)'),
     dateTo: z.string().optional().describe('ISO 8601 date (whole day included) or date-time (inclusive)'),
-    aspectRatio: z.string().max(20).optional().describe('e.g. 1:1'),
-    operationType: z.string().max(50).optional().describe('generate, edit, upload, ...'),
+    aspectRatio: z.string().max(ASPECT_RATIO_FILTER_MAX).optional().describe('e.g. 1:1'),
+    operationType: z.string().max(OPERATION_TYPE_FILTER_MAX).optional().describe('generate, edit, upload, ...'),
     minSize: z.number().int().min(0).max(ID_MAX).optional().describe('Minimum size in bytes'),
     maxSize: z.number().int().min(0).max(ID_MAX).optional().describe('Maximum size in bytes'),
-    sessionId: z.string().max(200).optional().describe('Only images of this session'),
+    sessionId: z.string().max(SESSION_ID_MAX).optional().describe('Only images of this session'),
     hasNegativePrompt: z.boolean().optional().describe('Only images with a negative prompt'),
     modelId: z.enum(MODEL_IDS).optional().describe('Only images of this model'),
-    resolutionTier: z.string().max(50).optional().describe('0.5k, 1k, 2k, 4k; comma-separated allowed'),
+    resolutionTier: z.string().max(RESOLUTION_TIER_FILTER_MAX).optional().describe('0.5k, 1k, 2k, 4k; comma-separated allowed'),
     stylePresetId: id('Only images made with this style preset').optional(),
     productReferenceId: id('Only images made with this product').optional(),
     isReference: z.boolean().optional().describe('true: reference images only'),
     cursor: listCursor.describe('Continue after the last image of a previous answer (its pagination.nextCursor); not with offset'),
   })
   .passthrough();
-
-export const MAX_BULK_DELETE = 20;
-export const MAX_DOWNLOAD_IDS = 100;
 
 /** POST /api/images/delete-bulk; delete_images takes the same ids as image_ids. */
 export const DeleteImagesBody = z.object({ ids: ids(MAX_BULK_DELETE, `1-${MAX_BULK_DELETE} image ids (a repeated id counts once)`) });
@@ -359,7 +490,7 @@ export function snakeCased<T extends z.ZodRawShape>(shape: T): { [K in keyof T &
 const keysetPageQuery = (items: string) =>
   z
     .object({
-      limit: pageSize(20, 100),
+      limit: pageSize(LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX),
       offset: offset(),
       cursor: ImageListQuery.shape.cursor.describe(
         `Continue after the last ${items} of a previous answer (its pagination.nextCursor); not with offset`,
@@ -375,12 +506,22 @@ export const SearchPresetImagesQuery = keysetPageQuery('image');
 /** GET /api/sessions and list_sessions. */
 export const SessionListQuery = keysetPageQuery('session');
 /** GET /api/sessions/:sessionId/logs and get_session_logs (which adds session_id). */
-export const SessionLogsQuery = z.object({ limit: pageSize(50, 200) }).passthrough();
+export const SessionLogsQuery = z.object({ limit: pageSize(SESSION_LOGS_LIMIT_DEFAULT, SESSION_LOGS_LIMIT_MAX) }).passthrough();
 /** GET /api/executions/active and list_active_executions. */
-export const ActiveExecutionsQuery = z.object({ limit: pageSize(100, 200) }).passthrough();
+export const ActiveExecutionsQuery = z
+  .object({ limit: pageSize(ACTIVE_EXECUTIONS_LIMIT_DEFAULT, ACTIVE_EXECUTIONS_LIMIT_MAX) })
+  .passthrough();
 /** GET /api/usage and get_usage: any invalid limit answers SPEC 7's 'Invalid limit'. */
 export const UsageQuery = z
-  .object({ limit: z.number().int().min(1).max(24).default(12).describe('Months (default 12, max 24)') })
+  .object({
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(USAGE_MONTHS_MAX)
+      .default(USAGE_MONTHS_DEFAULT)
+      .describe(`Months (default ${USAGE_MONTHS_DEFAULT}, max ${USAGE_MONTHS_MAX})`),
+  })
   .passthrough();
 
 // ---- webhooks (SPEC 4.11) ----
@@ -388,9 +529,9 @@ export const UsageQuery = z
 /** POST /api/webhooks and create_webhook. */
 export const WebhookBody = z
   .object({
-    url: z.string().min(1).max(2048).describe('HTTPS URL resolving to public IP addresses'),
-    events: z.array(z.enum(QUOTA_EVENTS)).max(10).optional().describe('Default: both quota events'),
-    description: z.string().max(200).optional().describe('Free text (max 200)'),
+    url: z.string().min(1).max(WEBHOOK_URL_MAX).describe('HTTPS URL resolving to public IP addresses'),
+    events: z.array(z.enum(QUOTA_EVENTS)).max(WEBHOOK_EVENTS_MAX).optional().describe('Default: both quota events'),
+    description: z.string().max(WEBHOOK_DESCRIPTION_MAX).optional().describe(`Free text (max ${WEBHOOK_DESCRIPTION_MAX})`),
   })
   .passthrough();
 
@@ -404,38 +545,42 @@ export const WebhookUpdateBody = z
 
 // ---- administration (SPEC 4.9) ----
 
-const email = () => z.string().email().max(320);
-const displayName = () => z.string().min(1).max(100).describe('1-100 characters');
+const email = () => z.string().email().max(EMAIL_MAX);
+const displayName = () => z.string().min(1).max(DISPLAY_NAME_MAX).describe(`1-${DISPLAY_NAME_MAX} characters`);
 
 /** POST /admin/tenants/:tenantId/api-keys, and each of api_keys of POST /admin/tenants. */
 export const ApiKeyBody = z
   .object({
-    key_name: z.string().min(1).max(100).describe('1-100 characters, unique per tenant'),
-    type: z.enum(['live', 'test']).optional().describe('Default live'),
+    key_name: z.string().min(1).max(KEY_NAME_MAX).describe(`1-${KEY_NAME_MAX} characters, unique per tenant`),
+    type: z.enum(API_KEY_TYPES).optional().describe('Default live'),
   })
   .passthrough();
 
 const providerPool = z
-  .union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).max(5)])
+  .union([z.string().min(1).max(PROVIDER_KEY_MAX), z.array(z.string().min(1).max(PROVIDER_KEY_MAX)).max(PROVIDER_POOL_KEYS_MAX)])
   .nullable()
   .optional()
-  .describe('One key, a list of up to 5 keys, or null (PATCH: null or [] removes the pool).');
+  .describe(`One key, a list of up to ${PROVIDER_POOL_KEYS_MAX} keys, or null (PATCH: null or [] removes the pool).`);
 
 /** POST /admin/tenants (the full API keys are answered once). */
 export const TenantBody = z
   .object({
-    tenant_id: z.string().min(1).max(64).describe('1-64 characters'),
-    tenant_name: z.string().min(1).max(200).describe('1-200 characters'),
+    tenant_id: z.string().min(1).max(TENANT_ID_MAX).describe(`1-${TENANT_ID_MAX} characters`),
+    tenant_name: z.string().min(1).max(TENANT_NAME_MAX).describe(`1-${TENANT_NAME_MAX} characters`),
     contact_email: email(),
-    provA_api_key: z.string().min(1).max(1000).optional().describe('Legacy: a single provA key.'),
+    provA_api_key: z.string().min(1).max(PROVIDER_KEY_MAX).optional().describe('Legacy: a single provA key.'),
     provider_credentials: z.object({ provA: providerPool, provB: providerPool }).strict().optional(),
     monthly_quota_mb: z.number().int().min(1).max(1_000_000_000).optional(),
     rate_limit_per_minute: z.number().int().min(1).max(1_000_000_000).optional(),
     model_id: z.enum(MODEL_IDS).optional().describe('The default model'),
     // Unique items: the route's validator adds uniqueItems (zod arrays have no such rule).
     allowed_models: z.array(z.enum(MODEL_IDS)).min(1).max(MODEL_IDS.length).optional().describe('Distinct model ids'),
-    notes: z.string().max(2000).nullable().optional(),
-    api_keys: z.array(ApiKeyBody).max(10).optional().describe('Keys to create with the tenant (default: one live key)'),
+    notes: z.string().max(TENANT_NOTES_MAX).nullable().optional(),
+    api_keys: z
+      .array(ApiKeyBody)
+      .max(API_KEYS_PER_TENANT_MAX)
+      .optional()
+      .describe('Keys to create with the tenant (default: one live key)'),
   })
   .passthrough();
 
@@ -445,7 +590,7 @@ export const TenantUpdateBody = TenantBody.omit({ tenant_id: true, api_keys: tru
   .extend({ is_active: z.boolean().optional() });
 
 /** POST /admin/auth/login. */
-export const AdminLoginBody = z.object({ email: z.string().min(1).max(320), password: z.string().min(1).max(1024) }).passthrough();
+export const AdminLoginBody = z.object({ email: z.string().min(1).max(EMAIL_MAX), password: z.string().min(1).max(1024) }).passthrough();
 
 /** PATCH /admin/users/:userId. */
 export const AdminUserUpdateBody = z
@@ -457,14 +602,17 @@ export const InvitationBody = z
   .object({
     email: email(),
     role: z.enum(ADMIN_ROLES).optional().describe('Default admin'),
-    tenant_id: z.string().min(1).max(64).nullable().optional().describe('Restricts the admin to one tenant'),
-    expires_in_days: z.number().int().min(1).max(30).optional().describe('Default 7'),
+    tenant_id: z.string().min(1).max(TENANT_ID_MAX).nullable().optional().describe('Restricts the admin to one tenant'),
+    expires_in_days: z.number().int().min(1).max(INVITATION_DAYS_MAX).optional().describe(`Default ${INVITATION_DAYS_DEFAULT}`),
   })
   .passthrough();
 
 /** POST /admin/invitations/:token/accept. */
 export const InvitationAcceptBody = z
-  .object({ display_name: displayName(), password: z.string().min(12).max(256).describe('12-256 characters') })
+  .object({
+    display_name: displayName(),
+    password: z.string().min(PASSWORD_MIN).max(PASSWORD_MAX).describe(`${PASSWORD_MIN}-${PASSWORD_MAX} characters`),
+  })
   .passthrough();
 
 /** The TypeScript type of a request body or query (for code that does not depend on zod itself). */

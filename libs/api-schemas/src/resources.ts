@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { SearchFilters } from './requests.js';
-import { ADMIN_ROLES, MODEL_IDS, QUOTA_EVENTS } from './vocab.js';
+import { ADMIN_ROLES, MODEL_IDS, PROVIDERS, QUOTA_EVENTS, REFERENCE_MODES } from './vocab.js';
 
 /**
  * The JSON form of every resource the REST API and the MCP tools answer with (SPEC 2), defined once. The
  * gateway's OpenAPI document, the contract check of the end-to-end suite, the MCP tools' outputSchema and the
- * presenters' return types (libs/platform/src/present.ts) all derive from these.
+ * presenters' return types (libs/operations/src/present.ts) all derive from these.
  */
 
 const int = () => z.number().int();
@@ -245,7 +245,7 @@ const sceneCommon = {
   sceneName: z.string(),
   description: nstr(),
   scenePrompt: nstr(),
-  defaultReferenceMode: z.enum(['style', 'add']).nullable(),
+  defaultReferenceMode: z.enum(REFERENCE_MODES).nullable(),
   preferredAspectRatio: nstr(),
   tags: z.array(z.string()),
   timesUsed: int(),
@@ -464,7 +464,7 @@ export const Invitation = z.object({
   tenantId: nstr(),
   role: z.enum(ADMIN_ROLES),
   status: z.string(),
-  invitedBy: z.string(),
+  invitedBy: nstr().describe('The admin user who invited, or admin_token'),
   expiresAt: ts(),
   createdAt: ts(),
   acceptedAt: ts().nullable(),
@@ -544,7 +544,7 @@ export const ModelList = z.object({
   models: z.array(
     z.object({
       model_id: z.enum(MODEL_IDS),
-      provider: z.enum(['provA', 'provB']),
+      provider: z.enum(PROVIDERS),
       notes: z.string(),
       allowed: z.boolean(),
       default: z.boolean(),

@@ -228,7 +228,7 @@ export interface paths {
         put?: never;
         /**
          * Save a gallery search preset
-         * @description Body: {presetName (1-50), filters: {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, operationType (generate|edit), minSize, maxSize, sessionId, hasNegativePrompt, sortBy (newest|oldest|largest|smallest)}}
+         * @description Body: {presetName (1-50), filters: { {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, operationType (generate|edit), minSize, maxSize, sessionId, hasNegativePrompt, sortBy (newest|oldest|largest|smallest)}}
          */
         post: operations["createSearchPreset"];
         delete?: never;
@@ -5302,7 +5302,8 @@ export interface operations {
                             /** @enum {string} */
                             role: "admin" | "super_admin";
                             status: string;
-                            invitedBy: string;
+                            /** @description The admin user who invited, or admin_token */
+                            invitedBy: string | null;
                             /** Format: date-time */
                             expiresAt: string;
                             /** Format: date-time */

@@ -2,6 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
+import type { Config } from './config.js';
+import type { Step } from './lifecycle.js';
 import { telemetryRunning, traceSql } from './telemetry.js';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
@@ -49,8 +51,8 @@ const CONNECT_TIMEOUT_S = 2;
 
 /**
  * A CTE (`no_flush`) that turns synchronous_commit off for the transaction of the one statement that names it
- * (its implicit transaction), so its COMMIT answers without waiting for the WAL flush: 0.45-0.95 -> 0.13-0.23 ms
- * for a one-row insert on the CI machine. Commits stay atomic and visible at once; only a PostgreSQL crash
+ * (its implicit transaction), so its COMMIT answers without waiting for the WAL flush (a one-row insert's
+ * commit several times faster; docs/BENCHMARKS.md). Commits stay atomic and visible at once; only a PostgreSQL crash
  * within about wal_writer_delay (200 ms) can lose them. Only for writes whose loss in such a crash is harmless
  * on its own: a later write that depends on them (an execution's final state after its start) commits with a
  * flush, which flushes the WAL written before it too, and when none comes the request failed with the
@@ -262,4 +264,24 @@ export async function createTestDatabase(
       await a.end();
     },
   };
+}
+
+/**
+ * The first steps of every service that owns a schema: its connection pool (closed last) and its migrations.
+ * `service` names it in the error when DATABASE_URL is missing.
+ */
+export async function databaseSteps(
+  step: Step,
+  config: Pick<Config, 'databaseUrl' | 'dbPoolMax'>,
+  opts: { service: string; schema: string; migrations: string; applicationName?: string },
+): Promise<Sql> {
+  const url = config.databaseUrl;
+  if (!url) throw new Error(`DATABASE_URL is required by the ${opts.service} service`);
+  const sql = await step(
+    'database pool',
+    () => createDb(url, { schema: opts.schema, max: config.dbPoolMax, applicationName: opts.applicationName }),
+    (pool) => pool.end({ timeout: 5 }),
+  );
+  await step('migrations', () => migrate(sql, opts.schema, opts.migrations));
+  return sql;
 }

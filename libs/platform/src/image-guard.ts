@@ -115,7 +115,7 @@ const PNG_MAX_HEADER_CHUNKS = 64;
 
 /**
  * The size of a PNG read from its IHDR chunk, without libvips (sharp's metadata() is a trip through the thread pool,
- * ~0.9 ms of a generate's latency here), or undefined when this reading cannot be sure to agree with libvips':
+ * on a generate's critical path), or undefined when this reading cannot be sure to agree with libvips':
  * anything not a well-formed IHDR (libvips refuses those), a width or height libvips refuses, a chunk before
  * IDAT with a wrong CRC or past the end of the data, no IDAT within the first chunks, or an eXIf chunk before
  * it (its orientation may turn the image: sharp's autoOrient). Callers then ask sharp. What this does not

@@ -17,8 +17,8 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, half_open: 1, o
 function build() {
   const registry = new Registry();
   // The event-loop delay histogram samples every 100 ms, not prom-client's default 10: each sample is a
-  // timer wake-up, and at 100 per second they cost an idle process ~11 ms of CPU per second on a VM
-  // (measured: 11.05 ms/s at 10 ms, 1.23 at 100). Each sample still measures the delay to the microsecond.
+  // timer wake-up, and at 100 per second they cost an idle process a noticeable share of a core on
+  // a VM (docs/BENCHMARKS.md). Each sample still measures the delay to the microsecond.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const outboxLags = new Map<string, () => Promise<number>>();
   const outboxDeadLetters = new Map<string, () => Promise<number>>();
@@ -177,9 +177,10 @@ function build() {
   return m;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+/** `p`, or a rejection after `ms` (the timer does not keep the process alive). */
+export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('timeout')), ms);
+    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
     t.unref();
     p.then(
       (v) => {

@@ -1,20 +1,110 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import type { Logger } from 'pino';
-import { type Config, ConfigError, loadConfig, StartupError } from './config.js';
+import { type Config, ConfigError, loadConfig, type ServiceName, StartupError } from './config.js';
 import { configureGrpcClients } from './grpc.js';
+import { createSteps, lifecycle, type Step, type Steps, StoppedWhileStarting } from './lifecycle.js';
 import { createLogger } from './logger.js';
-import { metricsText, setMetricsService, setReadyGauge } from './metrics.js';
+import { metricsText, setMetricsService, setReadyGauge, withTimeout } from './metrics.js';
 import { createEventTransport } from './runtime.js';
 import { createResolver, type RunningService, type ServiceContext, type StartService } from './service.js';
 import { createStorage } from './storage/index.js';
-import { startTelemetry, telemetryRunning } from './telemetry.js';
+import { startTelemetry, type Telemetry, telemetryRunning } from './telemetry.js';
+
+/** A module a process runs: a service's start, and the address-book name the other modules reach it by. */
+export interface ProcessModule {
+  name: string;
+  /** Address-book name it registers under (its gRPC address, else its HTTP URL) as soon as it started. */
+  registersAs?: ServiceName;
+  start: StartService;
+  /** Called once it started, before the next module starts (the sandbox provider fills PROVA/PROVB_BASE_URL). */
+  started?(running: RunningService, config: Config): void;
+}
+
+export interface StartModulesOptions {
+  config: Config;
+  logger: Logger;
+  /** The `service` label of every metric and the traces' service name (`imagegen-<processName>`): 'stack' or the module. */
+  processName: string;
+  modules: ProcessModule[];
+  /** Each module's logger (default: `logger.child({ module })`). */
+  moduleLogger?: (name: string) => Logger;
+  /** Steps after the modules and before `readiness` (runStandalone: its ops server on HTTP_PORT). */
+  afterModules?: (step: Step, modules: StartedModules['modules']) => Promise<void>;
+}
+
+export interface StartedModules {
+  ctx: ServiceContext;
+  telemetry: Telemetry;
+  modules: { name: string; running: RunningService }[];
+}
 
 /**
- * Process-wide lifecycle, read by readiness endpoints (runStandalone's ops server and the gateway's
- * ops routes): once `stopping` is set, readiness answers 503 so load balancers stop sending work.
+ * The start of every process, the all-in-one (services/stack's startStack, the modules of the module graph
+ * chosen by TARGET) and one service alone (runStandalone, one module): the same steps, added to `steps`
+ * after the caller's own (the all-in-one's data folder lock and embedded PostgreSQL; runStandalone's ops server):
+ *
+ * - `telemetry` (OpenTelemetry when OTEL_EXPORTER_OTLP_ENDPOINT is set; reuses the preload's SDK), metrics
+ *   labelled service=<processName>, the gRPC clients' defaults;
+ * - `events`: JetStream when NATS_URL is set, else the in-process transport;
+ * - `storage`: S3 when S3_ENDPOINT is set, else files under $DATA_DIR/objects;
+ * - each module in order on one shared context, registered in the address book as it starts (a module
+ *   reaches one started before it in this process, the others through *_ADDR / *_URL);
+ * - `readiness` last, so it stops first: readiness turns 503 (lifecycle.stopping) and SHUTDOWN_DRAIN_MS
+ *   passes before any module stops taking work.
  */
-export const lifecycle = { stopping: false };
+export async function startModules(steps: Steps, opts: StartModulesOptions): Promise<StartedModules> {
+  const { config, logger } = opts;
+  const { step } = steps;
+  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
+  setMetricsService(opts.processName);
+  const telemetry = await step(
+    'telemetry',
+    () => startTelemetry(config, `imagegen-${opts.processName}`),
+    (t) => t.stop(),
+  );
+  const events = await step(
+    'events',
+    () => createEventTransport(config, logger),
+    (e) => e.close(),
+  );
+  const storage = await step('storage', () =>
+    createStorage({
+      s3Endpoint: config.s3?.endPoint,
+      s3AccessKey: config.s3?.accessKey,
+      s3SecretKey: config.s3?.secretKey,
+      s3Bucket: config.s3?.bucket,
+      s3PublicUrl: config.s3?.publicUrl,
+      dataDir: config.dataDir,
+      publicBaseUrl: config.publicBaseUrl,
+    }),
+  );
+  const known: Partial<Record<ServiceName, string>> = {};
+  const ctx: ServiceContext = { config, logger, events, storage, resolve: createResolver(config, known) };
+  const modules: StartedModules['modules'] = [];
+  for (const m of opts.modules) {
+    const moduleCtx = { ...ctx, logger: opts.moduleLogger?.(m.name) ?? logger.child({ module: m.name }) };
+    const running = await step(
+      m.name,
+      () => m.start(moduleCtx),
+      (r) => r.stop(),
+    );
+    modules.push({ name: m.name, running });
+    if (m.registersAs) known[m.registersAs] = running.grpcAddress ?? running.httpUrl;
+    m.started?.(running, config);
+  }
+  await opts.afterModules?.(step, modules);
+  await step(
+    'readiness',
+    () => setReadyGauge(true),
+    async () => {
+      lifecycle.stopping = true;
+      setReadyGauge(false);
+      if (config.shutdownDrainMs > 0) await sleep(config.shutdownDrainMs);
+    },
+  );
+  return { ctx, telemetry, modules };
+}
 
 export interface StandaloneOptions {
   env?: NodeJS.ProcessEnv;
@@ -39,19 +129,18 @@ export interface StandaloneProcess {
 
 /**
  * The distributed shape's entry point (`services/<name>/src/main.ts`): one service in this process,
- * configured from the environment.
+ * configured from the environment, started by startModules (the same steps as the all-in-one, with this one
+ * module) after its own first step, the ops server:
  *
- * - config (loadConfig), pino logger, OpenTelemetry (reuses the preload's SDK if present), Prometheus
- *   metrics labelled service=<name>;
- * - the event transport (JetStream when NATS_URL is set), object storage (S3 when S3_ENDPOINT is set),
- *   the address book from *_ADDR / *_URL variables;
- * - an ops HTTP server with GET /metrics, /livez, /readyz (RunningService.ready()), /health on OPS_PORT,
- *   or HTTP_PORT for services without an HTTP server of their own (the gateway serves the same paths
- *   on its own port through its ops routes). With OPS_PORT set it listens before the service starts
- *   (live, not ready, while e.g. waiting for NATS);
- * - SIGTERM/SIGINT: readiness turns 503, the service stops taking work and finishes in-flight requests
- *   and messages (RunningService.stop), then the transport and telemetry are flushed and closed; past
- *   SHUTDOWN_GRACE_MS the process exits with status 1. A second signal exits at once.
+ * - config (loadConfig; a bad setting is one line on stderr and exit 2), pino logger, crash handlers;
+ * - `ops server`: GET /metrics, /livez, /readyz (RunningService.ready()), /health on OPS_PORT, or HTTP_PORT
+ *   for services without an HTTP server of their own (the gateway serves the same paths on its own port
+ *   through its ops routes). With OPS_PORT set it listens before anything else starts (live, not ready,
+ *   while e.g. waiting for NATS); it stops last;
+ * - startModules: telemetry, events, storage, the service, readiness (each step timed and logged);
+ * - SIGTERM/SIGINT: readiness turns 503, SHUTDOWN_DRAIN_MS passes, the service stops taking work and finishes
+ *   in-flight requests and messages (RunningService.stop), then the transport and telemetry are flushed and
+ *   closed; past SHUTDOWN_GRACE_MS (+ drain) the process exits with status 1. A second signal exits at once.
  */
 export async function runStandalone(name: string, start: StartService, opts: StandaloneOptions = {}): Promise<StandaloneProcess> {
   const env = opts.env ?? process.env;
@@ -66,24 +155,15 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     throw err;
   }
   const logger = createLogger(name, config.logLevel);
-  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
-  setMetricsService(name);
   installCrashHandlers(logger);
-
   const preloaded = telemetryRunning();
-  const telemetry = await startTelemetry(config, `imagegen-${name}`);
-  if (telemetry.active && !preloaded) {
-    logger.warn(
-      'tracing started without the preload: modules loaded before it (gRPC) are not instrumented; start with --import ./libs/platform/src/telemetry-preload.ts',
-    );
-  }
-  const cleanups: { what: string; fn: () => Promise<unknown> }[] = [{ what: 'telemetry', fn: () => telemetry.stop() }];
+  const steps = createSteps({ logger, level: 'info' });
+  const stop = () => steps.stop();
   let running: RunningService | undefined;
-  let started = false;
 
   const readiness = async (): Promise<{ ready: boolean; reason?: string }> => {
     if (lifecycle.stopping) return { ready: false, reason: 'shutting down' };
-    if (!started || !running) return { ready: false, reason: 'starting' };
+    if (!running) return { ready: false, reason: 'starting' };
     if (!running.ready) return { ready: true };
     try {
       const ok = await withTimeout(running.ready(), 3000);
@@ -94,29 +174,12 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
   };
 
   const opsWanted = opts.opsServer !== false;
-  const opsPort = opsWanted ? config.opsPort : undefined;
   let ops: { server: Server; url: string } | undefined;
   const startOps = async (port: number) => {
     ops = await startOpsServer({ host: config.host, port, readiness, logger }).catch((err) => {
       throw listenProblem(err, config.host, port, config.opsPort !== undefined ? 'OPS_PORT' : 'HTTP_PORT') ?? err;
     });
-    cleanups.push({ what: 'ops server', fn: () => closeServer(ops?.server) });
     logger.info({ url: ops.url }, 'ops endpoints: /metrics /livez /readyz');
-  };
-
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      lifecycle.stopping = true;
-      setReadyGauge(false);
-      if (config.shutdownDrainMs > 0) await sleep(config.shutdownDrainMs);
-      if (running) await running.stop().catch((err) => logger.error({ err }, 'error while stopping the service'));
-      for (const c of cleanups.reverse()) {
-        await c.fn().catch((err) => logger.warn({ err }, `error while closing ${c.what}`));
-      }
-      cleanups.length = 0;
-    })();
-    return stopping;
   };
 
   if (opts.handleSignals !== false) {
@@ -128,52 +191,46 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
       }
       signalled = true;
       logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
-      const force = setTimeout(() => {
-        logger.error({ graceMs: config.shutdownGraceMs }, 'graceful shutdown took too long; exiting');
-        process.exit(1);
-      }, config.shutdownGraceMs + config.shutdownDrainMs);
-      force.unref();
-      stop().then(
-        () => {
-          logger.info('stopped');
-          process.exit(0);
-        },
-        (err) => {
-          logger.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+      exitAfter(stop(), { logger, graceMs: config.shutdownGraceMs + config.shutdownDrainMs });
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   }
 
+  let tracing = false;
   try {
-    if (opsPort !== undefined) await startOps(opsPort);
-    const events = await createEventTransport(config, logger);
-    cleanups.push({ what: 'event transport', fn: () => events.close() });
-    const storage = createStorage({
-      s3Endpoint: config.s3?.endPoint,
-      s3AccessKey: config.s3?.accessKey,
-      s3SecretKey: config.s3?.secretKey,
-      s3Bucket: config.s3?.bucket,
-      s3PublicUrl: config.s3?.publicUrl,
-      dataDir: config.dataDir,
-      publicBaseUrl: config.publicBaseUrl,
+    // Listens first when OPS_PORT is set; closes last in any case (also a server started on HTTP_PORT below).
+    await steps.step(
+      'ops server',
+      async () => {
+        if (opsWanted && config.opsPort !== undefined) await startOps(config.opsPort);
+      },
+      () => closeServer(ops?.server),
+    );
+    const started = await startModules(steps, {
+      config,
+      logger,
+      processName: name,
+      modules: [{ name, start }],
+      moduleLogger: () => logger,
+      afterModules: async (step, [only]) => {
+        running = only.running;
+        if (ops || !opsWanted) return;
+        const ownPort = running.httpUrl ? Number(new URL(running.httpUrl).port) : undefined;
+        if (ownPort === undefined || (config.httpPort !== 0 && ownPort !== config.httpPort)) {
+          await step('ops server on HTTP_PORT', () => startOps(config.httpPort));
+        } else logger.warn('this service serves HTTP itself and OPS_PORT is not set: no /metrics, /livez, /readyz endpoints');
+      },
     });
-    const ctx: ServiceContext = { config, logger, events, storage, resolve: createResolver(config) };
-    if (lifecycle.stopping) throw new Error('stopped while starting');
-    running = await start(ctx);
-    started = true;
-    if (!ops && opsWanted) {
-      const ownPort = running.httpUrl ? Number(new URL(running.httpUrl).port) : undefined;
-      if (ownPort === undefined) await startOps(config.httpPort);
-      else if (config.httpPort !== 0 && ownPort !== config.httpPort) await startOps(config.httpPort);
-      else logger.warn('this service serves HTTP itself and OPS_PORT is not set: no /metrics, /livez, /readyz endpoints');
-    }
-    setReadyGauge(true);
-    logger.info({ grpc: running.grpcAddress, http: running.httpUrl, ops: ops?.url, tracing: telemetry.active }, `${name} started`);
+    tracing = started.telemetry.active;
   } catch (err) {
+    if (err instanceof StoppedWhileStarting) {
+      // A signal arrived while starting: the signal handler stops and exits.
+      logger.info(err.message);
+      await stop();
+      if (opts.handleSignals !== false) return new Promise<never>(() => {});
+      throw err;
+    }
     // A cause outside the code (NATS unreachable past NATS_CONNECT_TIMEOUT_MS, a port taken...): one line, exit 2.
     const known = err instanceof StartupError || err instanceof ConfigError;
     if (known) logger.fatal({ cause: err.message }, `${name} failed to start: ${err.message}`);
@@ -185,7 +242,37 @@ export async function runStandalone(name: string, start: StartService, opts: Sta
     }
     throw err;
   }
-  return { config, logger, running, opsUrl: ops?.url, stop };
+  if (tracing && !preloaded) {
+    logger.warn(
+      'tracing started without the preload: modules loaded before it (gRPC) are not instrumented; start with --import ./libs/platform/src/telemetry-preload.ts',
+    );
+  }
+  logger.info({ grpc: running?.grpcAddress, http: running?.httpUrl, ops: ops?.url, tracing }, `${name} started`);
+  return { config, logger, running: running as RunningService, opsUrl: ops?.url, stop };
+}
+
+/**
+ * Exits the process once `stopped` settles: status 0 (logging `stopped`), 1 when it failed or took longer
+ * than `graceMs` (logging `graceful shutdown took too long`). The signal handlers of runStandalone and the
+ * all-in-one runner.
+ */
+export function exitAfter(stopped: Promise<void>, opts: { logger: Logger; graceMs: number }): void {
+  const { logger, graceMs } = opts;
+  const force = setTimeout(() => {
+    logger.error({ graceMs }, 'graceful shutdown took too long; exiting');
+    process.exit(1);
+  }, graceMs);
+  force.unref();
+  stopped.then(
+    () => {
+      logger.info('stopped');
+      process.exit(0);
+    },
+    (err) => {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
 }
 
 /** The ops endpoints on a plain node:http server (no framework: it must stay up when all else is down). */
@@ -294,22 +381,6 @@ function installCrashHandlers(logger: Logger) {
   process.on('uncaughtException', (err) => {
     logger.fatal({ err }, 'uncaught exception');
     process.exit(1);
-  });
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
   });
 }
 

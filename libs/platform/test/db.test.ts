@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { createDb, createTestDatabase, migrate, NO_FLUSH_CTE, NO_TRANSACTION_MARKER, type Sql, splitStatements } from '../src/db.js';
 
 let db: { url: string; drop: () => Promise<void> };
@@ -176,16 +177,22 @@ test('a replica waiting for the migration lock does not deadlock with the concur
     });
     await insertedP;
     const first = migrate(a, 'cic3', d);
-    await expect
-      .poll(
-        async () =>
-          (
-            await a`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`
-          )[0].n,
-      )
-      .toBe(1);
+    await waitFor(
+      async () =>
+        (
+          await a`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`
+        )[0].n === 1,
+      { message: "A's index build waiting for the writer's transaction" },
+    );
     const second = migrate(b, 'cic3', d);
-    await new Promise((r) => setTimeout(r, 300));
+    // B has asked for the lock A holds (and was refused): it waits while A's build waits for the writer.
+    await waitFor(
+      async () =>
+        (
+          await a`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%'`
+        )[0].n >= 1,
+      { message: 'B polling for the migration lock' },
+    );
     release();
     await tx;
     expect([...(await first), ...(await second)]).toEqual(['002_index.sql']);

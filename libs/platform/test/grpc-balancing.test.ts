@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generationV1, libraryAssetsV1, libraryV1, tenancyV1, usageV1, webhooksV1 } from '@imagegen/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { AppError } from '../src/errors.js';
 import { createClient, internalPrincipal, READINESS, RETRYABLE_METHODS, transportFailure } from '../src/grpc.js';
 
@@ -151,13 +152,24 @@ describe('gRPC clients over replicas', () => {
       // Kill only once a has both kinds of call in its handlers (started there, not yet answered).
       const inFlightOnA = (method: string, list: { id: number; by?: string; ok?: boolean; error?: unknown }[]) =>
         list.filter((c) => a.started.has(`${method} ${c.id}`) && c.by === undefined && c.ok === undefined && c.error === undefined);
-      const until = Date.now() + 10_000;
-      while (!(inFlightOnA('GetImage', gets).length && inFlightOnA('DeleteImage', deletes).length) && Date.now() < until) await sleep(5);
-      const getsInFlight = inFlightOnA('GetImage', gets).map((c) => c.id);
-      const deletesInFlight = inFlightOnA('DeleteImage', deletes).map((c) => c.id);
+      await waitFor(() => inFlightOnA('GetImage', gets).length && inFlightOnA('DeleteImage', deletes).length, {
+        interval: 5,
+        message: 'a GetImage and a DeleteImage in flight on replica a',
+      });
+      const getsOnA = inFlightOnA('GetImage', gets);
+      const deletesOnA = inFlightOnA('DeleteImage', deletes);
+      const getsInFlight = getsOnA.map((c) => c.id);
+      const deletesInFlight = deletesOnA.map((c) => c.id);
       const killedAt = Date.now();
       await kill(a);
-      await sleep(1500);
+      // The load goes on until the calls that were in flight on a have settled and more than 10 calls begun after
+      // the kill were answered.
+      const settled = (c: { by?: string; ok?: boolean; error?: unknown }) =>
+        c.by !== undefined || c.ok !== undefined || c.error !== undefined;
+      await waitFor(
+        () => [...getsOnA, ...deletesOnA].every(settled) && gets.filter((g) => g.start > killedAt + 50 && settled(g)).length > 10,
+        { message: 'the calls in flight on the killed replica settled and 10 more answered after the kill' },
+      );
       running = false;
       await Promise.all(loops);
 
@@ -186,16 +198,10 @@ describe('gRPC clients over replicas', () => {
 
       // 3. A replica that comes back at the same address gets calls again, without a new client.
       const a2 = await startReplica('a', { PORT: String(a.port) });
-      const back = await (async () => {
-        const deadline = Date.now() + 10_000;
-        while (Date.now() < deadline) {
-          const results = await Promise.all(Array.from({ length: 10 }, () => get()));
-          if (results.some((r) => r.by === 'a')) return Date.now();
-          await sleep(100);
-        }
-        return undefined;
-      })();
-      expect(back).toBeDefined();
+      await waitFor(async () => (await Promise.all(Array.from({ length: 10 }, () => get()))).some((r) => r.by === 'a'), {
+        interval: 100,
+        message: 'replica a answering again',
+      });
       const again: Record<string, number> = { a: 0, b: 0 };
       await Promise.all(
         Array.from({ length: 10 }, async () => {
@@ -273,14 +279,14 @@ describe('gRPC clients over replicas', () => {
     const client = createClient(libraryV1.LibraryServiceService, `ipv4:127.0.0.1:${a.port},127.0.0.1:${b.port}`);
     const p = internalPrincipal('t1');
     try {
-      const until = Date.now() + 3000;
+      const loadUntil = Date.now() + 3000; // connections live 800 ms: several close for age meanwhile
       let ok = 0;
       const errors: string[] = [];
       const deleteErrors: number[] = [];
       const split: Record<string, number> = { a: 0, b: 0 };
       await Promise.all(
         Array.from({ length: 8 }, async () => {
-          while (Date.now() < until) {
+          while (Date.now() < loadUntil) {
             // Both kinds: GOAWAY is transparent for every method, not only for the retryable ones.
             await client.getImage({ imageId: idFor(20) }, p).then(
               (r) => {

@@ -2,30 +2,37 @@ import { spawn } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 
 /**
- * The patch of the postgres client (patches/postgres@3.4.9.patch, pnpm patchedDependencies):
- * - porsager/postgres#1154 / #1208 (PRs #1168, #1209): a write on a connection whose socket is gone threw
- *   `TypeError: Cannot read properties of null (reading 'write')` from setImmediate, an uncaught exception
- *   that ended the process (generation and usage-metering died this way when PostgreSQL stopped under load);
- * - teardown cleared the deferred write's timer without resetting it, so a pooled connection that closed with
- *   a write pending never flushed again: its next startup message stayed buffered until connect_timeout.
+ * The patch of the postgres client (patches/postgres@3.4.9.patch, pnpm patchedDependencies). It patches src/, the
+ * copy Node's `import` loads (every package here is ESM and nothing bundles or requires postgres, so its cjs/ and
+ * cf/ copies never load). Each fix, the upstream report it answers, and the test below that fails without it
+ * (checked by running this file with PG_MODULE pointing at a copy of the package with that one fix undone):
+ * - execute(): a transaction's BEGIN that filled the connection's pipeline skipped the hook that reserves the
+ *   connection (porsager/postgres#1189, as PR #1218): "a transaction whose BEGIN fills the pipeline ...";
+ * - nextWrite(): a write on a connection whose socket is gone threw a TypeError from setImmediate, an uncaught
+ *   exception that ended the process (#1154, #1208; PRs #1168, #1209): "a query on a reserved connection whose
+ *   backend died ...";
+ * - terminate()/closed(): the deferred write's timer was cleared, not reset, so a connection that closed with a write
+ *   pending never flushed again (the pending-write reset of PR #1215): "a connection that closed with a write
+ *   deferred ...";
+ * - reserve(): a failed reserve stayed in the pool's queue and took the next connection to open (reserve()'s
+ *   pseudo-query in that queue, as in #1195): "reserves that fail during an outage ...";
+ * - reserve() and begin(): queries queued behind a reserved connection or a transaction never settled when the
+ *   connection closed (#1186): "queries queued behind a reserved connection or a transaction ...";
+ * - release(): a release after the connection closed put the closed connection back in the pool for good (#1199):
+ *   "a reserved connection released after its connection dropped ...";
+ * - onclose(): a reserve waiting when a connection dropped was lost by its reconnect (#1195): "a reserve waiting
+ *   for a connection that drops ...".
+ * sql.begin (every transaction) and sql.reserve (migrate, and the cancellable list queries of the library) go
+ * through these paths; seen here as generation and usage-metering ending on the TypeError when PostgreSQL stopped
+ * under load, and a pool that never served again after a PostgreSQL restart.
  *
- * The scenario runs in a child process (an uncaught exception must not take the test worker down).
- * PG_MODULE (default `postgres`, the patched package) lets the script run against an unpatched copy, e.g.
- * PG_MODULE=$PWD/node_modules/.pnpm/postgres@3.4.9/node_modules/postgres/src/index.js (it fails there).
- * The second fix has no test here: its race (a close processed while a deferred write waits for the check
- * phase) could not be produced deterministically.
- * - the pool's reserved connections (pipelinedTransaction's, the outbox relay's and usage consumer's) across a
- *   connection loss: a release after the loss put the closed connection back in the pool for good; a reserve
- *   waiting when a connection dropped was lost by its reconnect; a failed reserve stayed queued and took the
- *   next connection to open; queries queued behind a reserved connection or a transaction never settled
- *   (porsager/postgres#1186). Seen as a generate request that hung until its deadline and usage-metering
- *   never ready again after a PostgreSQL restart. These run in-process against a TCP proxy that drops its
- *   connections (`down`) and refuses new ones until `up`; with PG_MODULE pointing at the unpatched copy each
- *   fails.
- * - porsager/postgres#1189 (as PR #1218): a transaction's BEGIN that filled the connection's pipeline skipped the
- *   hook that reserves the connection; its first statement then threw a TypeError from a tick (the process ended).
+ * The child-process cases run in a process of their own (an uncaught exception must not take the test worker down);
+ * the pool cases run in-process against a TCP proxy that drops its connections (`down`) and refuses new ones until
+ * `up`. PG_MODULE (default `postgres`, the patched package) runs them against another copy, e.g. the unpatched
+ * PG_MODULE=<a copy of the package>/src/index.js, where each fails.
  */
 
 const PLATFORM_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -65,11 +72,13 @@ async function expectCleanRun(script: string, marker: string): Promise<void> {
 test('a query on a reserved connection whose backend died rejects with CONNECTION_CLOSED (no uncaught TypeError)', async () => {
   const script = `
     const { default: postgres } = await import(process.env.PG_MODULE ?? 'postgres');
-    const sql = postgres(process.env.URL, { max: 2, onnotice() {} });
+    let closed;
+    const gone = new Promise((res) => (closed = res));
+    const sql = postgres(process.env.URL, { max: 2, onnotice() {}, onclose: () => closed() });
     const r = await sql.reserve();
     const [{ pid }] = await r\`SELECT pg_backend_pid() AS pid\`;
     await sql\`SELECT pg_terminate_backend(\${pid})\`;
-    await new Promise((res) => setTimeout(res, 300));
+    await gone; // the client has seen the reserved connection's socket close
     try {
       await r\`SELECT 1\`;
       console.log('RESOLVED');
@@ -82,12 +91,22 @@ test('a query on a reserved connection whose backend died rejects with CONNECTIO
 });
 
 /** A TCP proxy to PostgreSQL whose connections can be dropped and refused (a database outage, as clients see it). */
-async function outageProxy(): Promise<{ url: string; down(): Promise<void>; up(): Promise<void>; close(): Promise<void> }> {
+async function outageProxy(): Promise<{
+  url: string;
+  down(): Promise<void>;
+  up(): Promise<void>;
+  close(): Promise<void>;
+  /** Waits until `n` backends reached through this proxy are running `query` (their queries are in flight). */
+  running(query: string, n?: number): Promise<void>;
+}> {
   const target = new URL(DATABASE_URL);
   const sockets = new Set<Socket>();
+  const upstreams = new Set<Socket>();
   const make = () =>
     createServer((client) => {
       const upstream = createConnection(Number(target.port || 5432), target.hostname);
+      upstreams.add(upstream);
+      upstream.on('close', () => upstreams.delete(upstream));
       for (const s of [client, upstream]) {
         sockets.add(s);
         s.on('error', () => {});
@@ -111,8 +130,23 @@ async function outageProxy(): Promise<{ url: string; down(): Promise<void>; up()
   const url = new URL(DATABASE_URL);
   url.hostname = '127.0.0.1';
   url.port = String(port);
+  let monitor: ReturnType<Pg> | undefined;
+  const running = async (query: string, n = 1) => {
+    monitor ??= (await loadPostgres())(DATABASE_URL, { ...lean, max: 1 });
+    const m = monitor;
+    await waitFor(
+      async () => {
+        const ports = [...upstreams].map((u) => u.localPort).filter((p): p is number => p !== undefined);
+        const [{ count }] = await m`SELECT count(*)::int AS count FROM pg_stat_activity
+          WHERE client_port = ANY(${ports}::int[]) AND state = 'active' AND query = ${query}`;
+        return count >= n;
+      },
+      { message: `${n} × '${query}' running through the proxy` },
+    );
+  };
   return {
     url: url.toString(),
+    running,
     down,
     up: async () => {
       if (listening) return;
@@ -120,7 +154,10 @@ async function outageProxy(): Promise<{ url: string; down(): Promise<void>; up()
       server = make();
       await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
     },
-    close: down,
+    close: async () => {
+      await down();
+      await monitor?.end({ timeout: 1 });
+    },
   };
 }
 
@@ -136,7 +173,6 @@ const outcome = (p: Promise<unknown>) =>
       (e: { code?: string }) => `rejected ${e.code}`,
     ),
   );
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const lean = { onnotice() {}, backoff: () => 0.05, connect_timeout: 2, idle_timeout: 0 } as const;
 
 type Proxy = Awaited<ReturnType<typeof outageProxy>>;
@@ -166,7 +202,7 @@ test('a reserved connection released after its connection dropped does not come 
   throughProxy({ max: 1 }, async (sql, proxy) => {
     const r = await sql.reserve();
     const inFlight = r`SELECT pg_sleep(1)`.catch((e: { code?: string }) => e.code);
-    await sleep(100);
+    await proxy.running('SELECT pg_sleep(1)');
     await proxy.down();
     expect(await inFlight).toBe('CONNECTION_CLOSED');
     r.release();
@@ -179,12 +215,12 @@ test('a reserved connection released after its connection dropped does not come 
 test('a reserve waiting for a connection that drops is served once it is back', () =>
   throughProxy({ max: 1 }, async (sql, proxy) => {
     const busy = sql`SELECT pg_sleep(1)`.catch(() => {});
-    await sleep(100);
+    await proxy.running('SELECT pg_sleep(1)');
+    // The only connection is busy: the reserve queues at once (synchronously) and waits for it.
     const waiting = sql.reserve().then((r) => {
       r.release();
       return 'reserved';
     });
-    await sleep(100);
     await proxy.down();
     await proxy.up(); // the connection drops and comes straight back: the reconnect succeeds
     await busy;
@@ -196,7 +232,7 @@ test('reserves that fail during an outage leave every connection to the pool aft
   throughProxy({ max: 2 }, async (sql, proxy) => {
     await proxy.down();
     // Until the pool has seen its connection close (a query fails), so the reserves below find no open one.
-    while ((await outcome(sql`SELECT 1`)) === 'ok') await sleep(20);
+    await waitFor(async () => (await outcome(sql`SELECT 1`)) !== 'ok', { message: 'a query to fail on the dropped connection' });
     for (let i = 0; i < 4; i++) expect(await outcome(sql.reserve())).toMatch(/^rejected /);
     await proxy.up();
     // Both connections serve two reservations held side by side, then plain queries.
@@ -217,7 +253,7 @@ test('queries queued behind a reserved connection or a transaction fail when the
         return Promise.all(inner);
       }),
     );
-    await sleep(200);
+    await proxy.running('SELECT pg_sleep(1)', 2); // the reserved connection's and the transaction's first
     await proxy.down();
     const results = await Promise.all([...reservedQueries, tx]);
     expect(results.filter((x) => x === HUNG)).toEqual([]);
@@ -240,4 +276,45 @@ test('a transaction whose BEGIN fills the pipeline gets its connection reserved 
     console.log(inTx === outside ? 'SAME TRANSACTION' : 'SEPARATE');
   `;
   await expectCleanRun(script, 'SEPARATE');
+});
+
+test('a connection that closed with a write deferred flushes its writes once it reconnects (porsager/postgres PR #1215)', async () => {
+  // The race: a query's bytes wait for the check phase (write() defers small writes to a setImmediate) when the
+  // connection's close is processed. Made deterministic here: the query's deferred write is dropped (as the close's
+  // clearImmediate would drop it) and the backend is then terminated. Teardown left nextWriteTimer set, so write()
+  // never scheduled a flush again on that connection: every reconnect's startup message stayed buffered until
+  // connect_timeout (CONNECT_TIMEOUT, for good). The first query after the close may get the dead backend's 57P01
+  // (another upstream bug, not patched here); the next ones must be answered.
+  const script = `
+    const { default: postgres } = await import(process.env.PG_MODULE ?? 'postgres');
+    const realSetImmediate = globalThis.setImmediate;
+    let holding = false;
+    globalThis.setImmediate = (fn, ...args) =>
+      holding && fn.name === 'nextWrite' ? realSetImmediate(() => {}) : realSetImmediate(fn, ...args);
+    const within = (p, ms) => Promise.race([p, new Promise((r) => setTimeout(() => r('HUNG'), ms).unref())]);
+    const sql = postgres(process.env.URL, { max: 1, connect_timeout: 2, backoff: () => 0.05, onnotice() {} });
+    const killer = postgres(process.env.URL, { max: 1, onnotice() {} });
+    const [{ pid }] = await sql\`SELECT pg_backend_pid() AS pid\`;
+    await killer\`SELECT 1\`;
+    const kill = killer\`SELECT pg_sleep(0.2), pg_terminate_backend(\${pid})\`.execute();
+    for (let i = 0; i < 3; i++) await new Promise((r) => realSetImmediate(r)); // the kill is sent
+    holding = true;
+    const lost = sql\`SELECT 1\`.execute().catch(() => {});
+    for (let i = 0; i < 5; i++) await null; // the query reaches its connection: its write is deferred, and dropped
+    holding = false;
+    await kill;
+    await new Promise((r) => setTimeout(r, 300)); // the close is processed
+    const tries = [];
+    for (let i = 0; i < 3 && tries.at(-1) !== 'OK'; i++)
+      tries.push(await within(sql\`SELECT 1 AS ok\`.then(() => 'OK', (e) => e.code), 4000));
+    await within(lost, 100);
+    console.log(tries.at(-1) === 'OK' ? 'RECONNECTED' : 'NOT RECONNECTED ' + tries.join(' '));
+    await killer.end({ timeout: 1 });
+  `;
+  await expectCleanRun(script, 'RECONNECTED\n');
+});
+
+test.skipIf(process.env.PG_MODULE)('`postgres` resolves to the patched package src/ copy (the only one the patch changes)', async () => {
+  const r = await runScript(`console.log(import.meta.resolve('postgres'))`, {});
+  expect(r.out.trim()).toMatch(/\/postgres@3\.4\.9_patch_hash=[0-9a-f]+\/node_modules\/postgres\/src\/index\.js$/);
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import {
   batchSpanProcessorConfig,
   createInMemorySpanExporter,
@@ -33,7 +34,7 @@ describe('telemetry SDK setup', () => {
   it('spans carry service.name/namespace/version/instance.id, the SDK attributes and OTEL_RESOURCE_ATTRIBUTES', async () => {
     await withSpan('unit', {}, async () => {});
     await telemetry.flush();
-    await expect.poll(() => exporter.getFinishedSpans().length).toBe(1);
+    await waitFor(() => exporter.getFinishedSpans().length === 1, { message: 'the one span exported' });
     const attrs = exporter.getFinishedSpans()[0].resource.attributes;
     expect(attrs).toMatchObject({
       'service.name': 'imagegen-unit',

@@ -1,4 +1,4 @@
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import { TtlCache } from '../src/ttl-cache.js';
 
 test('holds at most maxEntries keys, dropping the oldest', async () => {
@@ -42,12 +42,17 @@ test('update replaces an answer from the current one (kept, expired or loading) 
   expect(await cache.get('b', load)).toBe(7);
   expect(loads).toBe(0);
   // Expired: passed on as it is, and the result gets a fresh lifetime.
-  const short = new TtlCache<string, number>(30);
-  await short.get('c', async () => 10);
-  await new Promise((r) => setTimeout(r, 40));
-  short.update('c', async (current) => (await (current as Promise<number>)) + 1);
-  expect(await short.get('c', load)).toBe(11);
-  expect(loads).toBe(0);
+  vi.useFakeTimers({ toFake: ['Date'] }); // the cache's clock: its 30 ms pass exactly, without waiting for them
+  try {
+    const short = new TtlCache<string, number>(30);
+    await short.get('c', async () => 10);
+    vi.advanceTimersByTime(30);
+    short.update('c', async (current) => (await (current as Promise<number>)) + 1);
+    expect(await short.get('c', load)).toBe(11);
+    expect(loads).toBe(0);
+  } finally {
+    vi.useRealTimers();
+  }
   // ttlMs <= 0 keeps nothing, updates included.
   const none = new TtlCache<string, number>(0);
   none.update('d', async () => 99);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { createClients } from '@imagegen/operations';
 import {
   AppError,
   DEPENDENCY_RETRY_AFTER_S,
@@ -27,30 +28,14 @@ import { FAVICON_ICO } from './favicon.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
 import { registerIdempotency } from './idempotency.js';
 import { cachedSerializers, declareResponses, swaggerOptions } from './openapi.js';
+import { applyOperationPolicy } from './operation-policy.js';
 import { registerRateLimits } from './rate-limit.js';
 import { routeModules } from './routes/index.js';
 import { registerTenantConcurrency } from './tenant-concurrency.js';
+import type { GatewayDeps } from './types.js';
 import { formatValidationErrors } from './validation.js';
 
-/** How a route is protected; set per route as `config: { auth: ... }`. Default: 'tenant'. */
-export type RouteAuth = 'none' | 'tenant' | 'admin' | 'super_admin';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    auth?: RouteAuth;
-  }
-  interface FastifyRequest {
-    /** Set by the auth hook for every authenticated route. */
-    principal: Principal;
-  }
-}
-
-/** Route modules create the gRPC clients they need with createClient(def, () => ctx.resolve(name)). */
-export interface GatewayDeps {
-  ctx: ServiceContext;
-}
-
-export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => Promise<void> | void;
+export type { GatewayDeps, RouteAuth, RouteModule } from './types.js';
 
 /**
  * Body validators are strict (no type coercion, every problem reported); query and params are
@@ -110,6 +95,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler() as never);
   // Answers are serialized with the operation catalogue's schemas, declared here for every route at once.
   app.addHook('onRoute', declareResponses);
+  // Auth, idempotency and rate-limit class of every catalogued route, from the catalogue.
+  app.addHook('onRoute', applyOperationPolicy);
   app.decorateRequest('principal', null as unknown as Principal);
   // Draining (SIGTERM, a rolling deploy): requests that still arrive on open keep-alive connections get the
   // dependency 503 with Retry-After and Connection: close, before any other work; clients retry elsewhere.
@@ -187,12 +174,13 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(FAVICON_ICO),
   );
 
-  app.get('/health', { config: { auth: 'none' }, schema: { summary: 'Liveness of the gateway' } }, async () => ({
+  app.get('/health', { schema: { summary: 'Liveness of the gateway' } }, async () => ({
     status: 'ok',
     timestamp: new Date().toISOString(),
   }));
 
-  const deps: GatewayDeps = { ctx };
+  const deps: GatewayDeps = { ctx, clients: createClients(ctx) };
+  app.addHook('onClose', () => deps.clients.close());
   // Rate limits first: their client-address buckets (admin API, OAuth token) must count requests
   // that authentication refuses; their tenant buckets run later, in preParsing (see rate-limit.ts).
   await registerRateLimits(app, deps);

@@ -1,17 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import {
-  AppError,
-  type Client,
-  createClient,
-  forbidden,
-  onTenantChanged,
-  type Principal,
-  type ServiceContext,
-  unauthorized,
-} from '@imagegen/platform';
+import { SESSION_ID_MAX } from '@imagegen/api-schemas/vocab';
+import { AppError, forbidden, onTenantChanged, type Principal, unauthorized } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { GatewayDeps, RouteAuth } from './app.js';
+import type { GatewayDeps, RouteAuth } from './types.js';
 
 /** What the gateway knows about the API key of a tenant request (rate limiting reads rateLimitPerMinute). */
 export interface ApiKeyInfo {
@@ -46,19 +37,6 @@ const USAGE_FLUSH_MS = 2000;
 export const ADMIN_AUTH_REQUIRED = 'Admin authentication required';
 export const SUPER_ADMIN_REQUIRED = 'super_admin privileges required';
 
-type TenancyClient = Client<typeof TenancyServiceService>;
-const clients = new WeakMap<ServiceContext, TenancyClient>();
-
-/** One tenancy client per gateway context, shared by the auth hook and the admin route modules. */
-export function tenancyClient(ctx: ServiceContext): TenancyClient {
-  let c = clients.get(ctx);
-  if (!c) {
-    c = createClient(TenancyServiceService, () => ctx.resolve('tenancy'));
-    clients.set(ctx, c);
-  }
-  return c;
-}
-
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
 }
@@ -74,17 +52,8 @@ interface CacheEntry {
   rateLimitPerMinute?: number;
 }
 
-/** Which protection a route gets: its config, else by prefix (/api tenant, /admin admin), else none. */
-function routeAuthOf(request: FastifyRequest): RouteAuth {
-  const opts = request.routeOptions;
-  const configured = (opts.config as { auth?: RouteAuth } | undefined)?.auth;
-  if (configured) return configured;
-  const url = opts.url;
-  if (!url) return 'none'; // no route matched: let the 404 handler answer
-  if (url === '/api' || url.startsWith('/api/')) return 'tenant';
-  if (url === '/admin' || url.startsWith('/admin/')) return 'admin';
-  return 'none';
-}
+/** Which protection a route gets: the catalogue's (operation-policy.ts), or its own config; none when no route matched. */
+const routeAuthOf = (request: FastifyRequest): RouteAuth => request.routeOptions.config?.auth ?? 'none';
 
 function safeEqual(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();
@@ -96,8 +65,11 @@ function sessionIdOf(request: FastifyRequest): string | undefined {
   const raw = request.headers['x-session-id'];
   if (raw === undefined) return undefined;
   const v = Array.isArray(raw) ? raw[0] : raw;
-  if (typeof v !== 'string' || v.length < 1 || v.length > 200) {
-    throw new AppError(400, { error: 'Invalid request payload', details: ['X-Session-Id must be between 1 and 200 characters'] });
+  if (typeof v !== 'string' || v.length < 1 || v.length > SESSION_ID_MAX) {
+    throw new AppError(400, {
+      error: 'Invalid request payload',
+      details: [`X-Session-Id must be between 1 and ${SESSION_ID_MAX} characters`],
+    });
   }
   return v;
 }
@@ -113,7 +85,7 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
   const { ctx } = deps;
   const config = ctx.config;
   const ttl = config.apiKeyCacheTtlMs ?? 3000;
-  const tenancy = tenancyClient(ctx);
+  const tenancy = deps.clients.tenancy;
   const cache = new Map<string, CacheEntry>();
   const inflight = new Map<string, Promise<CacheEntry>>();
   let uses = new Map<string, { c: number; l: number }>();

@@ -1,7 +1,5 @@
 import {
-  AppError,
   createIdempotencyStore,
-  dependencyUnavailable,
   holdClaim,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_LEASE_MS,
@@ -10,9 +8,10 @@ import {
   keepsIdempotentAnswer,
   requestFingerprint,
   type StoredResponse,
-} from '@imagegen/platform';
+} from '@imagegen/operations';
+import { AppError, dependencyUnavailable } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from './app.js';
+import type { GatewayDeps } from './types.js';
 
 /**
  * Idempotency-Key (IETF httpapi draft; Stripe's semantics) on every POST that creates or bills. With the
@@ -27,21 +26,6 @@ import type { GatewayDeps } from './app.js';
  * Records live in Redis when REDIS_URL is set (shared by every gateway), in memory otherwise. When Redis
  * cannot be reached, a request carrying the header is refused with 503 rather than run unprotected.
  */
-
-export const IDEMPOTENT_ROUTES = new Set([
-  '/api/images',
-  '/api/edit-image',
-  '/api/upload-for-editing',
-  '/api/characters',
-  '/api/characters/generate-multi',
-  '/api/characters/:identifier/generate',
-  '/api/products',
-  '/api/products/:identifier/generate',
-  '/api/scenes',
-  '/api/style-presets',
-  '/api/search-presets',
-  '/api/webhooks',
-]);
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -60,7 +44,7 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
   app.addHook('onClose', () => store.close());
 
   app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (req.method !== 'POST' || !IDEMPOTENT_ROUTES.has(req.routeOptions.url ?? '')) return;
+    if (!req.routeOptions.config.idempotent) return;
     const raw = req.headers['idempotency-key'];
     if (raw === undefined) return;
     const key = Array.isArray(raw) ? raw[0] : raw;

@@ -11,7 +11,6 @@ import {
 } from '@imagegen/api-schemas';
 import { ALL_SCOPES } from '@imagegen/platform';
 import type { RouteOptions } from 'fastify';
-import { IDEMPOTENT_ROUTES } from './idempotency.js';
 
 /**
  * The OpenAPI 3.1 document at /docs/json: @fastify/swagger collects the routes and their request schemas
@@ -124,7 +123,7 @@ const ETAG_HEADER: Json = {
 export function responsesOf(method: string, url: string, spec: OperationSpec): Record<string, Json> {
   const out: Record<string, Json> = {};
   const tenant = spec.auth === 'tenant';
-  const idempotent = method === 'POST' && IDEMPOTENT_ROUTES.has(url);
+  const idempotent = spec.idempotent === true;
   const headers = { ...REQUEST_ID, ...(tenant ? RATE_HEADERS : {}) };
   const success: Json = {
     description: spec.ok.description,
@@ -167,7 +166,7 @@ function errorStatuses(method: string, url: string, spec: OperationSpec): number
   if (['POST', 'PATCH', 'PUT', 'DELETE'].includes(method)) statuses.add(413).add(415);
   if (spec.bills) statuses.add(402);
   if (spec.upstream) statuses.add(502).add(504);
-  if (method === 'POST' && IDEMPOTENT_ROUTES.has(url)) statuses.add(409).add(422);
+  if (spec.idempotent) statuses.add(409).add(422);
   return [...statuses].sort();
 }
 
@@ -594,7 +593,7 @@ export function swaggerOptions(): SwaggerOptions {
           const media = (op.requestBody as { content?: Record<string, Json> } | undefined)?.content?.['application/json'];
           if (example && media) media.example = example;
           const params = (op.parameters as Json[] | undefined) ?? [];
-          if (method === 'POST' && IDEMPOTENT_ROUTES.has(url)) params.push(HEADER_PARAMS.idempotencyKey as Json);
+          if (spec.idempotent) params.push(HEADER_PARAMS.idempotencyKey as Json);
           if (spec.upstream && spec.auth === 'tenant') params.push(HEADER_PARAMS.sessionId as Json);
           if (spec.conditional) params.push(HEADER_PARAMS.ifNoneMatch as Json);
           if (params.length) op.parameters = params;

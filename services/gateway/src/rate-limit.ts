@@ -1,16 +1,9 @@
 import rateLimit from '@fastify/rate-limit';
-import {
-  AppError,
-  type Config,
-  processRateLimitStore,
-  rateLimitNamespace,
-  redisClient,
-  tenantRateBuckets,
-  watchRedis,
-} from '@imagegen/platform';
+import { processRateLimitStore, rateLimitNamespace, tenantRateBuckets, watchRedis } from '@imagegen/operations';
+import { AppError, type Config, redisClient } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { GatewayDeps } from './app.js';
+import type { GatewayDeps } from './types.js';
 
 /**
  * Rate limits (SPEC 8), fixed one-minute windows counted with @fastify/rate-limit's stores (Redis when
@@ -19,8 +12,8 @@ import type { GatewayDeps } from './app.js';
  * | bucket      | applies to                                                        | key                 | per minute |
  * |-------------|-------------------------------------------------------------------|---------------------|------------|
  * | api         | every tenant-authenticated request                                | tenant id           | the tenant's rate_limit_per_minute (default 60) |
- * | generation  | POST /api/images, /api/edit-image, /api/characters/:id/generate, /api/characters/generate-multi, /api/products/:id/generate | tenant id | 30 (*) |
- * | upload      | POST /api/upload-for-editing                                      | tenant id           | 20 (*) |
+ * | generation  | the catalogue's operations with rate 'generation' (generate, edit, character and product generation) | tenant id | 30 (*) |
+ * | upload      | the catalogue's operations with rate 'upload' (POST /api/upload-for-editing) | tenant id | 20 (*) |
  * | oauth-token | POST /oauth/token                                                 | client IP           | 30 |
  * | admin       | every /admin/* request                                            | cf-connecting-ip    | 300 |
  * | admin-login | POST /admin/auth/login                                            | cf-connecting-ip    | 10 |
@@ -61,17 +54,6 @@ interface Applied {
   max: number;
 }
 
-const GENERATION_ROUTES = new Set([
-  '/api/images',
-  '/api/edit-image',
-  '/api/characters/:identifier/generate',
-  '/api/characters/:id/generate',
-  '/api/characters/generate-multi',
-  '/api/products/:identifier/generate',
-  '/api/products/:id/generate',
-]);
-const UPLOAD_ROUTES = new Set(['/api/upload-for-editing']);
-
 /** The admin API's client identity: cf-connecting-ip only (X-Forwarded-For ignored), else the socket. */
 export function clientIp(req: FastifyRequest): string {
   const h = req.headers['cf-connecting-ip'];
@@ -82,17 +64,11 @@ export function clientIp(req: FastifyRequest): string {
 /** The tenant buckets of an authenticated tenant request (none for any other request). */
 function tenantBucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
   const route = req.routeOptions.url ?? '';
-  const method = req.method;
+  const _method = req.method;
   const out: Applied[] = [];
   const tenantId = req.principal?.tenantId;
   if (tenantId && (req.principal?.source === 'tenant_api' || route.startsWith('/api/'))) {
-    const kind =
-      method === 'POST' && GENERATION_ROUTES.has(route)
-        ? 'generation'
-        : method === 'POST' && UPLOAD_ROUTES.has(route)
-          ? 'upload'
-          : undefined;
-    out.push(...tenantRateBuckets(tenantId, req.apiKeyInfo?.rateLimitPerMinute, kind, s));
+    out.push(...tenantRateBuckets(tenantId, req.apiKeyInfo?.rateLimitPerMinute, req.routeOptions.config.rate, s));
   }
   return out;
 }

@@ -1,6 +1,6 @@
-import { type ConcurrencyKind, concurrencyRefusal, createSlotStore } from '@imagegen/platform';
+import { type ConcurrencyKind, concurrencyRefusal, createSlotStore } from '@imagegen/operations';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayDeps } from './app.js';
+import type { GatewayDeps } from './types.js';
 
 /**
  * Per-tenant caps on work held open at once (issue 15: one tenant cannot degrade another), besides the
@@ -21,19 +21,9 @@ import type { GatewayDeps } from './app.js';
  *   slot stays held until the call returns (at most its deadline); else a tenant could disconnect and
  *   reconnect past the cap.
  *
- * Counted in the platform's slot store (libs/platform/src/tenant-slots.ts: Redis across replicas when REDIS_URL
+ * Counted in the shared slot store (libs/operations/src/policies/tenant-slots.ts: Redis across replicas when REDIS_URL
  * is set, shared with the mcp service's generation tools; memory otherwise).
  */
-
-export const STREAM_ROUTES = new Set(['/api/executions/:executionId/stream', '/api/sessions/:sessionId/logs/stream']);
-export const GENERATION_ROUTES = new Set([
-  '/api/images',
-  '/api/edit-image',
-  '/api/upload-for-editing',
-  '/api/characters/generate-multi',
-  '/api/characters/:identifier/generate',
-  '/api/products/:identifier/generate',
-]);
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,12 +32,8 @@ declare module 'fastify' {
   }
 }
 
-function kindOf(req: FastifyRequest): ConcurrencyKind | undefined {
-  const route = req.routeOptions.url ?? '';
-  if (req.method === 'GET' && STREAM_ROUTES.has(route)) return 'stream';
-  if (req.method === 'POST' && GENERATION_ROUTES.has(route)) return 'generation';
-  return undefined;
-}
+/** The cap a request counts against: the catalogue's (an event stream, or a call that waits for generation). */
+const kindOf = (req: FastifyRequest): ConcurrencyKind | undefined => req.routeOptions.config.concurrency;
 
 /** Registers the caps (call after registerAuth and registerIdempotency; see the module comment). */
 export async function registerTenantConcurrency(app: FastifyInstance<any, any, any, any, any>, deps: GatewayDeps): Promise<void> {

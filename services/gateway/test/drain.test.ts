@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { offlineContext } from '../scripts/openapi.js';
 import { buildApp } from '../src/app.js';
 
@@ -24,17 +25,25 @@ it('while draining, a request on an open keep-alive connection gets the envelope
   const slow = new Promise<void>((r) => {
     release = r;
   });
+  let inHandler = false;
+  let draining = false;
   app.get('/test-slow', { schema: { hide: true } }, async () => {
+    inHandler = true;
     await slow;
     return { ok: true };
+  });
+  // After the app's own preClose hook (registered first): the gateway is draining from here on.
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const c = rawConnection(port);
   c.send('/test-slow');
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor(() => inHandler, { message: 'the slow request in its handler' });
   const closing = app.close();
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor(() => draining, { message: 'the gateway draining' });
   // Pipelined behind the in-flight request: answered once it is, while the server is closing.
   c.send('/health');
   release();

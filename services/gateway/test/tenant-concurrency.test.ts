@@ -5,12 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { createLogger, freePort, memorySlotStore, redisSlotStore, watchRedis } from '@imagegen/platform';
+import { memorySlotStore, redisSlotStore, watchRedis } from '@imagegen/operations';
+import { createLogger, freePort } from '@imagegen/platform';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const clients: Redis[] = [];
 const client = (url = REDIS_URL) => {
   const r = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: 1000 });
@@ -19,6 +20,18 @@ const client = (url = REDIS_URL) => {
   return r;
 };
 const ready = (r: Redis) => new Promise<void>((res) => (r.status === 'ready' ? res() : r.once('ready', () => res())));
+/** Redis' clock (the slots' leases are scores on it), in ms. */
+const redisNow = async (r: Redis) => {
+  const [sec, micro] = await r.time();
+  return Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+};
+/** When the last lease among the slots of `key` runs out (0: none left), by Redis' clock. */
+const leasesEnd = async (r: Redis, key: string) => {
+  const last = await r.zrange(key, -1, -1, 'WITHSCORES');
+  return last.length ? Number(last[1]) : 0;
+};
+/** Waits until Redis' clock is past `end`. */
+const redisPast = (r: Redis, end: number, message: string) => waitFor(async () => (await redisNow(r)) > end, { message });
 
 afterAll(() => {
   for (const c of clients) c.disconnect();
@@ -49,14 +62,15 @@ describe('slot stores', () => {
     const b = redisSlotStore(rb, prefix, memorySlotStore(), noFallback, 600);
     const held = [await a.acquire('stream:t', 2), await b.acquire('stream:t', 2)];
     expect(held.every(Boolean)).toBe(true);
+    const firstLeasesEnd = await leasesEnd(ra, `${prefix}stream:t`);
     expect(await a.acquire('stream:t', 2)).toBeUndefined();
     expect(await b.acquire('stream:t', 2)).toBeUndefined();
     // Held longer than the lease: renewals keep both counted.
-    await sleep(1500);
+    await redisPast(ra, firstLeasesEnd, 'the first leases to have run out');
     expect(await b.acquire('stream:t', 2)).toBeUndefined();
     // Gateway b gives its slot back: one free, for either.
     held[1]?.release();
-    await sleep(50);
+    await waitFor(async () => (await ra.zcard(`${prefix}stream:t`)) === 1, { message: "b's slot removed" });
     const again = await a.acquire('stream:t', 2);
     expect(again).toBeTruthy();
     expect(await b.acquire('stream:t', 2)).toBeUndefined();
@@ -77,7 +91,8 @@ describe('slot stores', () => {
     expect(await a.acquire('gen:t', 2)).toBeTruthy();
     expect(await b.acquire('gen:t', 2)).toBeUndefined();
     ra.disconnect(); // the process is gone: its renewals stop, nothing is released
-    await sleep(900);
+    // Every lease in Redis has run out (by Redis' clock; read again each time, in case a last renewal landed).
+    await waitFor(async () => (await redisNow(rb)) > (await leasesEnd(rb, `${prefix}gen:t`)), { message: "a's leases to have run out" });
     expect(await b.acquire('gen:t', 2)).toBeTruthy();
     expect(await b.acquire('gen:t', 2)).toBeTruthy();
     expect(await b.acquire('gen:t', 2)).toBeUndefined();

@@ -10,20 +10,23 @@
  *              the scene's / groups', then the request's storage keys) loaded through LibraryService.GetObjectData;
  *              total refused above 14 (provA) / 16 (provB); the ids to record; MarkAssetsUsed after success.
  */
+import {
+  CHARACTERS_PER_REQUEST_MAX,
+  PRODUCTS_PER_REQUEST_MAX,
+  type Provider,
+  REFERENCE_GROUPS_PER_REQUEST_MAX,
+  REFERENCE_IMAGES_MAX,
+  REFERENCE_MODES,
+} from '@imagegen/api-schemas/vocab';
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import { AssetsServiceService, type ResolveGenerationAssetsResponse } from '@imagegen/contracts/library/v1/assets';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { createClient, invalidPayload, type Principal, type ServiceContext } from '@imagegen/platform';
 import { aliasedRatio } from './models.js';
 
-export const MAX_TOTAL_REFERENCES = { provA: 14, provB: 16 } as const;
-const MAX_CHARACTERS = 5;
-const MAX_PRODUCTS = 6;
-const MAX_GROUPS = 5;
-
 /** The parts of generation's types this composer relies on (structural, so no import from generation). */
 interface ModelLike {
-  provider: 'provA' | 'provB';
+  provider: Provider;
 }
 interface PlanLike {
   model: ModelLike;
@@ -79,9 +82,9 @@ export function checkAssetFields(req: GenerateImagesRequest, model: ModelLike | 
     if (l.values.length < 1 || l.values.length > max) d.push(`${name} must have between 1 and ${max} items`);
     if (l.values.some((v) => !Number.isSafeInteger(v) || v < 1)) d.push(`${name} must contain positive integers`);
   };
-  list('character_ids', req.characterIds, MAX_CHARACTERS);
-  list('product_ids', req.productIds, MAX_PRODUCTS);
-  list('reference_group_ids', req.referenceGroupIds, MAX_GROUPS);
+  list('character_ids', req.characterIds, CHARACTERS_PER_REQUEST_MAX);
+  list('product_ids', req.productIds, PRODUCTS_PER_REQUEST_MAX);
+  list('reference_group_ids', req.referenceGroupIds, REFERENCE_GROUPS_PER_REQUEST_MAX);
   for (const [name, v] of [
     ['character_id', req.characterId],
     ['product_id', req.productId],
@@ -90,11 +93,13 @@ export function checkAssetFields(req: GenerateImagesRequest, model: ModelLike | 
   ] as const) {
     if (present(v) && (!Number.isSafeInteger(v) || v < 1)) d.push(`${name} must be a positive integer`);
   }
-  if (present(req.referenceMode) && !['style', 'add'].includes(req.referenceMode)) d.push('reference_mode must be one of: style, add');
+  if (present(req.referenceMode) && !(REFERENCE_MODES as readonly string[]).includes(req.referenceMode)) {
+    d.push(`reference_mode must be one of: ${REFERENCE_MODES.join(', ')}`);
+  }
   if (present(req.referenceImages)) {
     if (req.referenceImages.values.some((k) => typeof k !== 'string' || k.trim() === ''))
       d.push('reference_images must contain storage keys');
-    const max = model ? MAX_TOTAL_REFERENCES[model.provider] : MAX_TOTAL_REFERENCES.provB;
+    const max = model ? REFERENCE_IMAGES_MAX[model.provider] : REFERENCE_IMAGES_MAX.provB;
     if (req.referenceImages.values.length > max) {
       d.push(`at most ${max} reference images in total${model ? ` for ${model.provider} models` : ''}`);
     }
@@ -144,7 +149,7 @@ export function createAssetsComposer(ctx: Pick<ServiceContext, 'resolve'>) {
         principal,
       );
       const keys = [...r.referenceObjectKeys, ...requestKeys.filter((k) => !r.referenceObjectKeys.includes(k))];
-      const max = MAX_TOTAL_REFERENCES[plan.model.provider];
+      const max = REFERENCE_IMAGES_MAX[plan.model.provider];
       if (keys.length > max) {
         throw invalidPayload([
           `at most ${max} reference images in total for ${plan.model.provider} models (this request uses ${keys.length})`,

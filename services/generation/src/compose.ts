@@ -1,8 +1,8 @@
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import type { Principal } from '@imagegen/platform';
 import type { ModelInfo } from './models.js';
+import type { GeneratePlan } from './plan.js';
 import type { InputImage } from './providers/types.js';
-import type { GeneratePlan } from './validate.js';
 
 /**
  * The compose step: turns the validated request plus any saved assets (characters, products, style

@@ -1,3 +1,4 @@
+import { PROVIDERS, type Provider } from '@imagegen/api-schemas/vocab';
 import {
   type GetImageDataResponse,
   type GetObjectDataResponse,
@@ -9,7 +10,6 @@ import {
 import { TenancyServiceService, type Tenant } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { type CheckQuotaResponse, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { type Client, createClient, type Principal, type ServiceContext, TtlCache } from '@imagegen/platform';
-import { PROMPT_LIMITS, type Provider } from './models.js';
 
 /**
  * What generation needs from the other services, behind one interface so service tests can run the
@@ -81,7 +81,7 @@ export function withTenantCache(c: Collaborators, ttlMs: number): Collaborators 
     getProviderKeys: (p, tenantId, provider) => keys.get(keyOf(tenantId, provider), () => c.getProviderKeys(p, tenantId, provider)),
     invalidate(tenantId) {
       tenants.invalidate(tenantId);
-      for (const provider of Object.keys(PROMPT_LIMITS) as Provider[]) keys.invalidate(keyOf(tenantId, provider));
+      for (const provider of PROVIDERS) keys.invalidate(keyOf(tenantId, provider));
     },
   };
 }

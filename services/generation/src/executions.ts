@@ -25,8 +25,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * the execution the call starts; undefined when it chose none. It must be a UUID (400, checked here) and unused: the
  * execution's insert answers 409 when it is taken (its unique key; no look-up before it, since every gateway and MCP
  * call names its execution and a look-up would be one more round trip on each). Passed on as a parameter, not in
- * async context: an AsyncLocalStorage turns on promise hooks for the whole process, about 1 ms of main thread per
- * generated image.
+ * async context: an AsyncLocalStorage turns on promise hooks for the whole process, a cost paid on every generated
+ * image (docs/BENCHMARKS.md).
  */
 export function requestedExecutionId(executionId: string | undefined): string | undefined {
   if (executionId === undefined) return undefined;

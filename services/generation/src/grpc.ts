@@ -1,3 +1,9 @@
+import {
+  ACTIVE_EXECUTIONS_LIMIT_DEFAULT,
+  ACTIVE_EXECUTIONS_LIMIT_MAX,
+  SESSION_LOGS_LIMIT_DEFAULT,
+  SESSION_LOGS_LIMIT_MAX,
+} from '@imagegen/api-schemas/vocab';
 import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
 import { type Handlers, notFound } from '@imagegen/platform';
 import { requestedExecutionId } from './executions.js';
@@ -37,7 +43,7 @@ export function generationHandlers(
     async listSessionExecutions(req, { principal }) {
       const tenantId = requireTenant(principal);
       const out = await listSessionExecutions(deps.sql, tenantId, req.sessionId, {
-        limit: clampLimit(req.limit, 50, 200),
+        limit: clampLimit(req.limit, SESSION_LOGS_LIMIT_DEFAULT, SESSION_LOGS_LIMIT_MAX),
         includeLogs: req.includeLogs,
         activeOrFinishedSince: req.activeOrFinishedSince,
       });
@@ -51,7 +57,7 @@ export function generationHandlers(
 
     async listActiveExecutions(req, { principal }) {
       const tenantId = requireTenant(principal);
-      return listActiveExecutions(deps.sql, tenantId, clampLimit(req.limit, 100, 200));
+      return listActiveExecutions(deps.sql, tenantId, clampLimit(req.limit, ACTIVE_EXECUTIONS_LIMIT_DEFAULT, ACTIVE_EXECUTIONS_LIMIT_MAX));
     },
 
     async getProviderStatus() {

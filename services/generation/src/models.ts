@@ -1,11 +1,25 @@
 /**
  * The model catalogue (SPEC 1 "Models") and the geometry rules shared by validation, the provider
- * adapters and edits: aspect ratios, provA resolution tiers, provB sizes.
+ * adapters and edits: aspect ratios, provA resolution tiers, provB sizes. The ids, ratios, tiers and limits
+ * themselves are the API's vocabulary (@imagegen/api-schemas/vocab), which the REST and MCP schemas use too.
  */
-export type Provider = 'provA' | 'provB';
+import {
+  ALIAS_RATIOS,
+  type AspectRatioAlias,
+  MODEL_IDS,
+  type ModelId,
+  PROVB_SIZE_LIMITS,
+  type Provider,
+  RATIOS,
+  type Ratio,
+  type ResolutionTier,
+} from '@imagegen/api-schemas/vocab';
+
+export type { Provider };
+export { MODEL_IDS, PROVB_SIZE_LIMITS };
 
 export interface ModelInfo {
-  id: string;
+  id: ModelId;
   provider: Provider;
   /** provA: resolution tiers other than 1k (flash and pro). */
   higherTiers: boolean;
@@ -17,60 +31,28 @@ export interface ModelInfo {
   upstream: string;
 }
 
-export const MODELS: Record<string, ModelInfo> = {
-  'provA-flash-lite-image': {
-    id: 'provA-flash-lite-image',
-    provider: 'provA',
-    higherTiers: false,
-    search: false,
-    extended: false,
-    upstream: 'flash-lite-image',
-  },
-  'provA-flash-image': {
-    id: 'provA-flash-image',
-    provider: 'provA',
-    higherTiers: true,
-    search: true,
-    extended: false,
-    upstream: 'flash-image',
-  },
-  'provA-pro-image': { id: 'provA-pro-image', provider: 'provA', higherTiers: true, search: true, extended: false, upstream: 'pro-image' },
-  'provB-image-2': { id: 'provB-image-2', provider: 'provB', higherTiers: false, search: false, extended: false, upstream: 'image-2' },
-  'provB-image-2.5-flare': {
-    id: 'provB-image-2.5-flare',
-    provider: 'provB',
-    higherTiers: false,
-    search: false,
-    extended: true,
-    upstream: 'image-2.5-flare',
-  },
-  'provB-image-2.5-sunburst': {
-    id: 'provB-image-2.5-sunburst',
-    provider: 'provB',
-    higherTiers: false,
-    search: false,
-    extended: true,
-    upstream: 'image-2.5-sunburst',
-  },
+/** What each model of the vocabulary can do (every id of MODEL_IDS, and no other: the type checks both). */
+const CAPABILITIES: Record<ModelId, Omit<ModelInfo, 'id'>> = {
+  'provA-flash-lite-image': { provider: 'provA', higherTiers: false, search: false, extended: false, upstream: 'flash-lite-image' },
+  'provA-flash-image': { provider: 'provA', higherTiers: true, search: true, extended: false, upstream: 'flash-image' },
+  'provA-pro-image': { provider: 'provA', higherTiers: true, search: true, extended: false, upstream: 'pro-image' },
+  'provB-image-2': { provider: 'provB', higherTiers: false, search: false, extended: false, upstream: 'image-2' },
+  'provB-image-2.5-flare': { provider: 'provB', higherTiers: false, search: false, extended: true, upstream: 'image-2.5-flare' },
+  'provB-image-2.5-sunburst': { provider: 'provB', higherTiers: false, search: false, extended: true, upstream: 'image-2.5-sunburst' },
 };
 
-export const MODEL_IDS = Object.keys(MODELS);
-export const DEFAULT_MODEL_ID = 'provA-flash-lite-image';
+/** The catalogue by model id, in MODEL_IDS order. */
+export const MODELS: Readonly<Record<string, ModelInfo>> = Object.fromEntries(MODEL_IDS.map((id) => [id, { id, ...CAPABILITIES[id] }]));
 
 /** Upstream model name: the configured map wins over the built-in default. */
 export function upstreamModel(model: ModelInfo, maps: { provA?: Record<string, string>; provB?: Record<string, string> }): string {
   return maps[model.provider]?.[model.id] ?? model.upstream;
 }
 
-export const RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'] as const;
-/** square = 1:1, portrait = 3:4, landscape = 4:3 (documented in docs/design/generation.md). */
-export const RATIO_ALIASES: Record<string, string> = { square: '1:1', portrait: '3:4', landscape: '4:3' };
-export const RATIO_CHOICES = [...Object.keys(RATIO_ALIASES), ...RATIOS];
-
 /** The ratio an alias (square, portrait, landscape; trimmed, lower-case) stands for, else undefined. */
 export function aliasedRatio(t: string): string | undefined {
   // Own keys only: 'constructor' or 'toString' must not find Object.prototype's functions.
-  return Object.hasOwn(RATIO_ALIASES, t) ? RATIO_ALIASES[t] : undefined;
+  return Object.hasOwn(ALIAS_RATIOS, t) ? ALIAS_RATIOS[t as AspectRatioAlias] : undefined;
 }
 
 /** The canonical ratio for a request value (alias or ratio), or undefined when not supported. */
@@ -99,12 +81,16 @@ export function closestRatio(width: number, height: number): string {
   return best;
 }
 
-export const TIERS = ['0.5k', '1k', '2k', '4k'] as const;
 /** provA imageSize values sent upstream for our tiers. */
-export const PROVA_IMAGE_SIZE: Record<string, string> = { '0.5k': '512', '1k': '1K', '2k': '2K', '4k': '4K' };
+export const PROVA_IMAGE_SIZE: Readonly<Record<string, string>> = {
+  '0.5k': '512',
+  '1k': '1K',
+  '2k': '2K',
+  '4k': '4K',
+} satisfies Record<ResolutionTier, string>;
 
 /** provB sizes used when the request gives a ratio (or nothing) instead of a size. */
-export const PROVB_SIZE_FOR_RATIO: Record<string, string> = {
+export const PROVB_SIZE_FOR_RATIO: Readonly<Record<string, string>> = {
   '1:1': '1024x1024',
   '2:3': '1024x1536',
   '3:2': '1536x1024',
@@ -115,9 +101,10 @@ export const PROVB_SIZE_FOR_RATIO: Record<string, string> = {
   '9:16': '720x1280',
   '16:9': '1280x720',
   '21:9': '1344x576',
-};
+} satisfies Record<Ratio, string>;
 
-export const PROVB_SIZE_LIMITS = { multiple: 16, maxEdge: 3840, maxRatio: 3, minPixels: 655_360, maxPixels: 8_294_400 };
+/** 655360 -> '655,360' (as the SPEC writes pixel counts). */
+const grouped = (n: number) => n.toLocaleString('en-US');
 
 /** Problems of a provB size value (empty when valid); `auto` is valid. */
 export function sizeProblems(size: string): string[] {
@@ -129,11 +116,12 @@ export function sizeProblems(size: string): string[] {
   const out: string[] = [];
   const L = PROVB_SIZE_LIMITS;
   if (w === 0 || h === 0) return ['size width and height must be positive'];
-  if (w % L.multiple !== 0 || h % L.multiple !== 0) out.push('size width and height must be multiples of 16');
-  if (Math.max(w, h) > L.maxEdge) out.push('size longest edge must be at most 3840 pixels');
-  if (Math.max(w, h) / Math.min(w, h) > L.maxRatio) out.push('size long:short ratio must be at most 3:1');
+  if (w % L.multiple !== 0 || h % L.multiple !== 0) out.push(`size width and height must be multiples of ${L.multiple}`);
+  if (Math.max(w, h) > L.maxEdge) out.push(`size longest edge must be at most ${L.maxEdge} pixels`);
+  if (Math.max(w, h) / Math.min(w, h) > L.maxRatio) out.push(`size long:short ratio must be at most ${L.maxRatio}:1`);
   const px = w * h;
-  if (px < L.minPixels || px > L.maxPixels) out.push('size must have between 655,360 and 8,294,400 pixels in total');
+  if (px < L.minPixels || px > L.maxPixels)
+    out.push(`size must have between ${grouped(L.minPixels)} and ${grouped(L.maxPixels)} pixels in total`);
   return out;
 }
 
@@ -160,9 +148,3 @@ export function tierOf(width: number, height: number): string {
   if (edge <= 3200) return '2k';
   return '4k';
 }
-
-export const PROMPT_LIMITS: Record<Provider, number> = { provA: 16_384, provB: 32_000 };
-export const NEGATIVE_PROMPT_LIMIT = 1024;
-export const SYSTEM_INSTRUCTION_LIMIT = 4000;
-export const MAX_IMAGES_PER_REQUEST = 4;
-export const SESSION_ID_MAX = 200;

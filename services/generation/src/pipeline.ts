@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { IMAGES_PER_SESSION_MAX } from '@imagegen/api-schemas/vocab';
 import type {
   EditImageRequest,
   EditImageResponse,
@@ -7,6 +8,7 @@ import type {
   GenerateImagesResponse,
 } from '@imagegen/contracts/generation/v1/generation';
 import type { GetImageDataResponse, ImageRecord } from '@imagegen/contracts/library/v1/library';
+import { toGeneratedImage } from '@imagegen/operations';
 import {
   AppError,
   badRequest,
@@ -20,7 +22,6 @@ import {
   type Principal,
   quotaExceeded,
   type Sql,
-  toGeneratedImage,
   unauthorized,
 } from '@imagegen/platform';
 import sharp from 'sharp';
@@ -28,10 +29,11 @@ import type { Composer } from './compose.js';
 import type { Collaborators } from './deps.js';
 import { ExecutionTracker } from './executions.js';
 import { closestRatio, PROVB_SIZE_FOR_RATIO, type Provider, parseSize, ratioOfSize, tierOf, upstreamModel } from './models.js';
+import type { GeneratePlan } from './plan.js';
 import type { ProviderClient } from './providers/client.js';
 import type { InputImage, ProviderRequest, ProviderResult } from './providers/types.js';
 import type { GenerationSettings } from './settings.js';
-import { type GeneratePlan, validateGenerate } from './validate.js';
+import { validateGenerate } from './validate.js';
 
 export interface PipelineDeps {
   sql: Sql;
@@ -49,8 +51,8 @@ export interface PipelineDeps {
 
 export const TOOL_SOURCE_DEFAULT = 'tenant_api';
 
-/** Images a new session takes (SPEC: 1,000 per session). */
-const NEW_SESSION_ROOM = 1000;
+/** Images a new session takes (SPEC 8: 1,000 per session). */
+const NEW_SESSION_ROOM = IMAGES_PER_SESSION_MAX;
 /** The longest pause between tries of the commit of a completed execution's images. */
 const COMMIT_RETRY_MAX_MS = 1000;
 
@@ -240,7 +242,7 @@ export class GenerationPipeline {
   ): Promise<GeneratedImage[]> {
     const { collaborators } = this.deps;
     if (prepared.remaining < plan.n) {
-      throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`, [
+      throw badRequest(`Session ${sessionId} has reached the limit of ${IMAGES_PER_SESSION_MAX.toLocaleString('en-US')} images`, [
         `the session accepts ${prepared.remaining} more image(s)`,
       ]);
     }

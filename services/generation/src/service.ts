@@ -4,22 +4,23 @@ import { GenerationServiceService } from '@imagegen/contracts/generation/v1/gene
 import {
   type BreakerState,
   bind,
-  createDb,
+  databaseSteps,
   dbReadiness,
   durationFromEnv,
-  migrate,
   onTenantChanged,
   type ServiceContext,
   type StartService,
   setBreakerState,
   startGrpcServer,
   startOutboxRelay,
+  startSteps,
 } from '@imagegen/platform';
 import { createAssetsComposer } from './assets-composer.js';
 import type { Composer } from './compose.js';
 import { type Collaborators, grpcCollaborators, withTenantCache } from './deps.js';
 import { drainPendingFailures } from './executions.js';
 import { generationHandlers } from './grpc.js';
+import type { Provider } from './models.js';
 import { GenerationPipeline, type PipelineDeps } from './pipeline.js';
 import { type BreakerInfo, CircuitBreaker } from './providers/breaker.js';
 import { ProviderClient } from './providers/client.js';
@@ -58,129 +59,151 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export async function startGeneration(ctx: ServiceContext, opts: GenerationOptions = {}) {
   const logger = ctx.logger;
   const settings = loadSettings(ctx.config, opts.settings);
-  const sql = createDb(ctx.config.databaseUrl as string, { schema: 'generation', max: ctx.config.dbPoolMax });
-  await migrate(sql, 'generation', MIGRATIONS);
+  return startSteps({ logger }, async (step) => {
+    const sql = await databaseSteps(step, ctx.config, { service: 'generation', schema: 'generation', migrations: MIGRATIONS });
 
-  // One circuit per credential (tenant + key): each change is logged with the credential; the metric shows
-  // the provider's worst circuit.
-  const onChange = (from: string, to: string, info: BreakerInfo) => {
-    const line = { provider: info.provider, credential: info.credential, from, to, consecutiveFailures: info.failures };
-    if (to === 'open') logger.warn(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
-    else logger.info(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
-    const breaker = breakers[info.provider as keyof typeof breakers];
-    setBreakerState(info.provider, (breaker?.current ?? to) as BreakerState);
-  };
-  const breakerOpts = { failureThreshold: settings.breakerFailureThreshold, resetTimeoutMs: settings.breakerResetTimeoutMs, onChange };
-  const breakers: Record<'provA' | 'provB', CircuitBreaker> = {
-    provA: new CircuitBreaker('provA', breakerOpts),
-    provB: new CircuitBreaker('provB', breakerOpts),
-  };
-  setBreakerState('provA', 'closed');
-  setBreakerState('provB', 'closed');
-  // Base URLs are read per call: in the all-in-one shape the sandbox's URL is filled in at start-up.
-  const baseUrl = (name: 'provABaseUrl' | 'provBBaseUrl') => () => {
-    const u = ctx.config[name];
-    if (!u) throw new Error(`${name === 'provABaseUrl' ? 'PROVA_BASE_URL' : 'PROVB_BASE_URL'} is not configured`);
-    return u;
-  };
-  const providers = {
-    provA: new ProviderClient({
-      adapter: new ProvAAdapter(baseUrl('provABaseUrl')),
-      breaker: breakers.provA,
-      timeoutMs: settings.provATimeoutMs,
-    }),
-    provB: new ProviderClient({
-      adapter: new ProvBAdapter(baseUrl('provBBaseUrl')),
-      breaker: breakers.provB,
-      timeoutMs: settings.provBTimeoutMs,
-    }),
-  };
-  const tenantCache = opts.collaborators ? undefined : withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs);
-  const collaborators = tenantCache ? withQuotaFallback(tenantCache, { logger }) : (opts.collaborators as Collaborators);
-  const instanceId = randomUUID();
-  await heartbeat(sql, instanceId);
-  const relay = await startOutboxRelay({
-    sql,
-    schema: 'generation',
-    transport: ctx.events,
-    logger,
-    maxAttempts: ctx.config.outboxMaxAttempts,
+    // One circuit per credential (tenant + key): each change is logged with the credential; the metric shows
+    // the provider's worst circuit.
+    const onChange = (from: string, to: string, info: BreakerInfo) => {
+      const line = { provider: info.provider, credential: info.credential, from, to, consecutiveFailures: info.failures };
+      if (to === 'open') logger.warn(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
+      else logger.info(line, `circuit breaker ${info.provider} (${info.credential}): ${from} -> ${to}`);
+      const breaker = breakers[info.provider as keyof typeof breakers];
+      setBreakerState(info.provider, (breaker?.current ?? to) as BreakerState);
+    };
+    const breakerOpts = { failureThreshold: settings.breakerFailureThreshold, resetTimeoutMs: settings.breakerResetTimeoutMs, onChange };
+    const breakers: Record<Provider, CircuitBreaker> = {
+      provA: new CircuitBreaker('provA', breakerOpts),
+      provB: new CircuitBreaker('provB', breakerOpts),
+    };
+    setBreakerState('provA', 'closed');
+    setBreakerState('provB', 'closed');
+    // Base URLs are read per call: in the all-in-one shape the sandbox's URL is filled in at start-up.
+    const baseUrl = (name: 'provABaseUrl' | 'provBBaseUrl') => () => {
+      const u = ctx.config[name];
+      if (!u) throw new Error(`${name === 'provABaseUrl' ? 'PROVA_BASE_URL' : 'PROVB_BASE_URL'} is not configured`);
+      return u;
+    };
+    const providers = {
+      provA: new ProviderClient({
+        adapter: new ProvAAdapter(baseUrl('provABaseUrl')),
+        breaker: breakers.provA,
+        timeoutMs: settings.provATimeoutMs,
+      }),
+      provB: new ProviderClient({
+        adapter: new ProvBAdapter(baseUrl('provBBaseUrl')),
+        breaker: breakers.provB,
+        timeoutMs: settings.provBTimeoutMs,
+      }),
+    };
+    const tenantCache = opts.collaborators ? undefined : withTenantCache(grpcCollaborators(ctx), ctx.config.apiKeyCacheTtlMs);
+    const collaborators = await step(
+      'service clients',
+      () => (tenantCache ? withQuotaFallback(tenantCache, { logger }) : (opts.collaborators as Collaborators)),
+      (c) => c.close(),
+    );
+    // Liveness: this process's row, moved every HEARTBEAT_MS until it stopped (after the gRPC server drained:
+    // another replica's reaper would otherwise fail this process's running executions while they finish).
+    const instanceId = randomUUID();
+    await step(
+      'liveness row',
+      () => heartbeat(sql, instanceId),
+      () => removeInstance(sql, instanceId).catch((err) => logger.warn({ err }, 'could not remove the liveness row')),
+    );
+    await step(
+      'heartbeat',
+      () => {
+        const timer = setInterval(() => heartbeat(sql, instanceId).catch((err) => logger.debug({ err }, 'heartbeat failed')), HEARTBEAT_MS);
+        timer.unref();
+        return timer;
+      },
+      (timer) => clearInterval(timer),
+    );
+    const relay = await step(
+      'outbox relay',
+      () => startOutboxRelay({ sql, schema: 'generation', transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts }),
+      (r) => r.stop(),
+    );
+    const deps: PipelineDeps = {
+      sql,
+      // Executions publish their ExecutionFinished themselves, right after it committed (relay.direct).
+      outbox: relay.direct,
+      config: ctx.config,
+      logger,
+      settings,
+      collaborators,
+      providers,
+      composer: opts.composer ?? createAssetsComposer(ctx),
+      instanceId,
+    };
+    const pipeline = new GenerationPipeline(deps);
+    // Stopped after the gRPC server: the failed states its last calls left are written before the pool closes.
+    await step(
+      'pending failure writes',
+      () => undefined,
+      () => drainPendingFailures(5000),
+    );
+    // A tenant updated, deactivated or with a key revoked: this process drops what it cached of it at once.
+    if (tenantCache) {
+      await step(
+        'tenant-changed consumer',
+        () =>
+          onTenantChanged(ctx.events, { eventsPrefix: ctx.config.eventsPrefix, durable: TENANT_CHANGED_DURABLE, logger }, (id) =>
+            tenantCache.invalidate(id),
+          ),
+        (c) => c.stop(),
+      );
+    }
+    const dbReady = dbReadiness(sql);
+    const grpc = await step(
+      'grpc server',
+      () =>
+        startGrpcServer({
+          host: ctx.config.grpcHost,
+          port: ctx.config.grpcPort,
+          services: [bind(GenerationServiceService, generationHandlers(deps, pipeline, [breakers.provA, breakers.provB]))],
+          logger,
+          ready: dbReady,
+        }),
+      (g) => g.stop(ctx.config.shutdownGraceMs),
+    );
+
+    // The orphan reaper: an execution whose process died is failed within about DEAD_AFTER_MS + REAPER_MS,
+    // by whichever replica looks first (finishing is idempotent).
+    let reaping: Promise<void> | undefined;
+    const reap = () => {
+      reaping ??= failOrphanedExecutions(sql, {
+        deadAfterMs: DEAD_AFTER_MS,
+        staleMs: settings.staleExecutionMs,
+        eventsPrefix: ctx.config.eventsPrefix,
+      })
+        .then(
+          (n) => {
+            if (n > 0) logger.warn({ count: n }, 'marked executions of stopped processes failed');
+          },
+          (err) => logger.warn({ err }, 'orphaned execution sweep failed'),
+        )
+        .finally(() => {
+          reaping = undefined;
+        });
+      return reaping;
+    };
+    await step(
+      'orphan reaper',
+      () => {
+        void reap();
+        const timer = setInterval(reap, REAPER_MS);
+        timer.unref();
+        return timer;
+      },
+      async (timer) => {
+        clearInterval(timer);
+        await reaping;
+      },
+    );
+
+    return { grpcAddress: grpc.address, deps, pipeline, breakers, ready: dbReady };
   });
-  const deps: PipelineDeps = {
-    sql,
-    // Executions publish their ExecutionFinished themselves, right after it committed (relay.direct).
-    outbox: relay.direct,
-    config: ctx.config,
-    logger,
-    settings,
-    collaborators,
-    providers,
-    composer: opts.composer ?? createAssetsComposer(ctx),
-    instanceId,
-  };
-  const pipeline = new GenerationPipeline(deps);
-
-  const dbReady = dbReadiness(sql);
-  const grpc = await startGrpcServer({
-    host: ctx.config.grpcHost,
-    port: ctx.config.grpcPort,
-    services: [bind(GenerationServiceService, generationHandlers(deps, pipeline, [breakers.provA, breakers.provB]))],
-    logger,
-    ready: dbReady,
-  });
-  // A tenant updated, deactivated or with a key revoked: this process drops what it cached of it at once.
-  const tenantChanged = tenantCache
-    ? await onTenantChanged(ctx.events, { eventsPrefix: ctx.config.eventsPrefix, durable: TENANT_CHANGED_DURABLE, logger }, (id) =>
-        tenantCache.invalidate(id),
-      )
-    : undefined;
-
-  // Liveness and the orphan reaper: an execution whose process died is failed within about
-  // DEAD_AFTER_MS + REAPER_MS, by whichever replica looks first (finishing is idempotent).
-  const beat = () => heartbeat(sql, instanceId).catch((err) => logger.debug({ err }, 'heartbeat failed'));
-  const heartbeatTimer = setInterval(beat, HEARTBEAT_MS);
-  heartbeatTimer.unref();
-  let reaping: Promise<void> | undefined;
-  const reap = () => {
-    reaping ??= failOrphanedExecutions(sql, {
-      deadAfterMs: DEAD_AFTER_MS,
-      staleMs: settings.staleExecutionMs,
-      eventsPrefix: ctx.config.eventsPrefix,
-    })
-      .then(
-        (n) => {
-          if (n > 0) logger.warn({ count: n }, 'marked executions of stopped processes failed');
-        },
-        (err) => logger.warn({ err }, 'orphaned execution sweep failed'),
-      )
-      .finally(() => {
-        reaping = undefined;
-      });
-    return reaping;
-  };
-  void reap();
-  const reaper = setInterval(reap, REAPER_MS);
-  reaper.unref();
-
-  return {
-    grpcAddress: grpc.address,
-    deps,
-    pipeline,
-    breakers,
-    ready: dbReady,
-    async stop() {
-      clearInterval(reaper);
-      await grpc.stop(ctx.config.shutdownGraceMs);
-      clearInterval(heartbeatTimer);
-      await reaping;
-      await drainPendingFailures(5000);
-      await removeInstance(sql, instanceId).catch((err) => logger.warn({ err }, 'could not remove the liveness row'));
-      await relay.stop();
-      await tenantChanged?.stop();
-      collaborators.close();
-      await sql.end({ timeout: 5 });
-    },
-  };
 }
 
 export const start: StartService = async (ctx) => {

@@ -1,3 +1,4 @@
+import { UPLOAD_MAX_BYTES, UPLOAD_MAX_PIXELS } from '@imagegen/api-schemas/vocab';
 import type { Config } from '@imagegen/platform';
 
 /**
@@ -30,8 +31,8 @@ export const DEFAULT_SETTINGS: GenerationSettings = {
   provATimeoutMs: 120_000,
   provBTimeoutMs: 240_000,
   uploadTimeoutMs: 30_000,
-  uploadMaxBytes: 20 * 1024 * 1024,
-  uploadMaxPixels: 4_194_304,
+  uploadMaxBytes: UPLOAD_MAX_BYTES,
+  uploadMaxPixels: UPLOAD_MAX_PIXELS,
   staleExecutionMs: 15 * 60_000,
 };
 

@@ -1,23 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { FILE_NAME_MAX, IMAGES_PER_SESSION_MAX, UPLOAD_MIME_TYPES, UPLOAD_URL_MAX } from '@imagegen/api-schemas/vocab';
 import type { UploadForEditingRequest, UploadForEditingResponse } from '@imagegen/contracts/generation/v1/generation';
-import {
-  badRequest,
-  guardImage,
-  invalidPayload,
-  type Principal,
-  quotaExceeded,
-  SafeFetchError,
-  safeFetch,
-  uploadForEditingAnswer,
-} from '@imagegen/platform';
+import { uploadForEditingAnswer } from '@imagegen/operations';
+import { badRequest, guardImage, invalidPayload, type Principal, quotaExceeded, SafeFetchError, safeFetch } from '@imagegen/platform';
 import { ratioOfSize, tierOf } from './models.js';
 import type { PipelineDeps } from './pipeline.js';
 import { type GenerationPipeline, requireTenant } from './pipeline.js';
 import { sessionIdProblem } from './validate.js';
 
-const ALLOWED_MIME = ['image/png', 'image/jpeg', 'image/jpg', 'image/webp', 'image/gif'];
-const FILE_NAME_MAX = 255;
-const URL_MAX = 4096;
+/** The types mime_type takes, and image/jpg (a common spelling of image/jpeg). */
+const ALLOWED_MIME: readonly string[] = [...UPLOAD_MIME_TYPES, 'image/jpg'];
 
 /** The last path segment of a URL, percent-decoded when it decodes (a malformed escape is kept as is). */
 export function fileNameOf(url: string): string {
@@ -36,7 +28,7 @@ export function validateUpload(req: UploadForEditingRequest, headerSessionId?: s
   let url = '';
   if (req.imageUrl === undefined || req.imageUrl === null) d.push('image_url is required');
   else if (req.imageUrl.trim() === '') d.push('image_url cannot be empty');
-  else if (req.imageUrl.length > URL_MAX) d.push(`image_url must be at most ${URL_MAX} characters`);
+  else if (req.imageUrl.length > UPLOAD_URL_MAX) d.push(`image_url must be at most ${UPLOAD_URL_MAX} characters`);
   else {
     url = req.imageUrl.trim();
     let parsed: URL | undefined;
@@ -47,7 +39,7 @@ export function validateUpload(req: UploadForEditingRequest, headerSessionId?: s
   }
   if (req.fileName !== undefined && req.fileName.length > FILE_NAME_MAX) d.push(`file_name must be at most ${FILE_NAME_MAX} characters`);
   if (req.mimeType !== undefined && !ALLOWED_MIME.includes(req.mimeType.toLowerCase())) {
-    d.push('mime_type must be one of: image/png, image/jpeg, image/webp, image/gif');
+    d.push(`mime_type must be one of: ${UPLOAD_MIME_TYPES.join(', ')}`);
   }
   let sessionId: string | undefined;
   if (req.sessionId !== undefined) {
@@ -111,7 +103,8 @@ export async function uploadForEditing(
   );
   try {
     const session = await collaborators.touchSession(p, tenantId, sessionId);
-    if (session.remaining < 1) throw badRequest(`Session ${sessionId} has reached the limit of 1,000 images`);
+    if (session.remaining < 1)
+      throw badRequest(`Session ${sessionId} has reached the limit of ${IMAGES_PER_SESSION_MAX.toLocaleString('en-US')} images`);
     exec.step('fetching', 10, 'Fetching the image');
     let fetched: Awaited<ReturnType<typeof safeFetch>>;
     try {
@@ -159,7 +152,7 @@ export async function uploadForEditing(
     });
     const summary = `Uploaded image ${rec.id} (${rec.width}x${rec.height}, ${rec.sizeBytes} bytes)`;
     // The completed row keeps the image id (image_ids, images_requested 1), so a caller whose answer is lost rebuilds
-    // this very answer from it (libs/platform generation-calls.ts, with the same uploadForEditingAnswer).
+    // this very answer from it (libs/operations generation-calls.ts, with the same uploadForEditingAnswer).
     await pipeline.completeWithImages(exec, p, { message: `Completed: ${summary}`, summary, imageIds: [rec.id], requested: 1 }, signal);
     return uploadForEditingAnswer(rec, sessionId, exec.executionId);
   } catch (err) {

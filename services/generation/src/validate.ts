@@ -1,63 +1,40 @@
+import {
+  ASPECT_RATIOS,
+  BACKGROUNDS,
+  DEFAULT_MODEL_ID,
+  EXTENDED_QUALITIES,
+  IMAGES_PER_REQUEST_MAX,
+  MODEL_IDS,
+  MODERATIONS,
+  NEGATIVE_PROMPT_MAX,
+  OUTPUT_COMPRESSION_MAX,
+  OUTPUT_FORMATS,
+  PROMPT_MAX,
+  QUALITIES,
+  RESOLUTION_TIERS,
+  SESSION_ID_MAX,
+  SYSTEM_INSTRUCTION_MAX,
+} from '@imagegen/api-schemas/vocab';
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import { invalidPayload } from '@imagegen/platform';
 import type { Composer } from './compose.js';
-import {
-  DEFAULT_MODEL_ID,
-  MAX_IMAGES_PER_REQUEST,
-  MODEL_IDS,
-  MODELS,
-  type ModelInfo,
-  NEGATIVE_PROMPT_LIMIT,
-  normalizeRatio,
-  PROMPT_LIMITS,
-  parseSize,
-  RATIO_CHOICES,
-  ratioOfSize,
-  SESSION_ID_MAX,
-  SYSTEM_INSTRUCTION_LIMIT,
-  sizeProblems,
-  TIERS,
-} from './models.js';
+import { MODELS, type ModelInfo, normalizeRatio, parseSize, ratioOfSize, sizeProblems } from './models.js';
+import type { GeneratePlan } from './plan.js';
 
-/** A request that passed every rule of SPEC 4.1, normalized. */
-export interface GeneratePlan {
-  model: ModelInfo;
-  prompt: string;
-  negativePrompt?: string;
-  /** Canonical ratio from the request (aliases resolved); undefined when not given. */
-  aspectRatio?: string;
-  n: number;
-  /** provA tier ('0.5k'...'4k'); undefined = model default. */
-  tier?: string;
-  search: boolean;
-  thinking: boolean;
-  /** provB */
-  size?: string;
-  outputFormat: 'png' | 'jpeg' | 'webp';
-  quality?: string;
-  outputCompression?: number;
-  background?: string;
-  moderation?: string;
-  systemInstruction?: string;
-  /** From session_id or X-Session-Id; undefined = generate one. */
-  sessionId?: string;
-  imageToEditId?: number;
-}
+export type { GeneratePlan };
 
 export interface TenantModels {
   modelId?: string;
-  allowedModels: string[];
+  allowedModels: readonly string[];
 }
 
-const QUALITIES = ['low', 'medium', 'high', 'auto'];
-const EXTENDED_QUALITIES = ['xhigh', 'max'];
-const FORMATS = ['png', 'jpeg', 'webp'];
-const BACKGROUNDS = ['auto', 'opaque', 'transparent'];
-const MODERATIONS = ['auto', 'low'];
 const EXTENDED_MODELS = MODEL_IDS.filter((m) => MODELS[m].extended).join(' or ');
 const HIGHER_TIER_MODELS = MODEL_IDS.filter((m) => MODELS[m].higherTiers).join(' or ');
 
-const allowedFor = (tenant: TenantModels) => (tenant.allowedModels.length > 0 ? tenant.allowedModels : MODEL_IDS);
+/** Whether `v` is one of a vocabulary list (the lists are typed by their values; requests carry strings). */
+const isOneOf = (list: readonly string[], v: string) => list.includes(v);
+
+const allowedFor = (tenant: TenantModels): readonly string[] => (tenant.allowedModels.length > 0 ? tenant.allowedModels : MODEL_IDS);
 
 /** The model a request without model_id uses: the tenant's default, else the platform default, else the first allowed. */
 export function defaultModelFor(tenant: TenantModels): string {
@@ -114,7 +91,7 @@ export function validateGenerate(
   if (prompt === undefined || prompt === null) d.push('prompt is required');
   else if (prompt.trim().length === 0) d.push('prompt cannot be empty');
   else {
-    const limit = model ? PROMPT_LIMITS[model.provider] : PROMPT_LIMITS.provB;
+    const limit = model ? PROMPT_MAX[model.provider] : PROMPT_MAX.provB;
     if (prompt.length > limit) d.push(`prompt must be at most ${limit} characters${model ? ` for ${model.provider} models` : ''}`);
   }
   for (const [value, name] of [
@@ -125,23 +102,23 @@ export function validateGenerate(
     const problem = unsendableProblem(value, name);
     if (problem) d.push(problem);
   }
-  if (has('negativePrompt') && (req.negativePrompt as string).length > NEGATIVE_PROMPT_LIMIT) {
-    d.push(`negative_prompt must be at most ${NEGATIVE_PROMPT_LIMIT} characters`);
+  if (has('negativePrompt') && (req.negativePrompt as string).length > NEGATIVE_PROMPT_MAX) {
+    d.push(`negative_prompt must be at most ${NEGATIVE_PROMPT_MAX} characters`);
   }
-  if (has('systemInstruction') && (req.systemInstruction as string).length > SYSTEM_INSTRUCTION_LIMIT) {
-    d.push(`system_instruction must be at most ${SYSTEM_INSTRUCTION_LIMIT} characters`);
+  if (has('systemInstruction') && (req.systemInstruction as string).length > SYSTEM_INSTRUCTION_MAX) {
+    d.push(`system_instruction must be at most ${SYSTEM_INSTRUCTION_MAX} characters`);
   }
 
   // aspect ratio
   let aspectRatio: string | undefined;
   if (has('aspectRatio')) {
     aspectRatio = normalizeRatio(req.aspectRatio as string);
-    if (!aspectRatio) d.push(`aspect_ratio must be one of: ${RATIO_CHOICES.join(', ')}`);
+    if (!aspectRatio) d.push(`aspect_ratio must be one of: ${ASPECT_RATIOS.join(', ')}`);
   }
 
   // n
   const n = req.n ?? 1;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_IMAGES_PER_REQUEST) d.push(`n must be between 1 and ${MAX_IMAGES_PER_REQUEST}`);
+  if (!Number.isInteger(n) || n < 1 || n > IMAGES_PER_REQUEST_MAX) d.push(`n must be between 1 and ${IMAGES_PER_REQUEST_MAX}`);
 
   const provA = model?.provider === 'provA';
   const provB = model?.provider === 'provB';
@@ -150,7 +127,7 @@ export function validateGenerate(
   let tier: string | undefined;
   if (has('resolutionTier')) {
     const t = (req.resolutionTier as string).trim().toLowerCase();
-    if (!(TIERS as readonly string[]).includes(t)) d.push(`resolution_tier must be one of: ${TIERS.join(', ')}`);
+    if (!isOneOf(RESOLUTION_TIERS, t)) d.push(`resolution_tier must be one of: ${RESOLUTION_TIERS.join(', ')}`);
     else if (provB) d.push('resolution_tier is only supported by provA models (use size with provB models)');
     else if (model && !model.higherTiers && t !== '1k') {
       d.push(`resolution_tier ${t} is not available for ${model.id} (fixed at 1K); use ${HIGHER_TIER_MODELS}`);
@@ -174,28 +151,30 @@ export function validateGenerate(
   if (provA) for (const [k, name] of provBOnly) if (has(k)) d.push(`${name} is only supported by provB models`);
 
   const outputFormat = (req.outputFormat ?? 'png') as GeneratePlan['outputFormat'];
-  if (has('outputFormat') && !FORMATS.includes(req.outputFormat as string)) d.push(`output_format must be one of: ${FORMATS.join(', ')}`);
+  if (has('outputFormat') && !isOneOf(OUTPUT_FORMATS, req.outputFormat as string)) {
+    d.push(`output_format must be one of: ${OUTPUT_FORMATS.join(', ')}`);
+  }
   if (has('quality')) {
     const q = req.quality as string;
-    if (![...QUALITIES, ...EXTENDED_QUALITIES].includes(q))
-      d.push(`quality must be one of: ${[...QUALITIES, ...EXTENDED_QUALITIES].join(', ')}`);
-    else if (provB && EXTENDED_QUALITIES.includes(q) && !model?.extended) d.push(`quality ${q} requires ${EXTENDED_MODELS}`);
+    if (!isOneOf(QUALITIES, q)) d.push(`quality must be one of: ${QUALITIES.join(', ')}`);
+    else if (provB && isOneOf(EXTENDED_QUALITIES, q) && !model?.extended) d.push(`quality ${q} requires ${EXTENDED_MODELS}`);
   }
   if (has('outputCompression')) {
     const oc = req.outputCompression as number;
-    if (!Number.isInteger(oc) || oc < 0 || oc > 100) d.push('output_compression must be between 0 and 100');
+    if (!Number.isInteger(oc) || oc < 0 || oc > OUTPUT_COMPRESSION_MAX)
+      d.push(`output_compression must be between 0 and ${OUTPUT_COMPRESSION_MAX}`);
     else if (provB && !['jpeg', 'webp'].includes(outputFormat))
       d.push('output_compression is only supported with output_format jpeg or webp');
   }
   if (has('background')) {
     const b = req.background as string;
-    if (!BACKGROUNDS.includes(b)) d.push(`background must be one of: ${BACKGROUNDS.join(', ')}`);
+    if (!isOneOf(BACKGROUNDS, b)) d.push(`background must be one of: ${BACKGROUNDS.join(', ')}`);
     else if (provB && b === 'transparent') {
       if (!model?.extended) d.push(`background transparent requires ${EXTENDED_MODELS}`);
       if (!['png', 'webp'].includes(outputFormat)) d.push('background transparent requires output_format png or webp');
     }
   }
-  if (has('moderation') && !MODERATIONS.includes(req.moderation as string)) d.push(`moderation must be one of: ${MODERATIONS.join(', ')}`);
+  if (has('moderation') && !isOneOf(MODERATIONS, req.moderation as string)) d.push(`moderation must be one of: ${MODERATIONS.join(', ')}`);
   if (has('size')) {
     const size = (req.size as string).trim().toLowerCase();
     const problems = sizeProblems(size);

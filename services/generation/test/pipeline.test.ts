@@ -21,6 +21,7 @@ import {
 } from '@imagegen/platform';
 import sharp from 'sharp';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { type RunningSandbox, startSandbox } from '../../sandbox-provider/src/service.js';
 import type { Collaborators } from '../src/deps.js';
 import { MODEL_IDS, type Provider } from '../src/models.js';
@@ -207,16 +208,6 @@ beforeEach(async () => {
   world.failCommits = 0;
 });
 
-const waitFor = async <T>(fn: () => T | undefined, ms = 5000): Promise<T> => {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
-
 describe('generate', () => {
   it('stores images pending and commits them only after the execution completed', async () => {
     const t = newTenant();
@@ -242,7 +233,7 @@ describe('generate', () => {
     const gone = new AbortController();
     const calls = world.commitCalls;
     const answer = gen.pipeline.generate({ prompt: 'left while committing', n: 1 }, principal(t, { sessionId: 'sess-left' }), gone.signal);
-    await waitFor(() => world.commitCalls - calls >= 2 || undefined);
+    await waitFor(() => world.commitCalls - calls >= 2);
     gone.abort();
     await expect(answer).rejects.toMatchObject({ status: 503 });
     const [row] = await gen.deps.sql`SELECT status, image_ids FROM executions WHERE tenant_id = ${t} AND session_id = 'sess-left'`;
@@ -495,7 +486,9 @@ describe('failures', () => {
     // provB has its own breaker
     expect((await gen.pipeline.generate({ prompt: 'b still fine', modelId: 'provB-image-2' }, principal(t))).generated).toBe(1);
     await setMode({ provider: 'provA', reset: true });
-    await new Promise((r) => setTimeout(r, 450));
+    // Its reset timeout passed (by the breaker's clock), the next request is the trial.
+    const open = gen.breakers.provA.status();
+    await waitFor(() => Date.now() - Date.parse(open.openedAt as string) >= open.resetTimeoutMs, { message: "provA's reset timeout" });
     const ok = await gen.pipeline.generate({ prompt: 'breaker recovered' }, principal(t));
     expect(ok.generated).toBe(1);
     expect(gen.breakers.provA.current).toBe('closed');

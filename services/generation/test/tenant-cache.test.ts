@@ -1,5 +1,5 @@
 import type { Principal } from '@imagegen/platform';
-import { expect, test } from 'vitest';
+import { expect, onTestFinished, test, vi } from 'vitest';
 import { type Collaborators, withTenantCache } from '../src/deps.js';
 
 const p = { tenantId: 't1', requestId: 'r', source: 'test' } as unknown as Principal;
@@ -29,6 +29,10 @@ function counting() {
 }
 
 test('the tenant and its provider keys are read once per TTL (concurrent reads share the call); quota checks every time', async () => {
+  vi.useFakeTimers({ toFake: ['Date'] }); // the cache's clock: its TTL passes exactly, without waiting for it
+  onTestFinished(() => {
+    vi.useRealTimers();
+  });
   const f = counting();
   const c = withTenantCache(f.c, 200);
   await Promise.all([c.getTenant(p, 't1'), c.getTenant(p, 't1'), c.getTenant(p, 't1')]);
@@ -48,7 +52,7 @@ test('the tenant and its provider keys are read once per TTL (concurrent reads s
   expect(f.calls.checkQuota).toBe(2);
 
   // After the TTL, a rotated key and a changed tenant are read again.
-  await sleep(250);
+  vi.advanceTimersByTime(200);
   expect(await c.getProviderKeys(p, 't1', 'provA')).toEqual(['k2']);
   await c.getTenant(p, 't1');
   expect(f.calls.getTenant).toBe(3);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { checkAssetFields } from '../src/assets-composer.js';
 import type { Composer } from '../src/compose.js';
 import { closestRatio, MODEL_IDS, ratioOfSize, sizeProblems, tierOf } from '../src/models.js';
-import { defaultModelFor, validateGenerate } from '../src/validate.js';
+import { defaultModelFor, type TenantModels, validateGenerate } from '../src/validate.js';
 
 const ALL = { allowedModels: MODEL_IDS };
 /** Validation runs the composer's lookup-free checks only; composing is the pipeline's business. */
@@ -12,9 +12,9 @@ const composer: Composer = {
   check: checkAssetFields,
   compose: () => Promise.reject(new Error('validation never composes')),
 };
-const run = (req: GenerateImagesRequest, tenant: { modelId?: string; allowedModels: string[] } = ALL, headerSessionId?: string) =>
+const run = (req: GenerateImagesRequest, tenant: TenantModels = ALL, headerSessionId?: string) =>
   validateGenerate(req, { tenant, headerSessionId, composer });
-const details = (req: GenerateImagesRequest, tenant?: { modelId?: string; allowedModels: string[] }, header?: string): string[] => {
+const details = (req: GenerateImagesRequest, tenant?: TenantModels, header?: string): string[] => {
   try {
     run(req, tenant, header);
   } catch (err) {

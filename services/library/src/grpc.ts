@@ -1,11 +1,12 @@
+import { IMAGES_PER_SESSION_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, MAX_BULK_DELETE, SESSION_ID_MAX } from '@imagegen/api-schemas/vocab';
 import type { EditHistoryEntry, ImageRecord, LibraryServiceService, SessionSummary } from '@imagegen/contracts/library/v1/library';
+import { imageJson } from '@imagegen/operations';
 import {
   badRequest,
   type CallContext,
   type DirectPublisher,
   forbidden,
   type Handlers,
-  imageJson,
   invalidPayload,
   notFound,
   type Principal,
@@ -33,7 +34,8 @@ import { assembleSessionJson, SessionJsonCache } from './sessions/json-cache.js'
 import { getSession, listSessions, type SessionSummaryRow, touchSession } from './sessions/store.js';
 
 export const MAX_RESOLVE_IDS = 1000;
-export const MAX_SESSION_IMAGES_LISTED = 1000;
+/** A session's images, all of them (a session holds at most IMAGES_PER_SESSION_MAX). */
+export const MAX_SESSION_IMAGES_LISTED = IMAGES_PER_SESSION_MAX;
 
 /**
  * The tenant a call acts for: the principal's, or an explicit tenant_id (StoreImage, TouchSession) for
@@ -248,7 +250,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
 
     async deleteImages(req, call) {
       const { principal } = call;
-      if (req.imageIds.length > 100) throw badRequest('Too many image ids', ['at most 100 ids']);
+      if (req.imageIds.length > MAX_BULK_DELETE) throw badRequest('Too many image ids', [`at most ${MAX_BULK_DELETE} ids`]);
       return deleteImages(writeDeps(call), tenantOf(principal), req.imageIds);
     },
 
@@ -258,7 +260,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     },
 
     async listSessions(req, { principal }) {
-      const limit = !req.limit || req.limit < 1 ? 20 : Math.min(req.limit, 100);
+      const limit = !req.limit || req.limit < 1 ? LIST_LIMIT_DEFAULT : Math.min(req.limit, LIST_LIMIT_MAX);
       const offset = Math.max(req.offset || 0, 0);
       const r = await listSessions(sql, tenantOf(principal), { limit, offset, cursor: req.cursor }, cursorKey);
       const { total, totalIsExact, nextCursor } = r;
@@ -267,7 +269,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
 
     async getSession(req, { principal }) {
       const tenantId = tenantOf(principal);
-      if (!req.sessionId || req.sessionId.length > 200) throw notFound('Session not found');
+      if (!req.sessionId || req.sessionId.length > SESSION_ID_MAX) throw notFound('Session not found');
       // A missing session answers 404 whatever the images' query found (getSession throws).
       if (req.sessionOnly)
         return {

@@ -3,15 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import {
   bind,
-  createDb,
+  databaseSteps,
   dbReadiness,
   type GrpcServiceBinding,
-  migrate,
   type RunningService,
   type ServiceContext,
   type StartService,
   startGrpcServer,
   startOutboxRelay,
+  startSteps,
 } from '@imagegen/platform';
 import { createAssets } from './assets/index.js';
 import { libraryHandlers } from './grpc.js';
@@ -24,55 +24,47 @@ const MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migratio
  * (characters, products, scenes, style presets, search presets) under src/assets, on one gRPC server,
  * one pool on schema `library`, one outbox relay.
  */
-export const start: StartService = async (ctx: ServiceContext): Promise<RunningService> => {
-  const logger = ctx.logger;
-  if (!ctx.config.databaseUrl) throw new Error('library: DATABASE_URL is not configured');
-  const sql = createDb(ctx.config.databaseUrl, { schema: 'library', max: ctx.config.dbPoolMax, applicationName: 'imagegen-library' });
-  const stops: (() => Promise<void>)[] = [() => sql.end({ timeout: 5 })];
-  const stopAll = async () => {
-    for (const s of stops.reverse()) {
-      try {
-        await s();
-      } catch (err) {
-        logger.warn({ err }, 'library: error while stopping');
-      }
-    }
-    stops.length = 0;
-  };
-  try {
-    await migrate(sql, 'library', MIGRATIONS);
-    // Saved assets (characters, products, scenes, style presets, search presets): src/assets, same server and pool.
-    const assets = createAssets({ sql, ctx });
-    stops.push(() => assets.stop());
-    const relay = await startOutboxRelay({
-      sql,
+export const start: StartService = (ctx: ServiceContext): Promise<RunningService> =>
+  startSteps({ logger: ctx.logger }, async (step) => {
+    const logger = ctx.logger;
+    const { config } = ctx;
+    const sql = await databaseSteps(step, ctx.config, {
+      service: 'library',
       schema: 'library',
-      transport: ctx.events,
-      logger,
-      maxAttempts: ctx.config.outboxMaxAttempts,
+      migrations: MIGRATIONS,
+      applicationName: 'imagegen-library',
     });
-    stops.push(() => relay.stop());
+    // Saved assets (characters, products, scenes, style presets, search presets): src/assets, same server and pool.
+    const assets = await step(
+      'assets',
+      () => createAssets({ sql, ctx }),
+      (a) => a.stop(),
+    );
+    const relay = await step(
+      'outbox relay',
+      () => startOutboxRelay({ sql, schema: 'library', transport: ctx.events, logger, maxAttempts: config.outboxMaxAttempts }),
+      (r) => r.stop(),
+    );
     // The commits of pending images publish their ImageStored events themselves (relay.direct).
     const bindings: GrpcServiceBinding[] = [
       bind(LibraryServiceService, libraryHandlers({ sql, ctx, outbox: relay.direct })),
       assets.binding,
     ];
     // Pending images follow their execution's outcome; crashed stores and deletes leave no files behind.
-    const outcomes = await startExecutionOutcomes({ sql, storage: ctx.storage, config: ctx.config, logger, events: ctx.events });
-    stops.push(() => outcomes.stop());
+    await step(
+      'execution outcomes',
+      () => startExecutionOutcomes({ sql, storage: ctx.storage, config, logger, events: ctx.events }),
+      (o) => o.stop(),
+    );
     const dbReady = dbReadiness(sql);
-    const server = await startGrpcServer({
-      host: ctx.config.grpcHost,
-      port: ctx.config.grpcPort,
-      services: bindings,
-      logger,
-      ready: dbReady,
-    });
-    stops.push(() => server.stop(ctx.config.shutdownGraceMs));
+    const server = await step(
+      'grpc server',
+      () => startGrpcServer({ host: config.grpcHost, port: config.grpcPort, services: bindings, logger, ready: dbReady }),
+      (s) => s.stop(config.shutdownGraceMs),
+    );
     logger.info({ address: server.address }, 'library service started');
     return {
       grpcAddress: server.address,
-      stop: stopAll,
       async ready() {
         try {
           return (await dbReady()) && (await ctx.storage.healthy());
@@ -81,8 +73,4 @@ export const start: StartService = async (ctx: ServiceContext): Promise<RunningS
         }
       },
     };
-  } catch (err) {
-    await stopAll();
-    throw err;
-  }
-};
+  });

@@ -1,5 +1,6 @@
 import type { Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import {
   chooseSearchPlan,
   DAY_SKIP_MIN_OFFSET,
@@ -8,7 +9,7 @@ import {
   type SearchPlan,
   TOTAL_WINDOW,
 } from '../src/images/list-query.js';
-import { type LibraryHarness, startLibrary, until } from './support.js';
+import { type LibraryHarness, startLibrary } from './support.js';
 
 /**
  * Issue 16: how list queries find their rows at scale. A search chooses per call between walking the list-order
@@ -41,7 +42,7 @@ async function bulk(sql: Sql, tenant: string, n: number, minutes: number, start 
  * the library's own background statements), and an index-only scan then reads the heap.
  */
 const vacuumUntilAllVisible = (sql: Sql) =>
-  until(async () => {
+  waitFor(async () => {
     await sql`VACUUM (ANALYZE) images`;
     const [r] = await sql`SELECT relpages, relallvisible FROM pg_class WHERE oid = 'images'::regclass`;
     return Number(r.relallvisible) >= Number(r.relpages);

@@ -1,4 +1,4 @@
-import { imageJson } from '@imagegen/platform';
+import { imageJson } from '@imagegen/operations';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImageListFilters, listImages, normalizeFilters } from '../src/images/list-query.js';
 import { type LibraryHarness, startLibrary } from './support.js';

@@ -4,9 +4,10 @@ import { ExecutionFinished, ImageStored } from '@imagegen/contracts/events/v1/ev
 import { GetImageRequest, ListImagesRequest, type StoreImageRequest } from '@imagegen/contracts/library/v1/library';
 import { createDb, metricsText, subjectFor, writeOutbox } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { scheduleRemoval, sweepObjects } from '../src/images/object-gc.js';
 import { commitExecutionImages, committedHere, discardStalePending, forgetPendingImages } from '../src/images/pending.js';
-import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 /**
  * Two-phase storing: an execution's images are listed and billed (ImageStored) only once the execution
@@ -40,6 +41,22 @@ const req = (tenantId: string, executionId: string, over: Partial<StoreImageRequ
 const file = (key: string) => join(h.dataDir, 'objects', key);
 const storedEventsOf = (tenantId: string) =>
   h.events.filter((m) => m.subject.endsWith('library.image_stored') && ImageStored.decode(m.data).tenantId === tenantId);
+/**
+ * Stores and lists an image of a tenant of its own and waits for its ImageStored event: the outbox publishes in
+ * order, so an event written before it (one that must not be) has arrived by then too.
+ */
+let markers = 0;
+async function eventsFlushed(): Promise<void> {
+  const tenantId = `tMarker${++markers}`;
+  await h.client.storeImage(req(tenantId, `exec-marker-${markers}`, { pending: false }), h.principal(tenantId));
+  await waitFor(() => storedEventsOf(tenantId).length === 1, { message: `the ImageStored event of ${tenantId}` });
+}
+/** Statements of this database waiting for a lock (another connection than the caller's). */
+const waitingForLock = async () =>
+  (
+    await h.sql`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`
+  )[0].n as number;
 const listed = async (tenantId: string) =>
   (await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal(tenantId))).images.length;
 
@@ -88,19 +105,19 @@ describe('pending images', () => {
     await expect(h.client.getImage(GetImageRequest.fromPartial({ imageId: rec.id }), h.principal('tP1'))).rejects.toMatchObject({
       status: 404,
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await eventsFlushed();
     expect(storedEventsOf('tP1')).toHaveLength(0);
 
     const c = await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1', imageIds: [] }, h.principal('tP1'));
     expect(c.committed).toBe(1);
     expect(await listed('tP1')).toBe(1);
     expect((await h.client.getImage(GetImageRequest.fromPartial({ imageId: rec.id }), h.principal('tP1'))).image?.id).toBe(rec.id);
-    await until(() => storedEventsOf('tP1').length === 1);
+    await waitFor(() => storedEventsOf('tP1').length === 1);
     // Idempotent: a second commit (the event consumer after the call) moves nothing and bills nothing.
     expect(
       (await h.client.commitExecutionImages({ tenantId: 'tP1', executionId: 'exec-1', imageIds: [] }, h.principal('tP1'))).committed,
     ).toBe(0);
-    await new Promise((r) => setTimeout(r, 300));
+    await eventsFlushed();
     expect(storedEventsOf('tP1')).toHaveLength(1);
   });
 
@@ -119,7 +136,7 @@ describe('pending images', () => {
         h.principal(tenantId),
       );
       expect(c.committed).toBe(2);
-      await until(() => storedEventsOf(tenantId).length === 2);
+      await waitFor(() => storedEventsOf(tenantId).length === 2);
       return eventsOf(tenantId).map((e, i) => ({ ...e, imageId: i, occurredAt: e.occurredAt.length }));
     };
     const known = await commitBoth('tP13', false);
@@ -144,7 +161,7 @@ describe('pending images', () => {
       const [pendingRow] = await h.sql`SELECT thumbnail_size_bytes FROM pending_images WHERE id = ${rec.id}`;
       expect(pendingRow.thumbnail_size_bytes).toBeNull();
       expect(await commitOne(tenantId, `exec-${tenantId}`, rec.id, forget)).toEqual({ committed: 1, thumbnailSizeBytes: onDisk });
-      await until(() => storedEventsOf(tenantId).length === 1);
+      await waitFor(() => storedEventsOf(tenantId).length === 1);
       expect(ImageStored.decode(storedEventsOf(tenantId)[0].data).thumbnailSizeBytes).toBe(onDisk);
     }
   });
@@ -167,7 +184,7 @@ describe('pending images', () => {
     expect(await commitOne('tP20', 'exec-tP20', rec.id, true)).toEqual({ committed: 1, thumbnailSizeBytes: 0 });
     const [row] = await h.sql`SELECT size_bytes FROM images WHERE id = ${rec.id}`;
     expect(Number(row.size_bytes)).toBe(png.length);
-    await until(() => storedEventsOf('tP20').length === 1);
+    await waitFor(() => storedEventsOf('tP20').length === 1);
     expect(ImageStored.decode(storedEventsOf('tP20')[0].data)).toMatchObject({
       imageId: rec.id,
       sizeBytes: png.length,
@@ -206,7 +223,7 @@ describe('pending images', () => {
     expect(page.images.map((i) => i.id)).toEqual([told.id]);
     expect(existsSync(file(untold.objectKey))).toBe(false);
     expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP6'`).toHaveLength(0);
-    await until(() => storedEventsOf('tP6').length === 1);
+    await waitFor(() => storedEventsOf('tP6').length === 1);
   });
 
   it('a second commit (the event consumer after generation, or the other way round) moves and bills nothing again', async () => {
@@ -220,7 +237,7 @@ describe('pending images', () => {
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP7'));
     expect(page.images.map((i) => i.id)).toEqual([rec.id]);
     expect(existsSync(file(rec.objectKey))).toBe(true);
-    await until(() => storedEventsOf('tP7').length === 1);
+    await waitFor(() => storedEventsOf('tP7').length === 1);
   });
 
   it('a store into a full session schedules nothing and writes no file', async () => {
@@ -256,12 +273,16 @@ describe('pending images', () => {
 
   it('a pending store refused at the row lock (the session filled up meanwhile) writes no file', async () => {
     await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count) VALUES ('tP91', 's-exec-race', 0)`;
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((r) => (locked = r));
     const filling = h.sql.begin(async (tx) => {
       await tx`SELECT 1 FROM sessions WHERE tenant_id = 'tP91' AND session_id = 's-exec-race' FOR UPDATE`;
-      await new Promise((r) => setTimeout(r, 300));
+      locked();
+      // The session fills up while the store waits for the row.
+      await waitFor(async () => (await waitingForLock()) > 0, { message: 'the store waiting for the session row' });
       await tx`UPDATE sessions SET image_count = 1000 WHERE tenant_id = 'tP91' AND session_id = 's-exec-race'`;
     });
-    await new Promise((r) => setTimeout(r, 50));
+    await lockTaken;
     await expect(h.client.storeImage(req('tP91', 'exec-race'), h.principal('tP91'))).rejects.toMatchObject({
       status: 400,
       body: { error: 'Session image limit reached', details: { imageCount: 1000 } },
@@ -285,7 +306,7 @@ describe('pending images', () => {
     const bad2 = await h.client.storeImage(req('tP3', 'exec-bad'), h.principal('tP3'));
     await finish('tP3', 'exec-ok', 'completed', [ok.id]);
     await finish('tP3', 'exec-bad', 'failed');
-    await until(async () => (await listed('tP3')) === 1 && !existsSync(file(bad2.objectKey)), 10_000);
+    await waitFor(async () => (await listed('tP3')) === 1 && !existsSync(file(bad2.objectKey)), { timeout: 10_000 });
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP3'));
     expect(page.images.map((i) => i.id)).toEqual([ok.id]);
     for (const b of [bad1, bad2]) {
@@ -295,7 +316,7 @@ describe('pending images', () => {
     // The session's capacity reserved by the discarded images is given back.
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP3' AND session_id = 's-exec-bad'`;
     expect(s.image_count).toBe(0);
-    await until(() => storedEventsOf('tP3').length === 1);
+    await waitFor(() => storedEventsOf('tP3').length === 1);
   });
 
   it('a pending row whose files never came (its process died between the row and the writes) goes with its failed execution', async () => {
@@ -305,11 +326,11 @@ describe('pending images', () => {
     rmSync(file(rec.thumbnailKey));
     await finish('tP92', 'exec-crash', 'failed'); // the reaper fails the abandoned execution
     // The row goes in the discard's transaction; the files and then their gc entries right after it.
-    await until(
+    await waitFor(
       async () =>
         (await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP92'`).length === 0 &&
         (await h.sql`SELECT 1 FROM object_gc WHERE object_key LIKE 'tenants/tP92/%'`).length === 0,
-      10_000,
+      { timeout: 10_000 },
     );
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tP92' AND session_id = 's-exec-crash'`;
     expect(s.image_count).toBe(0);
@@ -323,14 +344,14 @@ describe('pending images', () => {
     const told = await h.client.storeImage(req('tP9', 'exec-9'), h.principal('tP9'));
     const lost = await h.client.storeImage(req('tP9', 'exec-9'), h.principal('tP9'));
     await finish('tP9', 'exec-9', 'completed', [told.id]);
-    await until(async () => (await listed('tP9')) === 1 && !existsSync(file(lost.objectKey)), 10_000);
+    await waitFor(async () => (await listed('tP9')) === 1 && !existsSync(file(lost.objectKey)), { timeout: 10_000 });
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP9'));
     expect(page.images.map((i) => i.id)).toEqual([told.id]);
     expect(await h.sql`SELECT 1 FROM pending_images WHERE tenant_id = 'tP9'`).toHaveLength(0);
     // Generation's own commit call, coming second, moves nothing more.
     const again = await h.client.commitExecutionImages({ tenantId: '', executionId: 'exec-9', imageIds: [told.id] }, h.principal('tP9'));
     expect(again.committed).toBe(0);
-    await until(() => storedEventsOf('tP9').length === 1);
+    await waitFor(() => storedEventsOf('tP9').length === 1);
   });
 
   it('a completed event that names no image discards them all; one written before image ids existed commits them all', async () => {
@@ -338,7 +359,7 @@ describe('pending images', () => {
     const legacy = await h.client.storeImage(req('tP10', 'exec-legacy'), h.principal('tP10'));
     await finish('tP10', 'exec-none', 'completed', []);
     await finish('tP10', 'exec-legacy', 'completed', [], 1);
-    await until(async () => (await listed('tP10')) === 1 && !existsSync(file(none.objectKey)), 10_000);
+    await waitFor(async () => (await listed('tP10')) === 1 && !existsSync(file(none.objectKey)), { timeout: 10_000 });
     const page = await h.client.listImages(ListImagesRequest.fromPartial({ limit: 50 }), h.principal('tP10'));
     expect(page.images.map((i) => i.id)).toEqual([legacy.id]);
   });
@@ -364,7 +385,7 @@ describe('pending images', () => {
     await h.sql.begin(async (tx) => {
       await tx`LOCK TABLE pending_images IN ACCESS EXCLUSIVE MODE`;
       await finish('tP11', 'exec-own', 'completed', [rec.id]);
-      await until(async () => (await consumed()) > before, 5_000);
+      await waitFor(async () => (await consumed()) > before);
     });
     expect(await listed('tP11')).toBe(1);
   });

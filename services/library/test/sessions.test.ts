@@ -1,5 +1,6 @@
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
-import { PLAIN_KEY_SQL, sessionImageJson } from '@imagegen/platform';
+import { sessionImageJson } from '@imagegen/operations';
+import { PLAIN_KEY_SQL } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionImagesJson, sessionImagesJsonParts } from '../src/images/store.js';
 import { sessionImageRawSafe, sessionJsonPlain } from '../src/images/types.js';

@@ -2,11 +2,12 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ImageDeleted, ImageStored } from '@imagegen/contracts/events/v1/events';
 import type { StoreImageRequest } from '@imagegen/contracts/library/v1/library';
-import { AppError } from '@imagegen/platform';
+import { AppError, createDb } from '@imagegen/platform';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { storeImage } from '../src/images/store-image.js';
-import { type LibraryHarness, makeImage, startLibrary, storeRequest, until } from './support.js';
+import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
 let h: LibraryHarness;
 beforeAll(async () => {
@@ -65,7 +66,7 @@ describe('StoreImage', () => {
     expect((await h.ctx.storage.stat(rec.thumbnailKey))?.contentType).toBe('image/webp');
 
     const storedEvents = () => h.events.filter((e) => e.subject.endsWith('.library.image_stored')).map((e) => ImageStored.decode(e.data));
-    await until(() => storedEvents().some((e) => e.imageId === rec.id));
+    await waitFor(() => storedEvents().some((e) => e.imageId === rec.id));
     const ev = storedEvents().find((e) => e.imageId === rec.id);
     expect(ev).toMatchObject({
       tenantId: 'tA',
@@ -213,18 +214,34 @@ describe('StoreImage', () => {
     const deps = { sql: h.sql, storage: h.ctx.storage, config: h.ctx.config };
     await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count) VALUES ('tRace', 'r', 0)`;
     const data = await makeImage(20, 20);
+    // Its own connection: the store takes the other one of h.sql while the transaction below holds the first.
+    const monitor = createDb(h.ctx.config.databaseUrl as string, { schema: 'library', max: 1 });
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((r) => (locked = r));
     const p = (async () => {
       await h.sql.begin(async (tx) => {
         await tx`SELECT 1 FROM sessions WHERE tenant_id = 'tRace' AND session_id = 'r' FOR UPDATE`;
-        await new Promise((r) => setTimeout(r, 300));
+        locked();
+        // The session fills up while the store (past its pre-check, its files written) waits for the row.
+        await waitFor(
+          async () =>
+            (
+              await monitor`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+            )[0].n > 0,
+          { message: 'the store waiting for the session row' },
+        );
         await tx`UPDATE sessions SET image_count = 1000 WHERE tenant_id = 'tRace' AND session_id = 'r'`;
       });
     })();
-    await new Promise((r) => setTimeout(r, 50));
-    await expect(storeImage(deps, { tenantId: 'tRace', sessionId: 'r', data, operation: 'generate' })).rejects.toMatchObject({
-      status: 400,
-    });
-    await p;
+    try {
+      await lockTaken;
+      await expect(storeImage(deps, { tenantId: 'tRace', sessionId: 'r', data, operation: 'generate' })).rejects.toMatchObject({
+        status: 400,
+      });
+      await p;
+    } finally {
+      await monitor.end();
+    }
     expect(filesUnder('tRace')).toEqual([]);
   });
 
@@ -301,7 +318,7 @@ describe('DeleteImage', () => {
     });
     const deletedEvents = () =>
       h.events.filter((e) => e.subject.endsWith('.library.image_deleted')).map((e) => ImageDeleted.decode(e.data));
-    await until(() => deletedEvents().some((e) => e.imageId === parent.id));
+    await waitFor(() => deletedEvents().some((e) => e.imageId === parent.id));
     const ev = deletedEvents().find((e) => e.imageId === parent.id);
     expect(ev).toMatchObject({ tenantId: 'tDel', imageId: parent.id, sizeBytes: parent.sizeBytes, storedAt: parent.createdAt });
     const [s] = await h.sql`SELECT image_count FROM sessions WHERE tenant_id = 'tDel' AND session_id = 'd'`;

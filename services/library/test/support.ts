@@ -103,11 +103,3 @@ export async function makeImage(
   if (opts.orientation) img = img.withMetadata({ orientation: opts.orientation });
   return img.toBuffer();
 }
-
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -1,5 +1,6 @@
 import rateLimit from '@fastify/rate-limit';
-import { type Config, type Logger, processRateLimitStore, redisClient, tenantRateBuckets } from '@imagegen/platform';
+import { processRateLimitStore, tenantRateBuckets } from '@imagegen/operations';
+import { type Config, type Logger, redisClient } from '@imagegen/platform';
 import Fastify from 'fastify';
 
 /**
@@ -11,15 +12,6 @@ import Fastify from 'fastify';
  * (processRateLimitStore: shared with a gateway in the same process, as in `pnpm start`).
  * A Redis outage lets calls pass uncounted, as the gateway does. RATE_LIMIT_DISABLED=1 turns them off.
  */
-export const GENERATION_TOOLS = new Set([
-  'generate_image',
-  'edit_image',
-  'generate_character_image',
-  'generate_multi_character_image',
-  'generate_product_image',
-]);
-export const UPLOAD_TOOLS = new Set(['upload_image_for_editing']);
-
 export type ToolLimiterSettings = Pick<
   Config['rateLimits'],
   'disabled' | 'defaultPerMinute' | 'generationsPerMinute' | 'uploadsPerMinute'
@@ -33,7 +25,8 @@ export function toolLimiterSettings(config: Config): ToolLimiterSettings {
 export type ToolLimiter = (
   tenantId: string,
   tenantRatePerMinute: number | undefined,
-  tool: string,
+  /** The catalogue's rate class of the tool's operation (generation, upload), counted besides the API bucket. */
+  rate: 'generation' | 'upload' | undefined,
 ) => Promise<{ allowed: true } | { allowed: false; retryAfter: number }>;
 
 /** What the plugin's limiter reads from the "request" it is given: the bucket being counted. */
@@ -64,8 +57,7 @@ export async function createToolLimiter(
     max: (req) => (req as unknown as BucketCall).bucket.max,
     timeWindow: s.windowMs,
   });
-  const limiter: ToolLimiter = async (tenantId, tenantRate, tool) => {
-    const kind = GENERATION_TOOLS.has(tool) ? 'generation' : UPLOAD_TOOLS.has(tool) ? 'upload' : undefined;
+  const limiter: ToolLimiter = async (tenantId, tenantRate, kind) => {
     let retryAfter = 0;
     for (const bucket of tenantRateBuckets(tenantId, tenantRate, kind, s)) {
       const r = await count({ routeOptions: { config: {} }, bucket } as unknown as Parameters<typeof count>[0]);

@@ -1,11 +1,12 @@
-import { AppError, createLogger, memoryIdempotencyStore } from '@imagegen/platform';
+import type { Clients } from '@imagegen/operations';
+import { memoryIdempotencyStore } from '@imagegen/operations';
+import { AppError, createLogger } from '@imagegen/platform';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { McpAuth } from '../src/auth.js';
-import type { Clients } from '../src/clients.js';
 import { AsyncRuns, defineTool, ERROR_META, registerTools, type ToolDef } from '../src/tools/framework.js';
 import { ALL_TOOLS } from '../src/tools/index.js';
 import { TOOL_OUTPUTS } from '../src/tools/outputs.js';

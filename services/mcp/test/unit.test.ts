@@ -64,20 +64,20 @@ describe('per-tenant tool limits', () => {
   it('counts API requests and generations separately, scaled with the tenant rate', async () => {
     const { limiter: limit, close } = await createToolLimiter(settings, { namespace: 'unit:rl:', logger });
     try {
-      expect((await limit('t1', 60, 'generate_image')).allowed).toBe(true);
-      expect((await limit('t1', 60, 'generate_image')).allowed).toBe(true);
-      const refused = await limit('t1', 60, 'generate_image');
+      expect((await limit('t1', 60, 'generation')).allowed).toBe(true);
+      expect((await limit('t1', 60, 'generation')).allowed).toBe(true);
+      const refused = await limit('t1', 60, 'generation');
       expect(refused.allowed).toBe(false);
       expect(!refused.allowed && refused.retryAfter).toBeGreaterThan(0);
-      expect((await limit('t1', 60, 'list_images')).allowed).toBe(true);
-      expect((await limit('t2', 60, 'generate_image')).allowed).toBe(true);
-      for (let i = 0; i < 3; i++) expect((await limit('t3', 3, 'list_images')).allowed).toBe(true);
-      expect((await limit('t3', 3, 'list_images')).allowed).toBe(false);
+      expect((await limit('t1', 60, undefined)).allowed).toBe(true);
+      expect((await limit('t2', 60, 'generation')).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await limit('t3', 3, undefined)).allowed).toBe(true);
+      expect((await limit('t3', 3, undefined)).allowed).toBe(false);
     } finally {
       await close();
     }
     const off = await createToolLimiter({ ...settings, disabled: true }, { namespace: 'unit:rl:', logger });
-    for (let i = 0; i < 5; i++) expect((await off.limiter('t', 1, 'generate_image')).allowed).toBe(true);
+    for (let i = 0; i < 5; i++) expect((await off.limiter('t', 1, 'generation')).allowed).toBe(true);
   });
 
   it('without Redis, limiters of one deployment in one process share the counters (another deployment has its own)', async () => {
@@ -89,9 +89,9 @@ describe('per-tenant tool limits', () => {
     ]);
     try {
       const answers = [];
-      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, 'list_images')).allowed);
+      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, undefined)).allowed);
       expect(answers).toEqual([true, true, true, true, true, false]);
-      expect((await other.limiter('shared', 5, 'list_images')).allowed).toBe(true);
+      expect((await other.limiter('shared', 5, undefined)).allowed).toBe(true);
     } finally {
       await Promise.all([a.close(), b.close(), other.close()]);
     }
@@ -104,7 +104,7 @@ describe('per-tenant tool limits', () => {
     const redis = new Redis(process.env.REDIS_URL as string);
     try {
       const answers = [];
-      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, 'list_images')).allowed);
+      for (let i = 0; i < 6; i++) answers.push((await (i % 2 ? a : b).limiter('shared', 5, undefined)).allowed);
       expect(answers).toEqual([true, true, true, true, true, false]);
       // One counter for the tenant's API bucket, under the gateway's namespace and key (tenantRateBuckets).
       const keys = await redis.keys(`${namespace}*`);

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { createClient, createDb, dbReadiness, internalPrincipal, migrate, type StartService } from '@imagegen/platform';
+import { createClient, databaseSteps, dbReadiness, internalPrincipal, type StartService, startSteps } from '@imagegen/platform';
 import { purgeExpired } from './adapter.js';
 import { buildOAuthApp } from './app.js';
 import { createProvider, urlsFor } from './provider.js';
@@ -15,26 +15,16 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
  * the gateway forwards /oauth/*, /.well-known/* and GET / to `httpUrl`; the mcp service validates
  * access tokens with POST `${httpUrl}/_internal/introspect`.
  */
-export const start: StartService = async (ctx) => {
-  const { config, logger } = ctx;
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is required by the oauth service');
-  const sql = createDb(config.databaseUrl, { schema: SCHEMA, max: config.dbPoolMax });
-  const cleanups: (() => Promise<unknown>)[] = [async () => sql.end({ timeout: 5 })];
-  const stopAll = async () => {
-    for (const c of cleanups.reverse()) {
-      try {
-        await c();
-      } catch (err) {
-        logger.warn({ err }, 'oauth: error while stopping');
-      }
-    }
-    cleanups.length = 0;
-  };
-  try {
-    await migrate(sql, SCHEMA, MIGRATIONS);
-    const secrets = await loadSecrets(sql);
-    const tenancy = createClient(TenancyServiceService, () => ctx.resolve('tenancy'));
-    cleanups.push(async () => tenancy.close());
+export const start: StartService = (ctx) =>
+  startSteps({ logger: ctx.logger }, async (step) => {
+    const { config, logger } = ctx;
+    const sql = await databaseSteps(step, ctx.config, { service: 'oauth', schema: SCHEMA, migrations: MIGRATIONS });
+    const secrets = await step('signing keys', () => loadSecrets(sql));
+    const tenancy = await step(
+      'tenancy client',
+      () => createClient(TenancyServiceService, () => ctx.resolve('tenancy')),
+      (c) => c.close(),
+    );
 
     // Tenant lookups are cached briefly (introspection runs on every MCP request).
     const tenantCache = new Map<string, { at: number; value: Awaited<ReturnType<TenantAuth['getTenant']>> }>();
@@ -66,32 +56,43 @@ export const start: StartService = async (ctx) => {
       secrets,
       tenantActive: async (tenantId) => !!(await getTenant(tenantId))?.isActive,
     });
-    const app = await buildOAuthApp({
-      provider,
-      urls,
-      logger,
-      getTenant,
-      signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
-      logRequests: config.logRequests,
-    });
     const host = config.grpcHost;
-    await app.listen({ host, port: config.httpPort });
-    cleanups.push(() => app.close());
+    const app = await step(
+      'http server',
+      async () => {
+        const app = await buildOAuthApp({
+          provider,
+          urls,
+          logger,
+          getTenant,
+          signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
+          logRequests: config.logRequests,
+        });
+        try {
+          await app.listen({ host, port: config.httpPort });
+        } catch (err) {
+          await app.close();
+          throw err;
+        }
+        return app;
+      },
+      (app) => app.close(),
+    );
     const port = (app.server.address() as { port: number }).port;
-
-    const purge = setInterval(() => {
-      purgeExpired(sql).catch((err) => logger.warn({ err }, 'oauth: purge of expired artifacts failed'));
-    }, 15 * 60_000);
-    purge.unref();
-    cleanups.push(async () => clearInterval(purge));
+    await step(
+      'purge of expired artifacts',
+      () => {
+        const timer = setInterval(() => {
+          purgeExpired(sql).catch((err) => logger.warn({ err }, 'oauth: purge of expired artifacts failed'));
+        }, 15 * 60_000);
+        timer.unref();
+        return timer;
+      },
+      (timer) => clearInterval(timer),
+    );
 
     return {
       httpUrl: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
-      stop: stopAll,
       ready: dbReadiness(sql),
     };
-  } catch (err) {
-    await stopAll();
-    throw err;
-  }
-};
+  });

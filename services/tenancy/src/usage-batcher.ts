@@ -1,5 +1,5 @@
 import type { Logger, Sql } from '@imagegen/platform';
-import { addKeyUses } from './store.js';
+import { addKeyUses } from './repositories/api-keys.js';
 
 /**
  * API key usage (usageCount, lastUsedAt) is counted in memory and written in one UPDATE per

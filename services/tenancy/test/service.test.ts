@@ -19,6 +19,7 @@ import {
   type Sql,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { sha256Hex } from '../src/crypto.js';
 import { start } from '../src/service.js';
 
@@ -127,7 +128,9 @@ describe('tenancy service', () => {
       { tenantId: 'acme', isActive: false, clearNotes: false, allowedModels: [], hasAllowedModels: false, providerPools: [] },
       p,
     );
-    await expect.poll(() => received.map((m) => TenantChanged.decode(m.data).reason), { timeout: 5000 }).toContain('deactivated');
+    await waitFor(() => received.some((m) => TenantChanged.decode(m.data).reason === 'deactivated'), {
+      message: 'TenantChanged deactivated',
+    });
     const created = received.map((m) => TenantChanged.decode(m.data)).find((e) => e.reason === 'created');
     expect(created?.tenantId).toBe('acme');
     expect(received[0].subject).toBe('tenancytest.tenancy.tenant_changed');
@@ -202,10 +205,7 @@ describe('tenancy service', () => {
           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO admin_users%'`;
         return n;
       };
-      const deadline = Date.now() + 10_000;
-      while ((await waiting()) < 2) {
-        if (Date.now() > deadline) throw new Error('the accepts never reached their insert');
-      }
+      await waitFor(async () => (await waiting()) >= 2, { message: 'both accepts waiting at their insert' });
     });
     const results = await (accepting as Promise<PromiseSettledResult<unknown>[]>);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
@@ -229,13 +229,14 @@ describe('tenancy service', () => {
         () => 'signed in',
         (err) => err,
       );
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const [{ n }] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET failed_login_attempts = 0%'`;
-        if (n > 0) break;
-        if (Date.now() > deadline) throw new Error('the sign-in never reached its update');
-      }
+      await waitFor(
+        async () =>
+          (
+            await sql`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET failed_login_attempts = 0%'`
+          )[0].n > 0,
+        { message: 'the sign-in waiting at its update' },
+      );
       await tx`UPDATE admin_users SET failed_login_attempts = 5, locked_until = now() + interval '15 minutes' WHERE user_id = ${u.user_id}`;
     });
     expect(await login).toMatchObject({ status: 423 });

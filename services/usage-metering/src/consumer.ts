@@ -5,10 +5,10 @@ import {
   type EventTransport,
   type Logger,
   onTenantChanged,
-  pipelinedTransaction,
   type Sql,
   type Subscription,
   subjectFor,
+  type TransactionSql,
   writeOutbox,
 } from '@imagegen/platform';
 import { applyEvents, type EventDelta, insertQuotaAlert, MIB, type MonthDelta, monthOf, stoppedByThresholdGuard, timeOf } from './store.js';
@@ -170,7 +170,7 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
   const maxFlushes = Math.max(1, d.parallelBatches ?? 2);
   const lingerMs = Math.max(0, d.lingerMs ?? 10);
 
-  async function thresholds(tx: Sql, tenantId: string, period: string, totalBytes: number, limits: TenantLimits | null) {
+  async function thresholds(tx: TransactionSql, tenantId: string, period: string, totalBytes: number, limits: TenantLimits | null) {
     const reached: string[] = [];
     if (!limits || totalBytes <= 0) return reached;
     const quotaBytes = limits.monthlyQuotaMb * MIB;
@@ -213,7 +213,7 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     await Promise.all(storing.map(async (t) => limits.set(t, await d.tenants.get(t))));
     // The batch statement alone is atomic: a transaction only when stored bytes reach a quota threshold not yet
     // alerted, whose alert and QuotaCrossed must commit with the usage update. The statement's guard tells: it
-    // fails whole when that happens, and the batch goes again in a transaction (BEGIN travels with the statement).
+    // fails whole when that happens, and the batch goes again in a transaction.
     const guarded = storing.filter((t) => limits.get(t));
     const committed = (r: { fresh: Set<string>; totals: Map<string, number> }) => {
       d.onTotals?.(r.totals);
@@ -228,7 +228,7 @@ export async function startUsageConsumer(d: ConsumerDeps): Promise<UsageConsumer
     }
     const reachedAll: string[] = [];
     let committedTotals = new Map<string, number>();
-    const fresh = await pipelinedTransaction(d.sql, async (tx) => {
+    const fresh = await d.sql.begin(async (tx) => {
       const { fresh, totals } = await applyEvents(tx, USAGE_DURABLE, events);
       committedTotals = totals;
       const checked = new Set<string>();

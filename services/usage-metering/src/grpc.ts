@@ -1,11 +1,13 @@
+import { USAGE_MONTHS_DEFAULT, USAGE_MONTHS_MAX } from '@imagegen/api-schemas/vocab';
 import type { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { AppError, badRequest, type CallContext, type Handlers, type Sql } from '@imagegen/platform';
 import type { MonthBytesCache } from './month-bytes.js';
 import { currentMonth, listMonths, MIB, monthBytes, platformUsage, recentUsage } from './store.js';
 import type { TenantLimits, TenantLimitsCache } from './tenants.js';
 
-export const USAGE_LIMIT_DEFAULT = 12;
-export const USAGE_LIMIT_MAX = 24;
+/** Months of history a usage read answers by default and at most (the API's vocabulary). */
+export const USAGE_LIMIT_DEFAULT = USAGE_MONTHS_DEFAULT;
+export const USAGE_LIMIT_MAX = USAGE_MONTHS_MAX;
 
 /**
  * The tenant a call is about: the explicit tenant_id (internal callers, admins) or the principal's.

@@ -2,15 +2,16 @@ import { fileURLToPath } from 'node:url';
 import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import {
   bind,
-  createDb,
+  databaseSteps,
   dbReadiness,
   type EventMessage,
-  migrate,
   type RunningService,
+  repeatingStep,
   type ServiceContext,
   type StartService,
   startGrpcServer,
   startOutboxRelay,
+  startSteps,
 } from '@imagegen/platform';
 import { startUsageConsumer, USAGE_DURABLE } from './consumer.js';
 import { usageHandlers } from './grpc.js';
@@ -45,67 +46,69 @@ export interface UsageOptions {
  * and the UsageService RPCs (CheckQuota, GetQuota, GetUsage, GetPlatformUsage).
  */
 export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions = {}): Promise<RunningService> {
-  const logger = ctx.logger;
-  if (!ctx.config.databaseUrl) throw new Error('usage-metering needs DATABASE_URL');
-  const sql = createDb(ctx.config.databaseUrl, { schema: SCHEMA, max: ctx.config.dbPoolMax, applicationName: 'imagegen-usage' });
-  const cleanups: (() => Promise<void>)[] = [async () => void (await sql.end({ timeout: 5 }))];
-  const stopAll = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err) => logger.warn({ err }, 'usage-metering stop step failed'));
-    cleanups.length = 0;
-  };
-  try {
-    await migrate(sql, SCHEMA, MIGRATIONS_DIR);
-    let source = opts.tenantLimits;
-    if (!source) {
-      const t = tenancySource(ctx);
-      source = t.source;
-      cleanups.push(async () => t.close());
-    }
+  return startSteps({ logger: ctx.logger }, async (step) => {
+    const { config, logger } = ctx;
+    const sql = await databaseSteps(step, ctx.config, {
+      service: 'usage-metering',
+      schema: SCHEMA,
+      migrations: MIGRATIONS_DIR,
+      applicationName: 'imagegen-usage',
+    });
+    const source =
+      opts.tenantLimits ??
+      (
+        await step(
+          'tenancy client',
+          () => tenancySource(ctx),
+          (t) => t.close(),
+        )
+      ).source;
     // Readiness is the database only: the gRPC API answers from PostgreSQL, so during a NATS outage this
     // service stays in its Service (the consumer catches up when NATS is back; the outbox keeps events).
     const ready = dbReadiness(sql);
-    const tenantCacheMs = opts.tenantCacheMs ?? ctx.config.usage.tenantCacheMs;
+    const tenantCacheMs = opts.tenantCacheMs ?? config.usage.tenantCacheMs;
     const tenants = new TenantLimitsCache(source, tenantCacheMs);
     const monthBytes = new MonthBytesCache(sql, tenantCacheMs);
-    const grpc = await startGrpcServer({
-      host: ctx.config.grpcHost,
-      port: ctx.config.grpcPort,
-      services: [bind(UsageServiceService, usageHandlers({ sql, tenants, monthBytes }))],
-      logger,
-      ready,
-    });
-    cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
-    const relay = await startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: ctx.config.outboxMaxAttempts });
-    cleanups.push(() => relay.stop());
-    const consumer = await startUsageConsumer({
-      sql,
-      events: ctx.events,
-      eventsPrefix: ctx.config.eventsPrefix,
-      tenants,
-      logger,
-      concurrency: opts.concurrency ?? ctx.config.usage.consumerConcurrency,
-      parallelBatches: ctx.config.usage.consumerParallelBatches,
-      lingerMs: opts.batchLingerMs ?? ctx.config.usage.batchLingerMs,
-      onBatch: opts.onBatch,
-      onApplied: opts.onApplied,
-      onTotals: (totals) => monthBytes.applied(totals),
-      durable: opts.durable,
-    });
-    cleanups.push(() => consumer.stop());
+    const grpc = await step(
+      'grpc server',
+      () =>
+        startGrpcServer({
+          host: config.grpcHost,
+          port: config.grpcPort,
+          services: [bind(UsageServiceService, usageHandlers({ sql, tenants, monthBytes }))],
+          logger,
+          ready,
+        }),
+      (g) => g.stop(config.shutdownGraceMs),
+    );
+    await step(
+      'outbox relay',
+      () => startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: config.outboxMaxAttempts }),
+      (r) => r.stop(),
+    );
+    await step(
+      'usage consumer',
+      () =>
+        startUsageConsumer({
+          sql,
+          events: ctx.events,
+          eventsPrefix: config.eventsPrefix,
+          tenants,
+          logger,
+          concurrency: opts.concurrency ?? config.usage.consumerConcurrency,
+          parallelBatches: config.usage.consumerParallelBatches,
+          lingerMs: opts.batchLingerMs ?? config.usage.batchLingerMs,
+          onBatch: opts.onBatch,
+          onApplied: opts.onApplied,
+          onTotals: (totals) => monthBytes.applied(totals),
+          durable: opts.durable,
+        }),
+      (c) => c.stop(),
+    );
     const prune = () => pruneOld(sql, USAGE_DURABLE).catch((err) => logger.warn({ err }, 'usage retention failed'));
-    const pruneTimer = setInterval(prune, 3_600_000);
-    pruneTimer.unref();
-    cleanups.push(async () => clearInterval(pruneTimer));
-    void prune();
-    return {
-      grpcAddress: grpc.address,
-      stop: stopAll,
-      ready,
-    };
-  } catch (err) {
-    await stopAll();
-    throw err;
-  }
+    await repeatingStep(step, 'retention', prune, 3_600_000);
+    return { grpcAddress: grpc.address, ready };
+  });
 }
 
 export const start: StartService = (ctx) => startUsageMetering(ctx);

@@ -14,25 +14,6 @@ import {
 
 export const MIB = 1024 * 1024;
 
-export async function until<T>(
-  fn: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 export function testConfig(dbUrl: string, extra: Record<string, string> = {}): Config {
   return loadConfig({
     DATABASE_URL: dbUrl,

@@ -1,5 +1,6 @@
 import { createDb, createTestDatabase, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { MonthBytesCache } from '../src/month-bytes.js';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -49,8 +50,7 @@ describe('MonthBytesCache', () => {
     expect(await short.get('c', '2026-11')).toBe(5);
     await sql`UPDATE usage_months SET total_bytes = 7 WHERE tenant_id = 'c'`;
     expect(await short.get('c', '2026-11')).toBe(5);
-    await new Promise((r) => setTimeout(r, 60));
-    expect(await short.get('c', '2026-11')).toBe(7);
+    await waitFor(async () => (await short.get('c', '2026-11')) === 7, { message: 'the 50 ms lifetime to be over (7 read)' });
     const none = new MonthBytesCache(counted, 0);
     queries = 0;
     await none.get('c', '2026-11');

@@ -15,10 +15,11 @@ import {
   subjectFor,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { startUsageMetering, type UsageOptions } from '../src/service.js';
 import { applyEvents, stoppedByThresholdGuard } from '../src/store.js';
 import type { TenantLimits } from '../src/tenants.js';
-import { deletedEvent, finishedEvent, MIB, storedEvent, testConfig, testContext, until } from './helpers.js';
+import { deletedEvent, finishedEvent, MIB, storedEvent, testConfig, testContext } from './helpers.js';
 
 // Quotas come from tenancy in production; here a table the test controls.
 const limits = new Map<string, TenantLimits>();
@@ -86,13 +87,16 @@ describe('usage-metering on JetStream', () => {
     for (let i = 0; i < 20; i++) await events.publish(storedEvent(config.eventsPrefix, { tenantId: tenant, sizeBytes: 1000 }));
     await events.publish(finishedEvent(config.eventsPrefix, { tenantId: tenant, durationMs: 100 }));
     await events.publish(finishedEvent(config.eventsPrefix, { tenantId: tenant, durationMs: 300 }));
-    await until(async () => (await monthRow(tenant))?.total_operations === 2 && (await images(tenant)) === 20, 15_000, 'first pass');
+    await waitFor(async () => (await monthRow(tenant))?.total_operations === 2 && (await images(tenant)) === 20, {
+      timeout: 15_000,
+      message: 'first pass',
+    });
     await svc.stop();
 
     // A second service instance on a brand-new durable: JetStream delivers every event of the stream again.
     let replayed = 0;
     const svc2 = await start({ durable: 'usage-metering-replay', onApplied: () => void replayed++ });
-    await until(() => replayed >= 22, 15_000, 'replay');
+    await waitFor(() => replayed >= 22, { timeout: 15_000, message: 'replay' });
     const row = await monthRow(tenant);
     expect(row).toMatchObject({ total_images: 20, total_bytes: 20_000, total_operations: 2, duration_ms_sum: 400, duration_count: 2 });
     await svc2.stop();
@@ -104,7 +108,7 @@ describe('usage-metering on JetStream', () => {
     let applied = 0;
     const svc = await start({ onApplied: () => void applied++ });
     for (let i = 0; i < 200; i++) await events.publish(storedEvent(config.eventsPrefix, { tenantId: tenant, sizeBytes: 10 }));
-    await until(() => applied >= 20, 15_000, 'some events applied');
+    await waitFor(() => applied >= 20, { timeout: 15_000, message: 'some events applied' });
     await svc.stop(); // mid-stream: part of the 200 is still unprocessed
 
     // Published while no consumer runs.
@@ -114,7 +118,7 @@ describe('usage-metering on JetStream', () => {
     const ctx2 = await testContext(config);
     const svc2 = await start({}, ctx2.events);
     // Messages the stopped process had prefetched come back after the consumer's ack wait (5 s).
-    await until(async () => (await images(tenant)) === 300, 30_000, 'all 300 events');
+    await waitFor(async () => (await images(tenant)) === 300, { timeout: 30_000, message: 'all 300 events' });
     expect(await monthRow(tenant)).toMatchObject({ total_images: 300, total_bytes: 3000 });
     await svc2.stop();
     await ctx2.events.close();
@@ -138,7 +142,7 @@ describe('usage-metering on JetStream', () => {
       },
     });
     for (let i = 0; i < 10; i++) await events.publish(storedEvent(config.eventsPrefix, { tenantId: tenant, sizeBytes: 7 }));
-    await until(() => applied === 10 && skipped === 5, 20_000, 'redeliveries');
+    await waitFor(() => applied === 10 && skipped === 5, { timeout: 20_000, message: 'redeliveries' });
     expect(await monthRow(tenant)).toMatchObject({ total_images: 10, total_bytes: 70 });
     await svc.stop();
   });
@@ -187,7 +191,7 @@ describe('usage-metering on JetStream', () => {
     const pub = async (sizeBytes: number, occurredAt?: string) => {
       const before = applied;
       await events.publish(storedEvent(config.eventsPrefix, { tenantId: tenant, sizeBytes, occurredAt }));
-      await until(() => applied > before, 15_000, 'event applied');
+      await waitFor(() => applied > before, { timeout: 15_000, message: 'event applied' });
     };
     const alerts = async () =>
       (await sql`SELECT threshold FROM quota_alerts WHERE tenant_id = ${tenant} ORDER BY threshold`).map((r) => r.threshold);
@@ -206,7 +210,7 @@ describe('usage-metering on JetStream', () => {
     expect(await outbox()).toBe(outboxBefore + 2);
 
     const mine = () => crossed.filter((c) => c.tenantId === tenant);
-    await until(() => mine().length === 2, 15_000, 'QuotaCrossed events');
+    await waitFor(() => mine().length === 2, { timeout: 15_000, message: 'QuotaCrossed events' });
     const period = new Date().toISOString().slice(0, 7);
     expect(mine().map((c) => [c.threshold, c.billingPeriod, c.quotaMb, c.currentUsageMb])).toEqual([
       [80, period, 10, 8],
@@ -225,7 +229,7 @@ describe('usage-metering on JetStream', () => {
     const lastMonth = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 1, 15)).toISOString();
     await pub(20 * MIB, lastMonth);
     expect(await outbox()).toBe(outboxBefore + 4);
-    await until(() => mine().length === 4, 15_000, 'QuotaCrossed of last month');
+    await waitFor(() => mine().length === 4, { timeout: 15_000, message: 'QuotaCrossed of last month' });
     expect(
       mine()
         .slice(2)
@@ -261,7 +265,7 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
 
   const settle = async (n: number) => {
     const target = applied + n;
-    return async () => until(() => applied >= target, 10_000, 'events applied');
+    return async () => waitFor(() => applied >= target, { timeout: 10_000, message: 'events applied' });
   };
 
   it('counts the same event id delivered twice once', async () => {
@@ -305,7 +309,7 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
         await own.publish(finishedEvent(config.eventsPrefix, { tenantId: 'linger', durationMs: 900 }));
         await new Promise((r) => setTimeout(r, 3));
         await own.publish(storedEvent(config.eventsPrefix, { tenantId: 'linger', sizeBytes: 700 }));
-        await until(() => batches.reduce((a, b) => a + b, 0) >= 2, 10_000, 'both events applied');
+        await waitFor(() => batches.reduce((a, b) => a + b, 0) >= 2, { timeout: 10_000, message: 'both events applied' });
         return batches;
       } finally {
         await s.stop();
@@ -472,15 +476,21 @@ describe('usage-metering with duplicate deliveries (in-process transport, no dup
       expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toMatchObject({ allowed: true, usedBytes: 0 });
       // This replica's consumer applies an image: the next check sees it at once (no need to wait out the cache).
       await own.publish(storedEvent(config.eventsPrefix, { tenantId: t, sizeBytes: MIB - 10 }));
-      await until(() => ownApplied >= 1, 10_000, 'event applied');
+      await waitFor(() => ownApplied >= 1, { timeout: 10_000, message: 'event applied' });
       expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toMatchObject({ allowed: true, usedBytes: MIB - 10 });
       // Another replica's update (written behind this one's back): not read again within the lifetime (asserted
       // unconditionally: the lifetime, 1.5 s, is far longer than an update and a check on any machine)...
       await sql`UPDATE usage_months SET total_bytes = total_bytes + 10 WHERE tenant_id = ${t}`;
       expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toMatchObject({ allowed: true, usedBytes: MIB - 10 });
       // ...and seen once it is over: the quota is refused.
-      await new Promise((r) => setTimeout(r, ttlMs + 50));
-      expect(await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p)).toEqual({ allowed: false, usedBytes: MIB, quotaBytes: MIB });
+      const refused = await waitFor(
+        async () => {
+          const r = await c.checkQuota({ tenantId: t, incomingBytes: 1 }, p);
+          return r.allowed ? undefined : r;
+        },
+        { interval: 100, message: 'the cached total to expire (the check refused)' },
+      );
+      expect(refused).toEqual({ allowed: false, usedBytes: MIB, quotaBytes: MIB });
       // GetQuota always reads the table.
       expect(await c.getQuota({ tenantId: t }, p)).toMatchObject({ monthlyUsedMb: 1, monthlyRemainingMb: 0 });
     } finally {

@@ -1,4 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import {
+  QUOTA_EVENTS,
+  WEBHOOK_DELIVERIES_LIMIT_DEFAULT,
+  WEBHOOK_DELIVERIES_LIMIT_MAX,
+  WEBHOOK_DESCRIPTION_MAX,
+  WEBHOOK_URL_MAX,
+  WEBHOOKS_PER_TENANT_MAX,
+} from '@imagegen/api-schemas/vocab';
 import type { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
 import { badRequest, type CallContext, type Handlers, notFound, resolvePublicAddress, SafeFetchError, type Sql } from '@imagegen/platform';
 import { generateSecret, type SecretBox, secretHint } from './signing.js';
@@ -16,12 +24,13 @@ import {
   toWebhook,
 } from './store.js';
 
-export const WEBHOOK_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
-export const MAX_WEBHOOKS_PER_TENANT = 10;
-export const MAX_URL_LENGTH = 2048;
-export const MAX_DESCRIPTION_LENGTH = 200;
-export const DELIVERIES_DEFAULT_LIMIT = 50;
-export const DELIVERIES_MAX_LIMIT = 200;
+// The service's own checks, with the API's vocabulary (@imagegen/api-schemas/vocab).
+export const WEBHOOK_EVENTS = QUOTA_EVENTS;
+export const MAX_WEBHOOKS_PER_TENANT = WEBHOOKS_PER_TENANT_MAX;
+export const MAX_URL_LENGTH = WEBHOOK_URL_MAX;
+export const MAX_DESCRIPTION_LENGTH = WEBHOOK_DESCRIPTION_MAX;
+export const DELIVERIES_DEFAULT_LIMIT = WEBHOOK_DELIVERIES_LIMIT_DEFAULT;
+export const DELIVERIES_MAX_LIMIT = WEBHOOK_DELIVERIES_LIMIT_MAX;
 
 function tenantOf(ctx: CallContext): string {
   const t = ctx.principal.tenantId;

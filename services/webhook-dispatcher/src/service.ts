@@ -6,14 +6,15 @@ import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks'
 import {
   bind,
   consumeOnce,
-  createDb,
+  databaseSteps,
   dbReadiness,
   decodeOrSkip,
-  migrate,
   type RunningService,
+  repeatingStep,
   type ServiceContext,
   type StartService,
   startGrpcServer,
+  startSteps,
   subjectFor,
 } from '@imagegen/platform';
 import { DEFAULT_POLICY, type RetryPolicy, startDispatcher } from './dispatcher.js';
@@ -55,7 +56,6 @@ export function quotaPayload(e: QuotaCrossed): { event: string; body: string } {
  */
 export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookOptions = {}): Promise<RunningService> {
   const logger = ctx.logger;
-  if (!ctx.config.databaseUrl) throw new Error('webhook-dispatcher needs DATABASE_URL');
   const w = ctx.config.webhooks;
   const policy: RetryPolicy = {
     ...DEFAULT_POLICY,
@@ -69,62 +69,65 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
   const ca = ctx.config.webhookCaFile ? readFileSync(ctx.config.webhookCaFile, 'utf8') : undefined;
   const allowLoopback = ctx.config.allowLoopbackFetch;
   const secrets = new SecretBox(ctx.config.credentialsKey);
-
-  const sql = createDb(ctx.config.databaseUrl, { schema: SCHEMA, max: ctx.config.dbPoolMax, applicationName: 'imagegen-webhooks' });
-  const cleanups: (() => Promise<void>)[] = [async () => void (await sql.end({ timeout: 5 }))];
-  const stopAll = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err) => logger.warn({ err }, 'webhook-dispatcher stop step failed'));
-    cleanups.length = 0;
-  };
-  try {
-    await migrate(sql, SCHEMA, MIGRATIONS_DIR);
+  return startSteps({ logger }, async (step) => {
+    const sql = await databaseSteps(step, ctx.config, {
+      service: 'webhook-dispatcher',
+      schema: SCHEMA,
+      migrations: MIGRATIONS_DIR,
+      applicationName: 'imagegen-webhooks',
+    });
     const dbReady = dbReadiness(sql);
-    const dispatcher = startDispatcher({ sql, logger, secrets, policy, timeoutMs, pollMs, allowLoopback, ca });
-    cleanups.push(() => dispatcher.stop());
-    const grpc = await startGrpcServer({
-      host: ctx.config.grpcHost,
-      port: ctx.config.grpcPort,
-      services: [bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() }))],
-      logger,
-      ready: dbReady,
-    });
-    cleanups.push(() => grpc.stop(ctx.config.shutdownGraceMs));
-    const sub = await ctx.events.subscribe({
-      durable: QUOTA_DURABLE,
-      subjects: [subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed')],
-      ackWaitMs: 10_000,
-      handler: async (m) => {
-        const e = decodeOrSkip(QuotaCrossed, m, logger);
-        if (!e?.tenantId) return;
-        const { event, body } = quotaPayload(e);
-        let created = 0;
-        await consumeOnce(sql, QUOTA_DURABLE, m.id, async (tx) => {
-          for (const ep of await subscribedEndpoints(tx, e.tenantId, event)) {
-            const row = await insertDelivery(tx, {
-              id: randomUUID(),
-              endpointId: ep.id,
-              tenantId: e.tenantId,
-              event,
-              sourceEventId: m.id,
-              payload: body,
+    const dispatcher = await step(
+      'delivery loop',
+      () => startDispatcher({ sql, logger, secrets, policy, timeoutMs, pollMs, allowLoopback, ca }),
+      (d) => d.stop(),
+    );
+    const grpc = await step(
+      'grpc server',
+      () =>
+        startGrpcServer({
+          host: ctx.config.grpcHost,
+          port: ctx.config.grpcPort,
+          services: [bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() }))],
+          logger,
+          ready: dbReady,
+        }),
+      (g) => g.stop(ctx.config.shutdownGraceMs),
+    );
+    await step(
+      'quota consumer',
+      () =>
+        ctx.events.subscribe({
+          durable: QUOTA_DURABLE,
+          subjects: [subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed')],
+          ackWaitMs: 10_000,
+          handler: async (m) => {
+            const e = decodeOrSkip(QuotaCrossed, m, logger);
+            if (!e?.tenantId) return;
+            const { event, body } = quotaPayload(e);
+            let created = 0;
+            await consumeOnce(sql, QUOTA_DURABLE, m.id, async (tx) => {
+              for (const ep of await subscribedEndpoints(tx, e.tenantId, event)) {
+                const row = await insertDelivery(tx, {
+                  id: randomUUID(),
+                  endpointId: ep.id,
+                  tenantId: e.tenantId,
+                  event,
+                  sourceEventId: m.id,
+                  payload: body,
+                });
+                if (row) created++;
+              }
             });
-            if (row) created++;
-          }
-        });
-        if (created > 0) dispatcher.wake();
-      },
-    });
-    cleanups.push(() => sub.stop());
+            if (created > 0) dispatcher.wake();
+          },
+        }),
+      (sub) => sub.stop(),
+    );
     const prune = () => pruneOld(sql, QUOTA_DURABLE).catch((err) => logger.warn({ err }, 'webhook retention failed'));
-    const pruneTimer = setInterval(prune, 3_600_000);
-    pruneTimer.unref();
-    cleanups.push(async () => clearInterval(pruneTimer));
-    void prune();
-    return { grpcAddress: grpc.address, stop: stopAll, ready: async () => (await dbReady()) && (await ctx.events.healthy()) };
-  } catch (err) {
-    await stopAll();
-    throw err;
-  }
+    await repeatingStep(step, 'retention', prune, 3_600_000);
+    return { grpcAddress: grpc.address, ready: async () => (await dbReady()) && (await ctx.events.healthy()) };
+  });
 }
 
 export const start: StartService = (ctx) => startWebhookDispatcher(ctx);

@@ -21,24 +21,11 @@ import {
   subjectFor,
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
 import { DEFAULT_POLICY, retryDelayMs, startDispatcher } from '../src/dispatcher.js';
 import { startWebhookDispatcher, type WebhookOptions } from '../src/service.js';
 import { legacySignature, SecretBox, standardSignature } from '../src/signing.js';
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from './receiver.js';
-
-async function until<T>(
-  fn: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const principal = (tenantId: string): Principal => ({ requestId: randomUUID(), tenantId, source: 'tenant_api' });
 
@@ -62,13 +49,13 @@ async function createWh(req: { url: string; events: string[]; description?: stri
   return { webhook: r.webhook as Webhook, secret: r.secret };
 }
 
-function publishQuota(tenantId: string, threshold: number, id = randomUUID()) {
+function publishQuota(tenantId: string, threshold: number, id = randomUUID(), currentUsageMb = threshold * 1.024) {
   const data = QuotaCrossed.encode(
     QuotaCrossed.fromPartial({
       tenantId,
       threshold,
       billingPeriod: '2026-11',
-      currentUsageMb: threshold * 1.024,
+      currentUsageMb,
       quotaMb: 128,
       occurredAt: new Date().toISOString(),
     }),
@@ -217,14 +204,18 @@ describe('delivery', () => {
     await publishQuota(tenant, 80, warnId);
     await publishQuota(tenant, 80, warnId); // duplicate delivery of the same event
     await publishQuota(tenant, 100);
-    await until(() => rx.on('/a').length >= 2 && rx.on('/b').length >= 1, 10_000, 'deliveries');
-    await new Promise((r) => setTimeout(r, 200)); // a duplicate would arrive right behind
-    expect(rx.on('/a')).toHaveLength(2);
-    expect(rx.on('/b')).toHaveLength(1);
+    // A marker event after them (told apart by its usage): consumed in order and delivered one at a time per
+    // endpoint, oldest first, so a duplicate delivery would reach the endpoints before it.
+    await publishQuota(tenant, 100, randomUUID(), 999);
+    const isMarker = (r: { body: string }) => JSON.parse(r.body).current_usage_mb === 999;
+    await waitFor(() => rx.on('/a').some(isMarker) && rx.on('/b').some(isMarker), { message: 'the marker event at /a and /b' });
+    const markerDelivery = rx.on('/a').find(isMarker)?.headers['webhook-id'];
+    const on = (path: string) => rx.on(path).filter((r) => !isMarker(r));
+    expect(on('/a')).toHaveLength(2);
+    expect(on('/b')).toHaveLength(1);
     expect(rx.on('/other-tenant')).toHaveLength(0);
 
-    const bodies = rx
-      .on('/a')
+    const bodies = on('/a')
       .map((r) => JSON.parse(r.body))
       .sort((x, y) => x.threshold - y.threshold);
     expect(bodies[0]).toEqual({
@@ -238,7 +229,7 @@ describe('delivery', () => {
     });
     expect(bodies[1]).toMatchObject({ event: 'quota.exceeded', threshold: 100 });
 
-    for (const r of rx.on('/a')) {
+    for (const r of on('/a')) {
       expect(r.headers['content-type']).toBe('application/json');
       expect(r.headers['x-webhook-timestamp']).toBe(r.headers['webhook-timestamp']);
       expect(verifyLegacy(a.secret, r)).toBe(true);
@@ -247,20 +238,19 @@ describe('delivery', () => {
       expect(verifyLegacy(b.secret, r)).toBe(false);
       expect(verifyStandard(b.secret, r)).toBe(false);
     }
-    expect(verifyStandard(b.secret, rx.on('/b')[0])).toBe(true);
+    expect(verifyStandard(b.secret, on('/b')[0])).toBe(true);
     // Tampered body fails both.
-    const t = { ...rx.on('/a')[0], body: rx.on('/a')[0].body.replace('80', '81') };
+    const t = { ...on('/a')[0], body: on('/a')[0].body.replace('80', '81') };
     expect(verifyLegacy(a.secret, t)).toBe(false);
     expect(verifyStandard(a.secret, t)).toBe(false);
 
-    const log = (await client.listDeliveries({ webhookId: a.webhook.id }, p)).deliveries;
+    const log = (await client.listDeliveries({ webhookId: a.webhook.id }, p)).deliveries.filter((d) => d.id !== markerDelivery);
     expect(log).toHaveLength(2);
     expect(log.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
     expect(log[0].attempts, JSON.stringify(log)).toHaveLength(1);
     expect(log[0].attempts[0]).toMatchObject({ attempt: 1, responseStatus: 200 });
     expect(
-      rx
-        .on('/a')
+      on('/a')
         .map((r) => r.headers['webhook-id'])
         .sort(),
     ).toEqual(log.map((d) => d.id).sort());
@@ -282,13 +272,12 @@ describe('delivery', () => {
     rx.respond('/down', 503);
     const d = await client.testWebhook({ id: w.webhook.id }, p);
     expect(d).toMatchObject({ event: 'webhook.test', status: 'pending', attemptCount: 0 });
-    const disabled = await until(
+    const disabled = await waitFor(
       async () => {
         const x = await client.getWebhook({ id: w.webhook.id }, p);
         return !x.enabled && x;
       },
-      15_000,
-      'auto-disable',
+      { timeout: 15_000, message: 'auto-disable' },
     );
     expect(disabled).toMatchObject({
       enabled: false,
@@ -310,16 +299,25 @@ describe('delivery', () => {
     expect(log).toMatchObject({ status: 'pending', attemptCount: 5, lastResponseStatus: 503, lastError: 'HTTP 503' });
     expect(log.attempts.map((x) => x.responseStatus)).toEqual([503, 503, 503, 503, 503]);
 
-    // Disabled: nothing is sent, even well past the next retry time.
-    await new Promise((r) => setTimeout(r, 400));
+    // Disabled: nothing is sent, even once its next retry is due. The retry made due now, a later delivery to
+    // another endpoint goes out: the round that claimed it (due deliveries, oldest first) did not take this one.
+    await sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${d.id}`;
+    const mp = principal('flaky-marker');
+    const marker = await createWh({ url: rx.url('/down-marker'), events: [] }, mp);
+    await client.testWebhook({ id: marker.webhook.id }, mp);
+    await waitFor(async () => (await client.listDeliveries({ webhookId: marker.webhook.id }, mp)).deliveries[0]?.status === 'succeeded', {
+      message: 'the later delivery to another endpoint',
+    });
+    const [row] = await sql`SELECT attempt_count, locked_until FROM deliveries WHERE id = ${d.id}`;
+    expect(row).toEqual({ attempt_count: 5, locked_until: null }); // not attempted, not leased
     expect(rx.on('/down')).toHaveLength(5);
 
     // The receiver is fixed and the owner re-enables: the pending delivery goes out at once.
     rx.respond('/down', 204);
     const re = await client.updateWebhook({ id: w.webhook.id, enabled: true }, p);
     expect(re).toMatchObject({ enabled: true, consecutiveFailures: 0 });
-    await until(() => rx.on('/down').length === 6, 10_000, 'resumed delivery');
-    log = await until(async () => {
+    await waitFor(() => rx.on('/down').length === 6, { timeout: 10_000, message: 'resumed delivery' });
+    log = await waitFor(async () => {
       const [x] = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
       return x.status === 'succeeded' && x;
     });
@@ -341,13 +339,12 @@ describe('delivery', () => {
     const w = await createWh({ url: rx.url('/mixed'), events: [] }, p);
     rx.respond('/mixed', [500, 'hang', 302, 200]);
     await client.testWebhook({ id: w.webhook.id }, p);
-    const [log] = await until(
+    const [log] = await waitFor(
       async () => {
         const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
         return l[0]?.status === 'succeeded' && l;
       },
-      15_000,
-      'success after 3 failures',
+      { timeout: 15_000, message: 'success after 3 failures' },
     );
     expect(log.attempts.map((a) => a.responseStatus ?? a.error)).toEqual([
       500,
@@ -366,14 +363,14 @@ describe('delivery', () => {
     await startSvc({ policy: { baseMs: 1500, jitter: 0 }, pollMs: 50, timeoutMs: 3000 });
     rx.respond('/restart', [500, 200]);
     await client.testWebhook({ id: w.webhook.id }, p);
-    await until(() => rx.on('/restart').length === 1, 10_000, 'first attempt');
+    await waitFor(() => rx.on('/restart').length === 1, { timeout: 10_000, message: 'first attempt' });
     await svc.stop();
     const [row] = await sql`SELECT status, attempt_count, next_attempt_at FROM deliveries WHERE endpoint_id = ${w.webhook.id}`;
     expect(row).toMatchObject({ status: 'pending', attempt_count: 1 });
     // A new process picks the persisted retry up when it is due.
     await startSvc();
-    await until(() => rx.on('/restart').length === 2, 10_000, 'retry after restart');
-    const [log] = await until(async () => {
+    await waitFor(() => rx.on('/restart').length === 2, { timeout: 10_000, message: 'retry after restart' });
+    const [log] = await waitFor(async () => {
       const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
       return l[0]?.status === 'succeeded' && l;
     });
@@ -402,13 +399,12 @@ describe('delivery', () => {
         await client.testWebhook({ id: w.webhook.id }, p);
         await new Promise((r) => setTimeout(r, 50));
       }
-      const log = await until(
+      const log = await waitFor(
         async () => {
           const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
           return l.length === 4 && l.every((d) => d.status === 'succeeded') && l;
         },
-        15_000,
-        'four deliveries',
+        { timeout: 15_000, message: 'four deliveries' },
       );
       expect(rx.peakConcurrency('/serial')).toBe(1);
       expect(rx.on('/serial')).toHaveLength(4);
@@ -430,17 +426,16 @@ describe('delivery', () => {
       rx.respond('/stuck', { status: 200, delayMs: 5000 });
       rx.respond('/quick', 200);
       await client.testWebhook({ id: slow.webhook.id }, p);
-      await until(() => rx.on('/stuck').length === 1, 10_000, 'the slow endpoint called');
+      await waitFor(() => rx.on('/stuck').length === 1, { timeout: 10_000, message: 'the slow endpoint called' });
       for (let i = 0; i < 3; i++) await client.testWebhook({ id: quick.webhook.id }, p);
-      await until(() => rx.on('/quick').length === 3, 10_000, 'three deliveries to the quick endpoint');
+      await waitFor(() => rx.on('/quick').length === 3, { timeout: 10_000, message: 'three deliveries to the quick endpoint' });
       // ...while the slow endpoint's one attempt has not been answered yet
       const [pending] = await sql`SELECT status, attempt_count FROM deliveries WHERE endpoint_id = ${slow.webhook.id}`;
       expect(pending).toMatchObject({ status: 'pending', attempt_count: 0 });
-      await until(
-        async () => (await client.listDeliveries({ webhookId: slow.webhook.id }, p)).deliveries[0]?.status === 'succeeded',
-        15_000,
-        'the slow delivery recorded',
-      );
+      await waitFor(async () => (await client.listDeliveries({ webhookId: slow.webhook.id }, p)).deliveries[0]?.status === 'succeeded', {
+        timeout: 15_000,
+        message: 'the slow delivery recorded',
+      });
     } finally {
       await svc.stop();
       await startSvc();

@@ -16,7 +16,6 @@ export {
   startOutboxRelay,
   writeOutbox,
 } from './outbox.js';
-export { type CommitWith, type PipelinedSql, pipelinedTransaction } from './pipelined-tx.js';
 export { invalidPublishSubject, matchesAny, sanitizeDurable, subjectFor, subjectMatches } from './subjects.js';
 export { onTenantChanged } from './tenant-changed.js';
 export { extractContext, injectContext } from './trace.js';

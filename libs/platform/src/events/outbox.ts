@@ -4,7 +4,6 @@ import type postgres from 'postgres';
 import { NO_FLUSH_CTE, type Sql, type TransactionSql } from '../db.js';
 import { durationFromEnv } from '../env.js';
 import { recordOutboxDeadLettered, trackOutboxDeadLetters, trackOutboxLag } from '../metrics.js';
-import { pipelinedTransaction } from './pipelined-tx.js';
 import { injectContext, publishTraced } from './trace.js';
 import { classifyPublishError, type EventTransport, type PermanentPublishError } from './types.js';
 
@@ -141,7 +140,7 @@ export interface DirectEvent {
  * Publishing by the writer itself. A writer that asks `ready()` before its statement writes its rows `direct`
  * (outboxInsert / outboxInsertKeyed: relay_after at the end of DIRECT_PUBLISH_GRACE_MS, no NOTIFY) and, once the
  * statement committed, hands the events it wrote to `publish`: they go out at once, in the order given, and their
- * rows are marked published in batches. No relay round (claim, then mark: two round trips) per event, and no
+ * rows are marked published in batches. No relay round (a transaction: the claim, then the marks) per event, and no
  * NOTIFY. The relay stays the safety net: a row whose writer died before publishing is published by it once the
  * grace has passed, as is one whose mark was lost (again, with the same id: the bus's duplicate window drops it,
  * and consumers are idempotent anyway).
@@ -324,8 +323,7 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
   // Publishes one batch. more: there may be more right away; retryInMs: a row failed, wait this long.
   async function round(): Promise<{ more: boolean; retryInMs?: number }> {
     const dead: DeadLetter[] = [];
-    // Two round trips when rows go out: BEGIN with the claim, then the marks with COMMIT (pipelinedTransaction).
-    const result = await pipelinedTransaction(sql, async (tx, commit) => {
+    const result = await sql.begin(async (tx) => {
       // One relay per schema at a time (the lock ends with the transaction, a crashed holder's with its
       // connection): two replicas relaying disjoint batches at once could publish an aggregate's later
       // event before its earlier one. The other replicas get no rows and poll again. The lock is taken in
@@ -368,13 +366,13 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
           break; // keep order: nothing after this row goes out before it
         }
       }
-      const last: PromiseLike<unknown>[] = [];
+      const writes: PromiseLike<unknown>[] = [];
       if (done.length > 0) {
-        last.push(tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`);
+        writes.push(tx`UPDATE ${tx(schema)}.outbox SET published_at = now() WHERE id = ANY(${done}::uuid[])`);
       }
       for (const d of dead) {
         // Moved aside in the same transaction as the marks: payload and headers kept for inspection and replay.
-        last.push(tx`WITH moved AS (
+        writes.push(tx`WITH moved AS (
             DELETE FROM ${tx(schema)}.outbox WHERE id = ${d.row.id}
             RETURNING id, subject, payload, headers, created_at
           )
@@ -384,7 +382,8 @@ export async function startOutboxRelay(opts: OutboxRelayOptions): Promise<Outbox
             created_at = excluded.created_at, attempts = excluded.attempts, reason = excluded.reason, error = excluded.error,
             dead_lettered_at = now()`);
       }
-      if (last.length > 0) await commit(...last);
+      // The marks and the moves are sent together (one write), before COMMIT.
+      await Promise.all(writes);
       if (retryInMs === undefined && failing && done.length > 0) {
         log.info('outbox publishing again');
         failing = false;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import { createDb, createTestDatabase, migrate, type Sql } from '../../src/db.js';
 import {
   createInProcessTransport,
@@ -23,14 +24,6 @@ import { natsTransportForSuite } from './nats-support.js';
 const logger = pino({ level: 'silent' });
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 8000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function metricValue(body: string, name: string, labels: Record<string, string>): number | undefined {
   for (const line of body.split('\n')) {
@@ -119,8 +112,8 @@ describe('outbox dead letters', () => {
       { subject: 'imagegen.library..bad', data: bytes('bad subject') },
       { subject: 'imagegen.library.c', data: bytes('3') },
     ]);
-    await until(() => r.received.length === 3);
-    await until(async () => (await r.relay.deadLetters()) === 2);
+    await waitFor(() => r.received.length === 3);
+    await waitFor(async () => (await r.relay.deadLetters()) === 2);
     expect(r.received.map((m) => m.id)).toEqual([ids[0], ids[2], ids[4]]);
     expect(r.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
     // Each was tried once: a permanent failure is not retried.
@@ -135,7 +128,7 @@ describe('outbox dead letters', () => {
     expect(Buffer.compare(dead[0].payload as Buffer, Buffer.alloc(4096, 7))).toBe(0); // kept for inspection and replay
     expect(dead[1].subject).toBe('imagegen.library..bad');
     expect(dead[1].error).toMatch(/empty token/);
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(async () => (await r.relay.lag()) === 0);
     expect(await r.relay.deadLetters()).toBe(2);
     const [{ n }] = await sql`SELECT count(*)::int AS n FROM ${sql(r.schema)}.outbox WHERE id = ANY(${[ids[1], ids[3]]}::uuid[])`;
     expect(n).toBe(0);
@@ -159,8 +152,8 @@ describe('outbox dead letters', () => {
       { id: ids[0], subject: 'imagegen.library.x', data: bytes('x') },
       { id: ids[1], subject: 'imagegen.library.y', data: bytes('y') },
     ]);
-    await until(() => r.received.length === 1);
-    await until(async () => (await r.relay.deadLetters()) === 1);
+    await waitFor(() => r.received.length === 1);
+    await waitFor(async () => (await r.relay.deadLetters()) === 1);
     expect(r.received[0].id).toBe(ids[1]);
 
     r.fail.clear(); // fixed
@@ -172,11 +165,11 @@ describe('outbox dead letters', () => {
         SELECT id, subject, payload, headers, clock_timestamp() FROM r;
         NOTIFY "outbox_${r.schema}";`);
     });
-    await until(() => r.received.length === 2);
+    await waitFor(() => r.received.length === 2);
     expect(r.received[1].id).toBe(ids[0]);
     expect(text(r.received[1].data)).toBe('x');
     expect(await r.relay.deadLetters()).toBe(0);
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(async () => (await r.relay.lag()) === 0);
     await r.stop();
   });
 
@@ -188,7 +181,7 @@ describe('outbox dead letters', () => {
       { subject: 'imagegen.library.first', data: bytes('1') },
       { subject: 'imagegen.library.second', data: bytes('2') },
     ]);
-    await until(() => r.state.calls.length >= maxAttempts * 3);
+    await waitFor(() => r.state.calls.length >= maxAttempts * 3);
     // Only the head row was tried, it was never counted nor dead-lettered, nothing overtook it.
     expect(new Set(r.state.calls)).toEqual(new Set([ids[0]]));
     expect(await r.relay.deadLetters()).toBe(0);
@@ -200,14 +193,14 @@ describe('outbox dead letters', () => {
     r.state.all = () => new Error('bus down');
     r.state.healthy = false;
     const before = r.state.calls.length;
-    await until(() => r.state.calls.length >= before + maxAttempts * 2);
+    await waitFor(() => r.state.calls.length >= before + maxAttempts * 2);
     expect(await r.relay.deadLetters()).toBe(0);
 
     r.state.all = undefined;
     r.state.healthy = true;
-    await until(() => r.received.length === 2);
+    await waitFor(() => r.received.length === 2);
     expect(r.received.map((m) => m.id)).toEqual(ids);
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(async () => (await r.relay.lag()) === 0);
     await r.stop();
   });
 
@@ -223,7 +216,7 @@ describe('outbox dead letters', () => {
     ]);
     const relay = r.relay;
 
-    await until(() => r.state.calls.filter((id) => id === ids[0]).length === maxAttempts - 1);
+    await waitFor(() => r.state.calls.filter((id) => id === ids[0]).length === maxAttempts - 1);
     // Before the last attempt: still in the outbox, counted, nothing after it published.
     const [row] = await sql`SELECT attempts, last_error FROM ${sql(r.schema)}.outbox WHERE id = ${ids[0]}`;
     expect(row.attempts).toBeGreaterThanOrEqual(maxAttempts - 2);
@@ -232,8 +225,8 @@ describe('outbox dead letters', () => {
     expect(await relay.deadLetters()).toBe(0);
     expect(r.received).toHaveLength(0);
 
-    await until(() => r.received.length === 1);
-    await until(async () => (await relay.deadLetters()) === 1);
+    await waitFor(() => r.received.length === 1);
+    await waitFor(async () => (await relay.deadLetters()) === 1);
     expect(r.received[0].id).toBe(ids[1]);
     // Exactly maxAttempts tries of the failing row, then the next row.
     expect(r.state.calls).toEqual([...Array(maxAttempts).fill(ids[0]), ids[1]]);
@@ -253,7 +246,7 @@ describe('OUTBOX_MAX_ATTEMPTS', () => {
       const id = randomUUID();
       r.fail.set(id, () => new Error('boom'));
       await r.write([{ id, subject: 'imagegen.library.flaky', data: bytes('f') }]);
-      await until(async () => (await r.relay.deadLetters()) === 1);
+      await waitFor(async () => (await r.relay.deadLetters()) === 1);
       expect(r.state.calls).toEqual([id, id]);
       await r.stop();
     } finally {
@@ -279,8 +272,8 @@ describe('outbox dead letters with JetStream', () => {
       await writeOutbox(tx, { schema, subject: `${tag}.library..x`, data: bytes('invalid') }),
       await writeOutbox(tx, { schema, subject: `${tag}.library.ok`, data: bytes('ok') }),
     ]);
-    await until(() => handled.length === 1, 15_000);
-    await until(async () => (await relay.deadLetters()) === 3); // moved in the relay's transaction, committed after the publishes
+    await waitFor(() => handled.length === 1, { timeout: 15_000 });
+    await waitFor(async () => (await relay.deadLetters()) === 3); // moved in the relay's transaction, committed after the publishes
     expect(handled).toEqual([ids[3]]);
     const dead = await sql`SELECT id, reason FROM ${sql(schema)}.outbox_dead_letter ORDER BY created_at`;
     expect(dead.map((d) => [d.id, d.reason])).toEqual([

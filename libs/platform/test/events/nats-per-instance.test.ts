@@ -3,8 +3,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import { createNatsTransport, type EventMessage, type EventTransport, subjectFor } from '../../src/events/index.js';
-import { NATS_URL, until } from './nats-support.js';
+import { NATS_URL } from './nats-support.js';
 
 /** Two processes (two transports) on one stream: perInstance gives each every message; a plain durable splits them. */
 const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
@@ -46,7 +47,10 @@ it('perInstance: every process gets every message (its own consumer, removed on 
   ]);
   const ids = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
   for (const id of ids) await a.publish({ id, subject, data: new Uint8Array([1]), headers: {} });
-  await until(() => got.a.length === 4 && got.b.length === 4 && got.sharedA.length + got.sharedB.length === 4, 10_000, 'deliveries');
+  await waitFor(() => got.a.length === 4 && got.b.length === 4 && got.sharedA.length + got.sharedB.length === 4, {
+    timeout: 10_000,
+    message: 'deliveries',
+  });
   expect(got.a.map((m) => m.id)).toEqual(ids);
   expect(got.b.map((m) => m.id)).toEqual(ids);
   expect([...got.sharedA, ...got.sharedB].map((m) => m.id).sort()).toEqual([...ids].sort());

@@ -8,6 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import { createDb, createTestDatabase, migrate } from '../../src/db.js';
 import { createNatsTransport, type EventMessage, startOutboxRelay, writeOutbox } from '../../src/events/index.js';
 
@@ -27,14 +28,6 @@ async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-async function until(cond: () => boolean, timeoutMs = 8000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe.skipIf(!bin)('nats transport across a server restart', () => {
@@ -72,16 +65,16 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
     const received: EventMessage[] = [];
     const sub = await transport.subscribe({ durable: 'svc', subjects: ['r.>'], handler: async (m) => void received.push(m) });
     await transport.publish({ id: randomUUID(), subject: 'r.a', data: new Uint8Array([1]), headers: {} });
-    await until(() => received.length === 1);
+    await waitFor(() => received.length === 1);
 
     await stop();
-    await until(() => !transport.healthy());
+    await waitFor(() => !transport.healthy());
     await expect(transport.publish({ id: randomUUID(), subject: 'r.b', data: new Uint8Array([2]), headers: {} })).rejects.toThrow();
 
     await start();
-    await until(() => transport.healthy());
+    await waitFor(() => transport.healthy());
     await transport.publish({ id: randomUUID(), subject: 'r.c', data: new Uint8Array([3]), headers: {} });
-    await until(() => received.some((m) => m.subject === 'r.c'));
+    await waitFor(() => received.some((m) => m.subject === 'r.c'));
     await sub.stop();
     await transport.close();
   }, 20_000);
@@ -107,17 +100,15 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
       // Published and acknowledged by JetStream, but no consumer has read them yet ...
       for (let i = 0; i < 3; i++) await sql.begin((tx) => writeOutbox(tx, { subject: 'z.thing', data: new Uint8Array([i]) }));
       const published = async () => (await sql`SELECT count(*)::int AS n FROM reset.outbox WHERE published_at IS NOT NULL`)[0].n;
-      const end = Date.now() + 8000;
-      while ((await published()) < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-      expect(await published()).toBe(3);
+      await waitFor(async () => (await published()) === 3, { message: 'the relay to mark its 3 rows published' });
       // ... when the node loses its store.
       await stop();
       rmSync(dir, { recursive: true, force: true });
       await start();
-      await until(() => transport.healthy(), 10_000);
+      await waitFor(() => transport.healthy(), { timeout: 10_000 });
       const received: EventMessage[] = [];
       const sub = await transport.subscribe({ durable: 'late', subjects: ['z.>'], handler: async (m) => void received.push(m) });
-      await until(() => received.length >= 3, 10_000);
+      await waitFor(() => received.length >= 3, { timeout: 10_000 });
       expect(new Set(received.map((m) => m.id)).size).toBe(3);
       await sub.stop();
     } finally {
@@ -146,7 +137,7 @@ describe.skipIf(!bin)('nats transport across a server restart', () => {
       const sub = await transport.subscribe({ durable: 'svc', subjects: ['g.>'], handler: async (m) => void received.push(m) });
       expect(resets).toBe(1);
       await transport.publish({ id: randomUUID(), subject: 'g.a', data: new Uint8Array([1]), headers: {} });
-      await until(() => received.length === 1);
+      await waitFor(() => received.length === 1);
       await sub.stop();
     } finally {
       await transport.close();

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import { subjectFor } from '../../src/events/index.js';
-import { NATS_URL, natsTransportForSuite, until } from './nats-support.js';
+import { NATS_URL, natsTransportForSuite } from './nats-support.js';
 
 /** Far longer than the test may run: a message that is only redelivered after ack wait fails the test. */
 const ACK_WAIT_MS = 10 * 60_000;
@@ -40,7 +41,10 @@ describe('nats transport: stopping a durable subscription', () => {
     try {
       const jsm = await jetstreamManager(nc);
       // Delivered to this process and not acked: the one being handled plus the prefetched ones.
-      await until(async () => (await jsm.consumers.info(streamName, durable)).num_ack_pending > 1, 30_000, 'prefetched messages');
+      await waitFor(async () => (await jsm.consumers.info(streamName, durable)).num_ack_pending > 1, {
+        timeout: 30_000,
+        message: 'prefetched messages',
+      });
       const stopping = sub.stop();
       release();
       await stopping;
@@ -54,7 +58,10 @@ describe('nats transport: stopping a durable subscription', () => {
         handler: async (m) => void second.push(text(m.data)),
       });
       // Everything not handled before the stop arrives now, not after the ack wait.
-      await until(() => second.length >= total - 1, 60_000, 'the messages the stopped subscription did not handle');
+      await waitFor(() => second.length >= total - 1, {
+        timeout: 60_000,
+        message: 'the messages the stopped subscription did not handle',
+      });
       await again.stop();
       expect([...second].sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: total - 1 }, (_, i) => String(i + 2)));
       expect((await jsm.consumers.info(streamName, durable)).num_ack_pending).toBe(0);

@@ -7,14 +7,6 @@ import { createNatsTransport, type EventTransport } from '../../src/events/index
 
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * A NATS transport on a stream of its own for the enclosing describe block (created in beforeAll, the
  * stream deleted in afterAll); `tag` is its subject prefix, `streamName` its JetStream stream.

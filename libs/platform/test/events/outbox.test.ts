@@ -3,6 +3,7 @@ import { trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import { createDb, createTestDatabase, migrate, type Sql, type TransactionSql } from '../../src/db.js';
 import {
   consumeOnce,
@@ -20,14 +21,6 @@ const logger = pino({ level: 'silent' });
 const SCHEMA = 'svc';
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A real in-process transport whose publish can be switched off, standing in for NATS being down. */
 function switchable(inner: EventTransport) {
@@ -91,7 +84,7 @@ describe('outbox', () => {
       }),
     ).rejects.toThrow('rollback');
     const id = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.committed', data: bytes('yes') }));
-    await until(() => r.received.some((m) => m.id === id));
+    await waitFor(() => r.received.some((m) => m.id === id));
     expect(r.received.map((m) => m.subject)).toEqual(['imagegen.library.committed']);
     const [{ n }] = await sql`SELECT count(*)::int AS n FROM outbox WHERE subject = ${subject}`;
     expect(n).toBe(0);
@@ -114,12 +107,12 @@ describe('outbox', () => {
         span.end();
       }
     });
-    await until(() => r.received.length === 3);
+    await waitFor(() => r.received.length === 3);
     expect(r.received.map((m) => m.id)).toEqual(ids);
     expect(r.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
     expect(r.received[0].headers.tenant).toBe('t1');
     expect(trace.getSpanContext(extractContext(r.received[0].headers))?.traceId).toBe(traceId);
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(async () => (await r.relay.lag()) === 0);
     const rows = await sql`SELECT published_at FROM outbox WHERE id = ANY(${ids}::uuid[])`;
     expect(rows.every((row) => row.published_at instanceof Date)).toBe(true);
     await r.stop();
@@ -143,12 +136,12 @@ describe('outbox', () => {
     const r = await setup(100);
     r.state.down = true;
     const id = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.delayed', data: bytes('d') }));
-    await until(() => r.state.attempts >= 2); // woken by NOTIFY, then retried by the poll
+    await waitFor(() => r.state.attempts >= 2); // woken by NOTIFY, then retried by the poll
     expect(await r.relay.lag()).toBe(1);
     expect(r.received).toHaveLength(0);
     r.state.down = false;
-    await until(() => r.received.some((m) => m.id === id));
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(() => r.received.some((m) => m.id === id));
+    await waitFor(async () => (await r.relay.lag()) === 0);
     expect(r.received.filter((m) => m.id === id)).toHaveLength(1);
     await r.stop();
   });
@@ -164,30 +157,35 @@ describe('outbox', () => {
     const r = await setup(100);
     expect(r.relay.direct.ready()).toBe(true);
     const events = [await writeDirect('imagegen.library.direct', 'a'), await writeDirect('imagegen.library.direct', 'b')];
-    // Their grace keeps them from the relay, which polls every 100 ms: only the direct publish sends them.
-    await new Promise((res) => setTimeout(res, 400));
+    // Their grace keeps them from the relay: a row written after them (NOTIFY wakes the relay) goes out
+    // while they stay behind. Only the direct publish sends them.
+    const marker = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.direct_marker', data: bytes('m') }));
+    await waitFor(() => r.received.some((m) => m.id === marker), { message: 'the relay to publish the row written after them' });
     expect(r.received.filter((m) => m.subject === 'imagegen.library.direct')).toHaveLength(0);
+    const relayed = r.state.attempts; // the marker's publish
     r.relay.direct.publish(events);
-    await until(() => r.received.filter((m) => m.subject === 'imagegen.library.direct').length === 2);
+    await waitFor(() => r.received.filter((m) => m.subject === 'imagegen.library.direct').length === 2);
     expect(r.received.filter((m) => m.subject === 'imagegen.library.direct').map((m) => [m.id, text(m.data)])).toEqual([
       [events[0].id, 'a'],
       [events[1].id, 'b'],
     ]);
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(async () => (await r.relay.lag()) === 0);
     const rows = await sql`SELECT published_at FROM outbox WHERE id = ANY(${events.map((e) => e.id)}::uuid[])`;
     expect(rows.every((row) => row.published_at instanceof Date)).toBe(true);
-    expect(r.state.attempts).toBe(2); // one publish each, none by the relay
+    expect(r.state.attempts - relayed).toBe(2); // one publish each, none by the relay
     await r.stop();
   });
 
   it('direct: a row whose writer died before publishing it goes out through the relay once its grace has passed', async () => {
     const r = await setup(100);
     const orphan = await writeDirect('imagegen.library.orphan', 'o');
-    await new Promise((res) => setTimeout(res, 400));
+    // Within its grace the relay leaves it alone: a row written after it goes out first.
+    const marker = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.orphan_marker', data: bytes('m') }));
+    await waitFor(() => r.received.some((m) => m.id === marker), { message: 'the relay to publish the row written after the orphan' });
     expect(r.received.some((m) => m.id === orphan.id)).toBe(false);
     await sql`UPDATE outbox SET relay_after = now() - interval '1 second' WHERE id = ${orphan.id}`; // the grace has passed
-    await until(() => r.received.some((m) => m.id === orphan.id));
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(() => r.received.some((m) => m.id === orphan.id));
+    await waitFor(async () => (await r.relay.lag()) === 0);
     await r.stop();
   });
 
@@ -196,15 +194,15 @@ describe('outbox', () => {
     r.state.down = true;
     const first = await writeDirect('imagegen.library.handed', '1');
     r.relay.direct.publish([first]);
-    await until(() => !r.relay.direct.ready());
+    await waitFor(() => !r.relay.direct.ready());
     // Written while direct publishing is off: as any other row, behind the first.
     const second = await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.handed', data: bytes('2') }));
-    await until(async () => (await sql`SELECT relay_after FROM outbox WHERE id = ${first.id}`)[0].relay_after === null);
+    await waitFor(async () => (await sql`SELECT relay_after FROM outbox WHERE id = ${first.id}`)[0].relay_after === null);
     r.state.down = false;
-    await until(() => r.received.filter((m) => m.subject === 'imagegen.library.handed').length === 2);
+    await waitFor(() => r.received.filter((m) => m.subject === 'imagegen.library.handed').length === 2);
     expect(r.received.filter((m) => m.subject === 'imagegen.library.handed').map((m) => m.id)).toEqual([first.id, second]);
-    await until(() => r.relay.direct.ready());
-    await until(async () => (await r.relay.lag()) === 0);
+    await waitFor(() => r.relay.direct.ready());
+    await waitFor(async () => (await r.relay.lag()) === 0);
     await r.stop();
   });
 
@@ -218,11 +216,16 @@ describe('outbox', () => {
     await sql.begin(async (tx) => {
       for (let i = 0; i < 40; i++) await writeOutbox(tx, { subject: 'imagegen.library.bulk', data: bytes(`${i}`) });
     });
-    await until(() => received.length >= 40);
-    await new Promise((r) => setTimeout(r, 150));
-    expect(received).toHaveLength(40);
-    expect(new Set(received.map((m) => m.id)).size).toBe(40);
+    await waitFor(() => received.length >= 40);
+    await waitFor(async () => (await relays[0].lag()) === 0);
+    // Stopped, the relays have finished their rounds: a duplicate publish would have happened by now, and the
+    // transport delivers in order, so it arrives before a marker published after the stop.
     await Promise.all(relays.map((x) => x.stop()));
+    await inner.publish({ id: randomUUID(), subject: 'imagegen.library.bulk_end', data: bytes('end'), headers: {} });
+    await waitFor(() => received.some((m) => m.subject === 'imagegen.library.bulk_end'));
+    const bulk = received.filter((m) => m.subject === 'imagegen.library.bulk');
+    expect(bulk).toHaveLength(40);
+    expect(new Set(bulk.map((m) => m.id)).size).toBe(40);
     await inner.close();
   });
 });
@@ -252,7 +255,7 @@ describe('outbox relays on two replicas', () => {
     for (let i = 0; i < 60; i++) {
       await sql.begin((tx) => writeOutbox(tx, { subject: 'imagegen.library.ordered', data: bytes(`${i}`) }));
     }
-    await until(() => received.length >= 60, 10_000);
+    await waitFor(() => received.length >= 60, { timeout: 10_000 });
     expect(received).toEqual(Array.from({ length: 60 }, (_, i) => `${i}`));
     await Promise.all(relays.map((x) => x.stop()));
     await inner.close();
@@ -309,13 +312,16 @@ describe('outbox to JetStream', () => {
       },
     });
     const id = await sql.begin((tx) => writeOutbox(tx, { subject: `${tag}.library.image_stored`, data: bytes('x') }));
-    await until(() => handled.length === 1);
+    await waitFor(() => handled.length === 1);
     // A relay crash between publish and mark re-publishes the row: JetStream drops it by id.
     await sql`UPDATE outbox SET published_at = NULL WHERE id = ${id}`;
     await sql`SELECT pg_notify('outbox_svc', '')`;
-    await until(async () => (await relay.lag()) === 0);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(handled).toEqual([id]);
+    await waitFor(async () => (await relay.lag()) === 0);
+    // Published after the re-publish: the consumer (one message at a time, in stream order) handles it after
+    // the duplicate would have been.
+    const marker = await sql.begin((tx) => writeOutbox(tx, { subject: `${tag}.library.image_stored`, data: bytes('marker') }));
+    await waitFor(() => handled.includes(marker), { message: 'the event written after the re-publish' });
+    expect(handled).toEqual([id, marker]);
     expect(await count(id)).toBe(1);
     await sub.stop();
     await relay.stop();

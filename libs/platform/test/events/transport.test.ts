@@ -4,6 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../../test/support/wait.js';
 import {
   createInProcessTransport,
   createNatsTransport,
@@ -15,15 +16,9 @@ import {
 
 const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const logger = pino({ level: 'silent' });
-const fast = { baseMs: 100, maxMs: 1000 };
-
-async function until(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+// A failed handler's message comes back at once: a redelivery that should not happen then arrives before
+// a marker published afterwards, so "nothing more arrived" is checked by waiting for the marker.
+const noBackoff = { baseMs: 0, maxMs: 0 };
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -37,7 +32,7 @@ interface Harness {
 const nats = async (): Promise<Harness> => {
   const tag = `t${randomUUID().replace(/-/g, '').slice(0, 10)}`;
   const streamName = `TEST_${tag}`;
-  const transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger, retry: fast });
+  const transport = await createNatsTransport({ url: NATS_URL, streamName, subjectPrefix: tag, logger, retry: noBackoff });
   return {
     transport,
     prefix: tag,
@@ -51,7 +46,7 @@ const nats = async (): Promise<Harness> => {
 };
 
 const inprocess = async (): Promise<Harness> => {
-  const transport = createInProcessTransport({ logger, retry: fast });
+  const transport = createInProcessTransport({ logger, retry: noBackoff });
   return { transport, prefix: 'imagegen', teardown: () => transport.close() };
 };
 
@@ -88,7 +83,7 @@ describe.each([
     const id = randomUUID();
     const headers = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tenant: 't1' };
     await h.transport.publish({ id, subject: s, data: bytes('hello'), headers });
-    await until(() => received.length === 1);
+    await waitFor(() => received.length === 1);
     const [m] = received;
     expect(m.id).toBe(id);
     expect(m.subject).toBe(s);
@@ -107,7 +102,7 @@ describe.each([
     await h.transport.publish({ id, subject: s, data: bytes('a'), headers: {} });
     const marker = randomUUID();
     await h.transport.publish({ id: marker, subject: s, data: bytes('end'), headers: {} });
-    await until(() => received.some((m) => m.id === marker));
+    await waitFor(() => received.some((m) => m.id === marker));
     expect(received.map((m) => m.id)).toEqual([id, marker]);
     await sub.stop();
   });
@@ -123,13 +118,17 @@ describe.each([
         if (seen.length === 1) throw new Error('transient');
       },
     });
-    await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('x'), headers: {} });
-    await until(() => seen.length === 2);
+    const id = randomUUID();
+    await h.transport.publish({ id, subject: s, data: bytes('x'), headers: {} });
+    await waitFor(() => seen.length === 2);
     expect(seen[0].redelivered).toBe(false);
     expect(seen[1].redelivered).toBe(true);
     expect(seen[1].deliveryCount).toBe(2);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(seen).toHaveLength(2); // acked after the success: no third delivery
+    // Acked after the success: the next message handled is one published afterwards, not a third delivery.
+    const marker = randomUUID();
+    await h.transport.publish({ id: marker, subject: s, data: bytes('end'), headers: {} });
+    await waitFor(() => seen.some((m) => m.id === marker));
+    expect(seen.map((m) => m.id)).toEqual([id, id, marker]);
     await sub.stop();
   });
 
@@ -140,7 +139,7 @@ describe.each([
     for (const i of [1, 2, 3]) {
       await h.transport.publish({ id: randomUUID(), subject: subjectFor(h.prefix, `${sp}.e${i}`), data: bytes(`${i}`), headers: {} });
     }
-    await until(() => a.received.length === 3 && b.received.length === 3);
+    await waitFor(() => a.received.length === 3 && b.received.length === 3);
     expect(a.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
     expect(b.received.map((m) => text(m.data))).toEqual(['1', '2', '3']);
     await Promise.all([a.sub.stop(), b.sub.stop()]);
@@ -150,15 +149,14 @@ describe.each([
     const s = subjectFor(h.prefix, `${space()}.resume`);
     const first = await collect('resume', [s]);
     await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('1'), headers: {} });
-    await until(() => first.received.length === 1);
+    await waitFor(() => first.received.length === 1);
     await first.sub.stop();
     await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('2'), headers: {} });
     await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('3'), headers: {} });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(first.received).toHaveLength(1); // stopped: nothing more to the old handler
     const second = await collect('resume', [s]);
-    await until(() => second.received.length === 2);
+    await waitFor(() => second.received.length === 2);
     expect(second.received.map((m) => text(m.data))).toEqual(['2', '3']);
+    expect(first.received).toHaveLength(1); // stopped: nothing more to the old handler
     await second.sub.stop();
   });
 
@@ -176,7 +174,7 @@ describe.each([
       },
     });
     await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('x'), headers: {} });
-    await until(() => started);
+    await waitFor(() => started);
     await sub.stop();
     expect(finished).toBe(true);
   });
@@ -187,7 +185,7 @@ describe.each([
     await first.sub.stop();
     await h.transport.publish({ id: randomUUID(), subject: s, data: bytes('1'), headers: {} });
     const second = await collect('quick', [s]);
-    await until(() => second.received.length === 1);
+    await waitFor(() => second.received.length === 1);
     expect(first.received).toHaveLength(0);
     await second.sub.stop();
   });
@@ -210,11 +208,15 @@ describe.each([
     await h.transport.publish({ id: randomUUID(), subject: s, data: new Uint8Array([0x0a, 0x10]), headers: {} });
     const good = QuotaCrossed.encode(QuotaCrossed.fromPartial({ tenantId: 'acme', threshold: 80 })).finish();
     await h.transport.publish({ id: randomUUID(), subject: s, data: good, headers: {} });
-    await until(() => seen.length === 2);
-    await new Promise((r) => setTimeout(r, 400)); // longer than the retry backoff: no redelivery follows
-    expect(calls).toBe(2);
+    await waitFor(() => seen.length === 2);
+    // Skipped means acked: no redelivery follows, the next call is for a message published afterwards.
+    const after = QuotaCrossed.encode(QuotaCrossed.fromPartial({ tenantId: 'after', threshold: 90 })).finish();
+    await h.transport.publish({ id: randomUUID(), subject: s, data: after, headers: {} });
+    await waitFor(() => seen.some((q) => q?.tenantId === 'after'));
+    expect(calls).toBe(3);
     expect(seen[0]).toBeUndefined();
     expect(seen[1]?.tenantId).toBe('acme');
+    expect(seen[2]?.tenantId).toBe('after');
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatchObject({ msg: 'undecodable event skipped', subject: s });
     await sub.stop();
@@ -231,7 +233,7 @@ describe.each([
     await pub(subj('deep.a.b')); // yes
     await pub(subj('image.deleted')); // no
     await pub(subj('end.created')); // yes, marker
-    await until(() => received.some((m) => m.subject === subj('end.created')));
+    await waitFor(() => received.some((m) => m.subject === subj('end.created')));
     expect(received.map((m) => m.subject)).toEqual([subj('image.created'), subj('deep.a.b'), subj('end.created')]);
     await sub.stop();
   });

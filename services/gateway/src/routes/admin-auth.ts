@@ -1,23 +1,20 @@
 import { AdminLoginBody, type Infer } from '@imagegen/api-schemas';
+import { adminUserJson } from '@imagegen/operations';
 import { badRequest } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
-import { adminSecurity, tenancyClient } from '../auth.js';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
-import { adminUserJson } from './admin-users.js';
 
 /**
  * Admin sign-in (issue 7): POST /admin/auth/login (email, password) -> opaque session token
  * (sent as Authorization: Bearer), POST /admin/auth/logout, GET /admin/me.
  */
-const adminAuth: RouteModule = (app, { ctx }) => {
-  const tenancy = tenancyClient(ctx);
+const adminAuth: RouteModule = (app, { clients }) => {
+  const tenancy = clients.tenancy;
 
   app.post<{ Body: Infer<typeof AdminLoginBody> }>(
     '/admin/auth/login',
     {
-      config: { auth: 'none' },
       schema: {
-        tags: ['admin'],
         summary: 'Sign in with email and password; returns a session token for Authorization: Bearer',
         body: wireSchema(AdminLoginBody),
       },
@@ -40,8 +37,7 @@ const adminAuth: RouteModule = (app, { ctx }) => {
   app.post(
     '/admin/auth/logout',
     {
-      config: { auth: 'admin' },
-      schema: { tags: ['admin'], summary: 'Revoke the current admin session token', security: adminSecurity },
+      schema: { summary: 'Revoke the current admin session token' },
     },
     async (req) => {
       if (!req.adminUser) throw badRequest('Only session tokens can be logged out; the legacy admin token is configuration');
@@ -53,8 +49,7 @@ const adminAuth: RouteModule = (app, { ctx }) => {
   app.get(
     '/admin/me',
     {
-      config: { auth: 'admin' },
-      schema: { tags: ['admin'], summary: 'Who is signed in', security: adminSecurity },
+      schema: { summary: 'Who is signed in' },
     },
     async (req) => {
       if (!req.adminUser) {

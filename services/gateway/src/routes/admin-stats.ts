@@ -1,7 +1,6 @@
-import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { AppError, type Client, createClient, type ServiceName } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
-import { adminSecurity, tenancyClient } from '../auth.js';
+
+import type { RouteModule } from '../types.js';
 
 /**
  * A method no service implements: the server answers UNIMPLEMENTED, which proves the gRPC channel
@@ -35,9 +34,9 @@ interface ServiceHealth {
  * from usage GetPlatformUsage (usage.status 'unavailable' and nulls when that call fails); health of
  * every known service by a gRPC channel probe (or an HTTP request for oauth and mcp).
  */
-const adminStats: RouteModule = (app, { ctx }) => {
-  const tenancy = tenancyClient(ctx);
-  const usage = createClient(UsageServiceService, () => ctx.resolve('usage'));
+const adminStats: RouteModule = (app, { ctx, clients }) => {
+  const tenancy = clients.tenancy;
+  const usage = clients.usage;
   const probes = new Map<ServiceName, Client<typeof PROBE>>();
 
   async function probeGrpc(name: ServiceName): Promise<ServiceHealth> {
@@ -82,11 +81,8 @@ const adminStats: RouteModule = (app, { ctx }) => {
   app.get(
     '/admin/stats',
     {
-      config: { auth: 'admin' },
       schema: {
-        tags: ['admin'],
         summary: 'Platform totals: tenants, images and storage, recent activity, top tenants, service health',
-        security: adminSecurity,
       },
     },
     async (req) => {

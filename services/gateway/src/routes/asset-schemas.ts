@@ -1,14 +1,10 @@
-import { AssetListQuery, type Infer } from '@imagegen/api-schemas';
+import { AssetListQuery, IdentifierParams, type Infer } from '@imagegen/api-schemas';
 import { wireSchema } from '../validation.js';
 
 /** Schema pieces and helpers shared by the saved-asset routes (characters, products, scenes). */
 
 /** `:identifier` path parameter: a numeric id or a URL-encoded name. */
-export const identifierParams = {
-  type: 'object',
-  required: ['identifier'],
-  properties: { identifier: { type: 'string', description: 'numeric id or URL-encoded name' } },
-};
+export const identifierParams = wireSchema(IdentifierParams);
 
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 

@@ -1,37 +1,29 @@
 import { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, type Infer, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
 import type { GeneratedImage } from '@imagegen/contracts/generation/v1/generation';
-import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import {
   characterDetail,
   characterImageJson,
   characterListForm,
-  createClient,
-  invalidPayload,
+  createCharacterRequest,
   multiCharacterImageJson,
   scenePromptWithDetails,
-} from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
+  updateCharacterRequest,
+} from '@imagegen/operations';
+import { invalidPayload } from '@imagegen/platform';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
-import { generationCallsOf } from './generation.js';
 
 /**
  * Characters (SPEC 4.2), snake_case. `:identifier` is the numeric id or the URL-encoded exact name.
  * The generate endpoints compose a GenerateImages request (generation service) with the character ids;
  * generation resolves the characters through AssetsService.ResolveGenerationAssets and records their use.
  */
-const TAGS = ['Characters'];
-const UPDATE_FIELDS = Object.keys(CharacterUpdateInput.shape);
 
-const charactersRoutes: RouteModule = (app, { ctx }) => {
-  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  const generation = generationCallsOf(ctx);
-  const library = createClient(LibraryServiceService, () => ctx.resolve('library'));
-  app.addHook('onClose', async () => {
-    assets.close();
-    library.close();
-  });
+const charactersRoutes: RouteModule = (app, { clients }) => {
+  const assets = clients.assets;
+  const generation = clients.generating;
+  const library = clients.library;
 
   /** Thumbnail sizes are not part of GeneratedImage; the library record has them. */
   async function thumbnailSizes(images: GeneratedImage[], principal: Parameters<typeof library.resolveImages>[1]) {
@@ -44,7 +36,6 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     '/api/characters',
     {
       schema: {
-        tags: TAGS,
         summary: 'List characters',
         querystring: assetListQuery,
       },
@@ -60,7 +51,7 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
 
   app.get(
     '/api/characters/:identifier',
-    { schema: { tags: TAGS, summary: 'Get a character by id or name', params: identifierParams } },
+    { schema: { summary: 'Get a character by id or name', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       return { data: characterDetail(await assets.getCharacter({ identifier }, request.principal)) };
@@ -71,26 +62,13 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     '/api/characters',
     {
       schema: {
-        tags: TAGS,
         summary: 'Create a character',
         body: wireSchema(CharacterInput),
       },
     },
     async (request) => {
       const b = request.body as Infer<typeof CharacterInput>;
-      const c = await assets.createCharacter(
-        {
-          characterName: b.character_name,
-          basePrompt: b.base_prompt,
-          description: str(b.description),
-          negativePrompt: str(b.negative_prompt),
-          systemInstruction: str(b.system_instruction),
-          preferredAspectRatio: str(b.preferred_aspect_ratio),
-          referenceImageIds: b.reference_image_ids ?? [],
-          tags: b.tags ?? [],
-        },
-        request.principal,
-      );
+      const c = await assets.createCharacter(createCharacterRequest(b), request.principal);
       return { data: characterDetail(c) };
     },
   );
@@ -99,7 +77,6 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     '/api/characters/:identifier',
     {
       schema: {
-        tags: TAGS,
         summary: 'Update a character (only given fields change; reference_image_ids and tags replace)',
         params: identifierParams,
         body: wireSchema(CharacterUpdateInput),
@@ -108,28 +85,14 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       const b = (request.body ?? {}) as Infer<typeof CharacterUpdateInput>;
-      const c = await assets.updateCharacter(
-        {
-          identifier,
-          presentFields: UPDATE_FIELDS.filter((k) => k in b),
-          characterName: b.character_name,
-          basePrompt: b.base_prompt,
-          description: str(b.description),
-          negativePrompt: str(b.negative_prompt),
-          systemInstruction: str(b.system_instruction),
-          preferredAspectRatio: str(b.preferred_aspect_ratio),
-          referenceImageIds: b.reference_image_ids ?? [],
-          tags: b.tags ?? [],
-        },
-        request.principal,
-      );
+      const c = await assets.updateCharacter(updateCharacterRequest(identifier, b), request.principal);
       return { data: characterDetail(c) };
     },
   );
 
   app.delete(
     '/api/characters/:identifier',
-    { schema: { tags: TAGS, summary: 'Delete a character (generated images keep their character_id)', params: identifierParams } },
+    { schema: { summary: 'Delete a character (generated images keep their character_id)', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       await assets.deleteCharacter({ identifier }, request.principal);
@@ -141,7 +104,6 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     '/api/characters/generate-multi',
     {
       schema: {
-        tags: TAGS,
         summary: 'Generate one image with 2-5 characters',
         body: wireSchema(MultiCharacterGenerateBody),
       },
@@ -170,7 +132,6 @@ const charactersRoutes: RouteModule = (app, { ctx }) => {
     '/api/characters/:identifier/generate',
     {
       schema: {
-        tags: TAGS,
         summary: 'Generate an image of a character (id or URL-encoded name)',
         params: identifierParams,
         body: wireSchema(CharacterGenerateBody),

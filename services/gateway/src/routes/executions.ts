@@ -1,10 +1,10 @@
-import { ActiveExecutionsQuery, type Infer, SessionLogsQuery } from '@imagegen/api-schemas';
+import { ActiveExecutionsQuery, ExecutionParams, type Infer, SessionLogsQuery, SessionParams, StreamQuery } from '@imagegen/api-schemas';
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
-import { AppError, executionJson, type Principal } from '@imagegen/platform';
+import { executionJson } from '@imagegen/operations';
+import { AppError, type Principal } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
-import { generationClient } from './generation.js';
 
 /**
  * Sessions' execution logs and executions (SPEC 4.8), legacy envelopes with `success`:
@@ -20,41 +20,10 @@ import { generationClient } from './generation.js';
  * gets 204 (which stops it) instead of a replay.
  */
 
-const DEFAULT_INTERVAL_MS = 1000;
-const DEFAULT_HEARTBEAT_MS = 15_000;
+const _DEFAULT_INTERVAL_MS = 1000;
+const _DEFAULT_HEARTBEAT_MS = 15_000;
 const FINISHED = new Set(['completed', 'failed']);
 const FINAL_EVENT_ID = 'final';
-
-const streamQuery = {
-  type: 'object',
-  properties: {
-    interval: {
-      type: 'integer',
-      minimum: 100,
-      maximum: 60_000,
-      default: DEFAULT_INTERVAL_MS,
-      description: 'Polling interval in ms (default 1000).',
-    },
-    heartbeat: {
-      type: 'integer',
-      minimum: 100,
-      maximum: 300_000,
-      default: DEFAULT_HEARTBEAT_MS,
-      description: 'Heartbeat interval in ms (default 15000).',
-    },
-  },
-} as const;
-
-const sessionParams = {
-  type: 'object',
-  required: ['sessionId'],
-  properties: { sessionId: { type: 'string', minLength: 1, maxLength: 200 } },
-} as const;
-const executionParams = {
-  type: 'object',
-  required: ['executionId'],
-  properties: { executionId: { type: 'string', minLength: 1, maxLength: 100 } },
-} as const;
 
 /** An open SSE response: named events, heartbeats, cleanup on disconnect or gateway shutdown. */
 class SseStream {
@@ -175,8 +144,8 @@ class ExecutionFollower {
   }
 }
 
-const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
-  const generation = generationClient(ctx);
+const executionsRoutes: RouteModule = (app: FastifyInstance, { clients }) => {
+  const generation = clients.generation;
   const open = new Set<SseStream>();
   // Open streams would keep the HTTP server from closing.
   app.addHook('preClose', async () => {
@@ -187,9 +156,8 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/sessions/:sessionId/logs',
     {
       schema: {
-        tags: ['Sessions'],
         summary: "A session's executions (tool execution logs), newest first, with their log entries",
-        params: sessionParams,
+        params: wireSchema(SessionParams),
         querystring: wireSchema(SessionLogsQuery),
       },
     },
@@ -211,11 +179,10 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/sessions/:sessionId/logs/stream',
     {
       schema: {
-        tags: ['Sessions'],
         summary: "Server-sent events for the session's active executions",
         description: 'Events: log, status, complete, error, heartbeat. Polls every `interval` ms (default 1000).',
-        params: sessionParams,
-        querystring: streamQuery,
+        params: wireSchema(SessionParams),
+        querystring: wireSchema(StreamQuery),
       },
     },
     async (req, replyObj) => {
@@ -248,7 +215,6 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/executions/active',
     {
       schema: {
-        tags: ['Sessions'],
         summary: "The tenant's running executions, newest first",
         querystring: wireSchema(ActiveExecutionsQuery),
       },
@@ -264,9 +230,8 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/executions/:executionId',
     {
       schema: {
-        tags: ['Sessions'],
         summary: 'One execution with its log entries',
-        params: executionParams,
+        params: wireSchema(ExecutionParams),
       },
     },
     async (req) => {
@@ -280,11 +245,10 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/executions/:executionId/stream',
     {
       schema: {
-        tags: ['Sessions'],
         summary: 'Server-sent events for one execution; the stream ends after complete or error',
         description: 'Events: log, status, complete, error, heartbeat.',
-        params: executionParams,
-        querystring: streamQuery,
+        params: wireSchema(ExecutionParams),
+        querystring: wireSchema(StreamQuery),
       },
     },
     async (req, replyObj) => {

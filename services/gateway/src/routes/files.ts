@@ -1,6 +1,6 @@
 import { validateKey } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 
 /**
  * GET /files/<key>: objects of ctx.storage, the public URLs of filesystem storage

@@ -1,9 +1,17 @@
-import { DeleteImagesBody, DownloadImagesBody, ImageListQuery, type Infer, MAX_BULK_DELETE, MAX_DOWNLOAD_IDS } from '@imagegen/api-schemas';
-import { LibraryServiceService, type ListImagesRequest } from '@imagegen/contracts/library/v1/library';
-import { createClient, imageDetailJson, notFound, type ServiceContext } from '@imagegen/platform';
+import {
+  DeleteImagesBody,
+  DownloadImagesBody,
+  ImageIdParams,
+  ImageListQuery,
+  type Infer,
+  MAX_BULK_DELETE,
+  MAX_DOWNLOAD_IDS,
+} from '@imagegen/api-schemas';
+import { imageDetailJson, listImagesRequest } from '@imagegen/operations';
+import { notFound } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
-import type { RouteModule } from '../app.js';
-import { ID_MAX, wireSchema } from '../validation.js';
+import type { RouteModule } from '../types.js';
+import { wireSchema } from '../validation.js';
 import { zipStream } from './images-zip.js';
 
 /**
@@ -11,53 +19,7 @@ import { zipStream } from './images-zip.js';
  * POST /api/images/download. POST /api/images (generate) lives in routes/generation.ts.
  */
 
-const clients = new WeakMap<ServiceContext, ReturnType<typeof createClient<typeof LibraryServiceService>>>();
-/** One library client per gateway context, shared by the images and sessions route modules. */
-export function libraryClient(ctx: ServiceContext) {
-  let c = clients.get(ctx);
-  if (!c) {
-    c = createClient(LibraryServiceService, () => ctx.resolve('library'));
-    clients.set(ctx, c);
-  }
-  return c;
-}
-
 // ---- schemas ----
-
-const idParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'integer', minimum: 1, maximum: ID_MAX } },
-} as const;
-
-type ListQuery = Infer<typeof ImageListQuery>;
-
-const blank = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
-
-/** The library request for GET /api/images; the page comes back rendered (as_json). */
-function toListRequest(q: ListQuery): ListImagesRequest {
-  return {
-    limit: q.limit,
-    offset: q.offset,
-    search: blank(q.search),
-    searchMode: blank(q.searchMode),
-    dateFrom: blank(q.dateFrom),
-    dateTo: blank(q.dateTo),
-    aspectRatio: blank(q.aspectRatio),
-    operationType: blank(q.operationType),
-    minSize: q.minSize,
-    maxSize: q.maxSize,
-    sessionId: blank(q.sessionId),
-    hasNegativePrompt: q.hasNegativePrompt,
-    modelId: blank(q.modelId),
-    resolutionTiers: blank(q.resolutionTier) ? (q.resolutionTier as string).split(',') : [],
-    stylePresetId: q.stylePresetId,
-    productReferenceId: q.productReferenceId,
-    isReference: q.isReference,
-    cursor: blank(q.cursor),
-    asJson: true,
-  };
-}
 
 const DATA_OPEN = Buffer.from('{"data":');
 
@@ -70,14 +32,13 @@ function zipName(now = new Date()): string {
   return `images-${s}.zip`;
 }
 
-const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
-  const library = libraryClient(ctx);
+const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx, clients }) => {
+  const library = clients.library;
 
   app.get(
     '/api/images',
     {
       schema: {
-        tags: ['Images'],
         summary: 'List images, newest first, with filters',
         querystring: wireSchema(ImageListQuery),
       },
@@ -91,7 +52,7 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       };
       reply.raw.once('close', onClose);
       const r = await library
-        .listImages(toListRequest(req.query as ListQuery), req.principal, { signal: gone.signal })
+        .listImages(listImagesRequest(req.query as Record<string, unknown>, true), req.principal, { signal: gone.signal })
         .finally(() => reply.raw.off('close', onClose));
       const next = r.nextCursor ? JSON.stringify(r.nextCursor) : 'null';
       const pagination = `,"pagination":{"total":${r.total},"limit":${r.limit},"offset":${r.offset},"totalIsExact":${r.totalIsExact},"nextCursor":${next}}}`;
@@ -99,7 +60,7 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     },
   );
 
-  app.get('/api/images/:id', { schema: { tags: ['Images'], summary: 'Image detail with edit history', params: idParams } }, async (req) => {
+  app.get('/api/images/:id', { schema: { summary: 'Image detail with edit history', params: wireSchema(ImageIdParams) } }, async (req) => {
     const { id } = req.params as { id: number };
     const d = await library.getImage({ imageId: id }, req.principal);
     return { data: imageDetailJson(d) };
@@ -107,7 +68,7 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
 
   app.delete(
     '/api/images/:id',
-    { schema: { tags: ['Images'], summary: 'Delete an image and its files (edits keep parent_image_id)', params: idParams } },
+    { schema: { summary: 'Delete an image and its files (edits keep parent_image_id)', params: wireSchema(ImageIdParams) } },
     async (req, reply) => {
       const { id } = req.params as { id: number };
       await library.deleteImage({ imageId: id }, req.principal);
@@ -119,7 +80,6 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/images/delete-bulk',
     {
       schema: {
-        tags: ['Images'],
         summary: `Delete up to ${MAX_BULK_DELETE} images; per-id failures are reported`,
         body: wireSchema(DeleteImagesBody),
       },
@@ -142,7 +102,6 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/images/download',
     {
       schema: {
-        tags: ['Images'],
         summary: `ZIP of the originals of up to ${MAX_DOWNLOAD_IDS} images`,
         body: wireSchema(DownloadImagesBody),
       },
@@ -171,11 +130,6 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       return reply.send(stream);
     },
   );
-
-  app.addHook('onClose', async () => {
-    clients.delete(ctx);
-    library.close();
-  });
 };
 
 function missing(ids: number[]) {

@@ -1,4 +1,4 @@
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 import adminAuthRoutes from './admin-auth.js';
 import adminStatsRoutes from './admin-stats.js';
 import adminUsersRoutes from './admin-users.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { grpcReadinessCheck, lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 
 /** The event catalogue (AsyncAPI 3.0, docs/asyncapi.yaml): served next to the OpenAPI document. */
 const ASYNCAPI_FILE = new URL('../../../../docs/asyncapi.yaml', import.meta.url);

@@ -1,39 +1,31 @@
 import { type Infer, ProductBody, ProductGenerateBody, ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
-import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
 import {
-  createClient,
-  invalidPayload,
   productCreatedJson,
   productDetail,
   productImagesJson,
   productListForm,
   productUpdateJson,
   scenePromptWithDetails,
-} from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
+} from '@imagegen/operations';
+import { invalidPayload } from '@imagegen/platform';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 import { identifierParams, str } from './asset-schemas.js';
-import { generationCallsOf } from './generation.js';
 
 /**
  * Products (SPEC 4.4), camelCase output, snake_case bodies. Create fetches product_url server-side
  * (SSRF-guarded) and stores the image and its thumbnail. `:identifier` is the id or the URL-encoded name.
  */
-const TAGS = ['Products'];
 const UPDATE_FIELDS = Object.keys(ProductUpdateBody.shape);
 
-const productsRoutes: RouteModule = (app, { ctx }) => {
-  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  const generation = generationCallsOf(ctx);
-  app.addHook('onClose', async () => {
-    assets.close();
-  });
+const productsRoutes: RouteModule = (app, { clients }) => {
+  const assets = clients.assets;
+  const generation = clients.generating;
 
   app.get(
     '/api/products',
     {
       schema: {
-        tags: TAGS,
         summary: 'List products (page/page_size)',
         querystring: wireSchema(ProductListQuery),
       },
@@ -50,7 +42,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
 
   app.get(
     '/api/products/:identifier',
-    { schema: { tags: TAGS, summary: 'Get a product by id or name', params: identifierParams } },
+    { schema: { summary: 'Get a product by id or name', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       return { data: productDetail(await assets.getProduct({ identifier }, request.principal)) };
@@ -61,7 +53,6 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
     '/api/products',
     {
       schema: {
-        tags: TAGS,
         summary: 'Create a product from a public image URL',
         body: wireSchema(ProductBody),
       },
@@ -85,7 +76,6 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
     '/api/products/:identifier',
     {
       schema: {
-        tags: TAGS,
         summary: 'Update a product',
         params: identifierParams,
         body: wireSchema(ProductUpdateBody),
@@ -110,7 +100,7 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
 
   app.delete(
     '/api/products/:identifier',
-    { schema: { tags: TAGS, summary: 'Delete a product and its stored image (generated images stay)', params: identifierParams } },
+    { schema: { summary: 'Delete a product and its stored image (generated images stay)', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       await assets.deleteProduct({ identifier }, request.principal);
@@ -122,7 +112,6 @@ const productsRoutes: RouteModule = (app, { ctx }) => {
     '/api/products/:identifier/generate',
     {
       schema: {
-        tags: TAGS,
         summary: 'Generate 1-4 images featuring a product',
         params: identifierParams,
         body: wireSchema(ProductGenerateBody),

@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import replyFrom from '@fastify/reply-from';
 import { AppError, invalidPayload, type ServiceName } from '@imagegen/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteModule } from '../app.js';
 import { rawBodyProblems } from '../hostile-input.js';
+import type { RouteModule } from '../types.js';
 
 /** Bodies read and checked before they are forwarded; the limit is the gateway's own body limit. */
 const CHECKED_BODY = /^\s*application\/(json|x-www-form-urlencoded|[\w.+-]+\+json)\s*(;|$)/i;

@@ -1,8 +1,8 @@
 import { SceneUpdateBody } from '@imagegen/api-schemas';
-import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { badRequest, createClient, sceneDetail, sceneListForm } from '@imagegen/platform';
+import { sceneDetail, sceneListForm } from '@imagegen/operations';
+import { badRequest } from '@imagegen/platform';
 import type { FastifyRequest } from 'fastify';
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
 
 /**
@@ -12,7 +12,6 @@ import { assetListQuery, assetListRequest, assetPagination, identifierParams, st
  * (SceneBody, SceneUpdateBody of @imagegen/api-schemas, shown by the OpenAPI document) are checked here for their
  * JSON types and by the library service for their rules.
  */
-const TAGS = ['Scenes'];
 const UPDATE_FIELDS = Object.keys(SceneUpdateBody.shape);
 
 type Body = Record<string, unknown>;
@@ -48,15 +47,13 @@ function checkBody(request: FastifyRequest, nameField: string, required: boolean
   return body;
 }
 
-const scenesRoutes: RouteModule = (app, { ctx }) => {
-  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  app.addHook('onClose', async () => assets.close());
+const scenesRoutes: RouteModule = (app, { clients }) => {
+  const assets = clients.assets;
 
   app.get(
     '/api/scenes',
     {
       schema: {
-        tags: TAGS,
         summary: 'List scene presets',
         querystring: assetListQuery,
       },
@@ -72,7 +69,7 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
 
   app.get(
     '/api/scenes/:identifier',
-    { schema: { tags: TAGS, summary: 'Get a scene preset by id or URL-encoded name', params: identifierParams } },
+    { schema: { summary: 'Get a scene preset by id or URL-encoded name', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       return { data: sceneDetail(await assets.getScene({ identifier }, request.principal)) };
@@ -83,7 +80,6 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
     '/api/scenes',
     {
       schema: {
-        tags: TAGS,
         summary: 'Create a scene preset (prompt and/or reference images; URLs are fetched and imported)',
       },
     },
@@ -110,7 +106,6 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
     '/api/scenes/:identifier',
     {
       schema: {
-        tags: TAGS,
         summary: 'Update a scene preset (nullable fields clear; reference_image_ids and tags replace; URLs are added)',
         params: identifierParams,
       },
@@ -140,7 +135,7 @@ const scenesRoutes: RouteModule = (app, { ctx }) => {
 
   app.delete(
     '/api/scenes/:identifier',
-    { schema: { tags: TAGS, summary: 'Delete a scene preset (its reference images stay in the library)', params: identifierParams } },
+    { schema: { summary: 'Delete a scene preset (its reference images stay in the library)', params: identifierParams } },
     async (request) => {
       const { identifier } = request.params as { identifier: string };
       const r = await assets.deleteScene({ identifier }, request.principal);

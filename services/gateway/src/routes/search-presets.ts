@@ -1,7 +1,7 @@
-import { SearchPresetImagesQuery } from '@imagegen/api-schemas';
-import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { badRequest, createClient, cursorPagination, imageJson, searchPresetForm } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
+import { IdParams, SEARCH_PRESET_NAME_MAX, SearchPresetImagesQuery } from '@imagegen/api-schemas';
+import { cursorPagination, imageJson, searchPresetForm } from '@imagegen/operations';
+import { badRequest } from '@imagegen/platform';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 
 /**
@@ -9,14 +9,11 @@ import { wireSchema } from '../validation.js';
  * (so bodies are checked by hand, not by schema). GET /api/search-presets/:id/images runs a saved preset's
  * filters (sortBy included) against the tenant's images and answers like GET /api/images.
  */
-const TAGS = ['Search presets'];
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
 
-const searchPresetRoutes: RouteModule = (app, { ctx }) => {
-  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  app.addHook('onClose', async () => assets.close());
+const searchPresetRoutes: RouteModule = (app, { clients }) => {
+  const assets = clients.assets;
 
-  app.get('/api/search-presets', { schema: { tags: TAGS, summary: 'List gallery search presets' } }, async (request) => {
+  app.get('/api/search-presets', { schema: { summary: 'List gallery search presets' } }, async (request) => {
     const res = await assets.listSearchPresets({}, request.principal);
     return { data: res.presets.map(searchPresetForm) };
   });
@@ -25,10 +22,10 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
     '/api/search-presets',
     {
       schema: {
-        tags: TAGS,
         summary: 'Save a gallery search preset',
         description:
-          'Body: {presetName (1-50), filters: {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, ' +
+          `Body: {presetName (1-${SEARCH_PRESET_NAME_MAX}), filters: ` +
+          '{ {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, ' +
           'operationType (generate|edit), minSize, maxSize, sessionId, hasNegativePrompt, sortBy (newest|oldest|largest|smallest)}}',
       },
     },
@@ -40,7 +37,8 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
       if (f === null || typeof f !== 'object' || Array.isArray(f)) {
         // Name problems first, as the service would report them.
         if (body.presetName.trim() === '') throw badRequest('presetName cannot be empty');
-        if (body.presetName.trim().length > 50) throw badRequest('presetName cannot exceed 50 characters');
+        if (body.presetName.trim().length > SEARCH_PRESET_NAME_MAX)
+          throw badRequest(`presetName cannot exceed ${SEARCH_PRESET_NAME_MAX} characters`);
         throw badRequest('filters is required and must be an object');
       }
       const p = await assets.createSearchPreset({ presetName: body.presetName, filtersJson: JSON.stringify(f) }, request.principal);
@@ -50,7 +48,7 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
 
   app.delete(
     '/api/search-presets/:id',
-    { schema: { tags: TAGS, summary: 'Delete a search preset', params: idParams } },
+    { schema: { summary: 'Delete a search preset', params: wireSchema(IdParams) } },
     async (request) => {
       const { id } = request.params as { id: string };
       await assets.deleteSearchPreset({ identifier: id }, request.principal);
@@ -62,9 +60,8 @@ const searchPresetRoutes: RouteModule = (app, { ctx }) => {
     '/api/search-presets/:id/images',
     {
       schema: {
-        tags: TAGS,
         summary: "Run a saved search preset against the image list (same shape as GET /api/images, sorted by the preset's sortBy)",
-        params: idParams,
+        params: wireSchema(IdParams),
         querystring: wireSchema(SearchPresetImagesQuery),
       },
     },

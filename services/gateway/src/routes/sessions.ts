@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import { type Infer, SessionListQuery } from '@imagegen/api-schemas';
+import { type Infer, SessionListQuery, SessionParams } from '@imagegen/api-schemas';
 import type { SessionSummary } from '@imagegen/contracts/library/v1/library';
-import { cursorPagination, sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/platform';
+import { cursorPagination, sessionImageJson, sessionJson, sessionRecordJson } from '@imagegen/operations';
 import type { FastifyInstance } from 'fastify';
-import type { RouteModule } from '../app.js';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
-import { libraryClient } from './images.js';
 
 /**
  * Sessions (SPEC 4.8): GET /api/sessions and GET /api/sessions/:sessionId. The /logs routes and
@@ -21,14 +20,13 @@ function matchesEtag(ifNoneMatch: string | undefined, etag: string): boolean {
   return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
-const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
-  const library = libraryClient(ctx);
+const sessionsRoutes: RouteModule = (app: FastifyInstance, { clients }) => {
+  const library = clients.library;
 
   app.get(
     '/api/sessions',
     {
       schema: {
-        tags: ['Sessions'],
         summary: 'List sessions, most recently active first',
         querystring: wireSchema(SessionListQuery),
       },
@@ -47,13 +45,8 @@ const sessionsRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
     '/api/sessions/:sessionId',
     {
       schema: {
-        tags: ['Sessions'],
         summary: 'A session record and its images (oldest first)',
-        params: {
-          type: 'object',
-          required: ['sessionId'],
-          properties: { sessionId: { type: 'string', minLength: 1, maxLength: 200 } },
-        },
+        params: wireSchema(SessionParams),
       },
     },
     async (req, reply) => {

@@ -1,7 +1,6 @@
-import { type Infer, StylePresetInput, StylePresetListQuery, StylePresetUpdateInput } from '@imagegen/api-schemas';
-import { AssetsServiceService } from '@imagegen/contracts/library/v1/assets';
-import { createClient, stylePresetForm } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
+import { IdParams, type Infer, StylePresetInput, StylePresetListQuery, StylePresetUpdateInput } from '@imagegen/api-schemas';
+import { stylePresetForm } from '@imagegen/operations';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 import { str } from './asset-schemas.js';
 
@@ -9,22 +8,18 @@ import { str } from './asset-schemas.js';
  * Style presets (SPEC 4.3), snake_case. The name's length rule answers with the SPEC 7 text
  * 'Preset name must be between 1 and 128 characters' (checked by the service, not the schema).
  */
-const TAGS = ['Style presets'];
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
 // A missing (create) or null name reaches the service, which answers it with SPEC 7's text.
 const createBody = StylePresetInput.extend({ name: StylePresetInput.shape.name.nullable().optional() });
 const updateBody = StylePresetUpdateInput.extend({ new_name: StylePresetUpdateInput.shape.new_name.nullable() });
 const UPDATE_FIELDS = Object.keys(updateBody.shape);
 
-const stylePresetRoutes: RouteModule = (app, { ctx }) => {
-  const assets = createClient(AssetsServiceService, () => ctx.resolve('library'));
-  app.addHook('onClose', async () => assets.close());
+const stylePresetRoutes: RouteModule = (app, { clients }) => {
+  const assets = clients.assets;
 
   app.get(
     '/api/style-presets',
     {
       schema: {
-        tags: TAGS,
         summary: 'List style presets',
         querystring: wireSchema(StylePresetListQuery),
       },
@@ -39,7 +34,7 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.get('/api/style-presets/:id', { schema: { tags: TAGS, summary: 'Get a style preset', params: idParams } }, async (request) => {
+  app.get('/api/style-presets/:id', { schema: { summary: 'Get a style preset', params: wireSchema(IdParams) } }, async (request) => {
     const { id } = request.params as { id: string };
     return { data: stylePresetForm(await assets.getStylePreset({ identifier: id }, request.principal)) };
   });
@@ -48,7 +43,6 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
     '/api/style-presets',
     {
       schema: {
-        tags: TAGS,
         summary: 'Create a style preset',
         body: wireSchema(createBody),
       },
@@ -73,9 +67,8 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
     '/api/style-presets/:id',
     {
       schema: {
-        tags: TAGS,
         summary: 'Update a style preset (new_name renames; null clears prompt, negative_prompt, system_instruction, aspect_ratio)',
-        params: idParams,
+        params: wireSchema(IdParams),
         body: wireSchema(updateBody),
       },
     },
@@ -98,7 +91,7 @@ const stylePresetRoutes: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.delete('/api/style-presets/:id', { schema: { tags: TAGS, summary: 'Delete a style preset', params: idParams } }, async (request) => {
+  app.delete('/api/style-presets/:id', { schema: { summary: 'Delete a style preset', params: wireSchema(IdParams) } }, async (request) => {
     const { id } = request.params as { id: string };
     await assets.deleteStylePreset({ identifier: id }, request.principal);
     return { data: { deleted: true } };

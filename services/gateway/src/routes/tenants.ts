@@ -1,55 +1,9 @@
-import { ApiKeyBody, type Infer, TenantBody, TenantUpdateBody } from '@imagegen/api-schemas';
-import type { ApiKeyRecord, ProviderPoolUpdate, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { ApiKeyBody, ApiKeyParams, type Infer, PROVIDERS, TenantBody, TenantParams, TenantUpdateBody } from '@imagegen/api-schemas';
+import type { ProviderPoolUpdate } from '@imagegen/contracts/tenancy/v1/tenancy';
+import { keyJson, tenantDetailJson, tenantJson } from '@imagegen/operations';
 import { badRequest } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
-import { adminSecurity, tenancyClient } from '../auth.js';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
-
-const PROVIDERS = ['provA', 'provB'] as const;
-
-export function tenantJson(t: Tenant | undefined) {
-  if (!t) return null;
-  return {
-    tenantId: t.tenantId,
-    tenantName: t.tenantName,
-    isActive: t.isActive,
-    contactEmail: t.contactEmail,
-    monthlyQuotaMb: t.monthlyQuotaMb,
-    rateLimitPerMinute: t.rateLimitPerMinute,
-    notes: t.notes ?? null,
-    modelId: t.modelId,
-    allowedModels: t.allowedModels,
-    createdAt: t.createdAt,
-    updatedAt: t.updatedAt,
-  };
-}
-
-export function keyJson(k: ApiKeyRecord) {
-  return {
-    keyId: k.keyId,
-    apiKey: k.apiKey,
-    keyName: k.keyName,
-    type: k.type,
-    isActive: k.isActive,
-    createdAt: k.createdAt,
-    lastUsedAt: k.lastUsedAt ?? null,
-    usageCount: k.usageCount,
-    revokedAt: k.revokedAt ?? null,
-  };
-}
-
-/** GET/PATCH tenant detail: {tenant, apiKeys, providerCredentials} (credentials: counts only, never keys). */
-export function tenantDetailJson(d: TenantDetail) {
-  const pool = (p: string) => {
-    const info = d.providers.find((x) => x.provider === p);
-    return { configured: !!info, keyCount: info?.keyCount ?? 0 };
-  };
-  return {
-    tenant: tenantJson(d.tenant),
-    apiKeys: d.apiKeys.map(keyJson),
-    providerCredentials: { provA: pool('provA'), provB: pool('provB') },
-  };
-}
 
 /** A tenant body's schema, with allowed_models' distinct-items rule (zod arrays cannot say it). */
 function tenantSchema(body: typeof TenantBody | typeof TenantUpdateBody) {
@@ -57,11 +11,6 @@ function tenantSchema(body: typeof TenantBody | typeof TenantUpdateBody) {
   schema.properties.allowed_models.uniqueItems = true;
   return schema;
 }
-const tenantParams = {
-  type: 'object',
-  required: ['tenantId'],
-  properties: { tenantId: { type: 'string', minLength: 1, maxLength: 64 } },
-};
 
 type PoolInput = string | string[] | null | undefined;
 
@@ -86,23 +35,18 @@ function poolUpdates(body: Infer<typeof TenantUpdateBody>): ProviderPoolUpdate[]
  * Tenants and their API keys (SPEC 4.9). Reads need any admin; writes need super_admin.
  * Key revocation: DELETE /admin/tenants/:tenantId/api-keys/:keyRef (key id or key name).
  */
-const tenants: RouteModule = (app, { ctx }) => {
-  const tenancy = tenancyClient(ctx);
+const tenants: RouteModule = (app, { clients }) => {
+  const tenancy = clients.tenancy;
 
-  app.get(
-    '/admin/tenants',
-    { config: { auth: 'admin' }, schema: { tags: ['admin'], summary: 'List tenants', security: adminSecurity } },
-    async (req) => {
-      const r = await tenancy.listTenants({}, req.principal);
-      return { data: r.tenants.map(tenantJson) };
-    },
-  );
+  app.get('/admin/tenants', { schema: { summary: 'List tenants' } }, async (req) => {
+    const r = await tenancy.listTenants({}, req.principal);
+    return { data: r.tenants.map(tenantJson) };
+  });
 
   app.get<{ Params: { tenantId: string } }>(
     '/admin/tenants/:tenantId',
     {
-      config: { auth: 'admin' },
-      schema: { tags: ['admin'], summary: 'Get a tenant with its API keys', params: tenantParams, security: adminSecurity },
+      schema: { summary: 'Get a tenant with its API keys', params: wireSchema(TenantParams) },
     },
     async (req) => ({ data: tenantDetailJson(await tenancy.getTenantDetail({ tenantId: req.params.tenantId }, req.principal)) }),
   );
@@ -110,11 +54,8 @@ const tenants: RouteModule = (app, { ctx }) => {
   app.post<{ Body: Infer<typeof TenantBody> }>(
     '/admin/tenants',
     {
-      config: { auth: 'super_admin' },
       schema: {
-        tags: ['admin'],
         summary: 'Create a tenant (returns the full API keys once)',
-        security: adminSecurity,
         body: tenantSchema(TenantBody),
       },
     },
@@ -149,12 +90,9 @@ const tenants: RouteModule = (app, { ctx }) => {
   app.patch<{ Params: { tenantId: string }; Body: Infer<typeof TenantUpdateBody> }>(
     '/admin/tenants/:tenantId',
     {
-      config: { auth: 'super_admin' },
       schema: {
-        tags: ['admin'],
         summary: 'Update a tenant (activation, limits, models, provider credential pools)',
-        security: adminSecurity,
-        params: tenantParams,
+        params: wireSchema(TenantParams),
         body: tenantSchema(TenantUpdateBody),
       },
     },
@@ -184,12 +122,9 @@ const tenants: RouteModule = (app, { ctx }) => {
   app.post<{ Params: { tenantId: string }; Body: Infer<typeof ApiKeyBody> }>(
     '/admin/tenants/:tenantId/api-keys',
     {
-      config: { auth: 'super_admin' },
       schema: {
-        tags: ['admin'],
         summary: 'Create an API key (the full key is returned once)',
-        security: adminSecurity,
-        params: tenantParams,
+        params: wireSchema(TenantParams),
         body: wireSchema(ApiKeyBody),
       },
     },
@@ -205,19 +140,9 @@ const tenants: RouteModule = (app, { ctx }) => {
   app.delete<{ Params: { tenantId: string; keyRef: string } }>(
     '/admin/tenants/:tenantId/api-keys/:keyRef',
     {
-      config: { auth: 'super_admin' },
       schema: {
-        tags: ['admin'],
         summary: 'Revoke an API key by key id (key_...) or key name; effective within seconds',
-        security: adminSecurity,
-        params: {
-          type: 'object',
-          required: ['tenantId', 'keyRef'],
-          properties: {
-            tenantId: { type: 'string', minLength: 1, maxLength: 64 },
-            keyRef: { type: 'string', minLength: 1, maxLength: 100 },
-          },
-        },
+        params: wireSchema(ApiKeyParams),
       },
     },
     async (req) => {

@@ -1,8 +1,9 @@
 import { type Infer, UsageQuery } from '@imagegen/api-schemas';
-import { type Quota, UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
-import { badRequest, createClient, type Principal, profileJson, usageJson } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
-import { tenancyClient, tenantSecurity } from '../auth.js';
+import type { Quota } from '@imagegen/contracts/usage/v1/usage';
+import { profileJson, usageJson } from '@imagegen/operations';
+import { badRequest, type Principal } from '@imagegen/platform';
+
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 
 /**
@@ -10,17 +11,15 @@ import { wireSchema } from '../validation.js';
  *   GET /api/usage?limit=1..24 (default 12) -> {data:{months (newest first), recent:{bytes, images}, quota}}
  *   GET /api/profile -> {tenant:{tenantId, tenantName, quotas}}
  */
-const TAGS = ['Usage'];
 
 /** Tenant names change rarely: cached for a few seconds per gateway (one gRPC call less per profile). */
 const NAME_TTL_MS = 5000;
 /** Bound of the name cache (cleared when reached). */
 const MAX_CACHED_TENANTS = 10_000;
 
-const usageRoutes: RouteModule = (app, { ctx }) => {
-  const usage = createClient(UsageServiceService, () => ctx.resolve('usage'));
-  const tenancy = tenancyClient(ctx);
-  app.addHook('onClose', async () => usage.close());
+const usageRoutes: RouteModule = (app, { clients }) => {
+  const usage = clients.usage;
+  const tenancy = clients.tenancy;
   const names = new Map<string, { at: number; name: Promise<string> }>();
   const tenantName = (tenantId: string, principal: Principal): Promise<string> => {
     const now = Date.now();
@@ -53,12 +52,10 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     {
       attachValidation: true,
       schema: {
-        tags: TAGS,
         summary: 'Monthly usage (newest first), the rolling 30 days and the quota',
         description:
           'Months are UTC calendar months with any activity; total_bytes counts original images stored that month ' +
           '(deletes do not reduce it). recent covers the last 30 days. An invalid limit answers 400 Invalid limit.',
-        security: tenantSecurity,
         querystring: wireSchema(UsageQuery),
       },
     },
@@ -74,9 +71,7 @@ const usageRoutes: RouteModule = (app, { ctx }) => {
     '/api/profile',
     {
       schema: {
-        tags: TAGS,
         summary: 'The tenant and its quota object',
-        security: tenantSecurity,
         description:
           'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} ' +
           '(integers; used MB of the current UTC month, rounded).',

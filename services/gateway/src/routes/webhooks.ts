@@ -1,8 +1,16 @@
-import { type Infer, WebhookBody, WebhookUpdateBody } from '@imagegen/api-schemas';
-import { type Delivery, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { badRequest, createClient, notFound, type Principal, webhookCreatedJson, webhookJson } from '@imagegen/platform';
-import type { RouteModule } from '../app.js';
-import { tenantSecurity } from '../auth.js';
+import {
+  IdParams,
+  type Infer,
+  WEBHOOK_DELIVERIES_LIMIT_DEFAULT,
+  WEBHOOKS_PER_TENANT_MAX,
+  WebhookBody,
+  WebhookDeleteQuery,
+  WebhookDeliveriesQuery,
+  WebhookUpdateBody,
+} from '@imagegen/api-schemas';
+import { deliveryForm, webhookCreatedJson, webhookJson } from '@imagegen/operations';
+import { badRequest, notFound, type Principal } from '@imagegen/platform';
+import type { RouteModule } from '../types.js';
 import { wireSchema } from '../validation.js';
 
 /**
@@ -16,35 +24,6 @@ import { wireSchema } from '../validation.js';
  *   GET    /api/webhooks/:id/deliveries?limit  -> {data: Delivery[]} newest first, with attempts
  *   POST   /api/webhooks/:id/test              -> 202 {data: Delivery} (queues a webhook.test delivery)
  */
-const TAGS = ['Webhooks'];
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } };
-
-export function deliveryForm(d: Delivery) {
-  let payload: unknown = d.payload;
-  try {
-    payload = JSON.parse(d.payload);
-  } catch {}
-  return {
-    id: d.id,
-    webhookId: d.webhookId,
-    event: d.event,
-    status: d.status,
-    attemptCount: d.attemptCount,
-    nextAttemptAt: d.nextAttemptAt ?? null,
-    lastResponseStatus: d.lastResponseStatus ?? null,
-    lastError: d.lastError ?? null,
-    payload,
-    createdAt: d.createdAt,
-    completedAt: d.completedAt ?? null,
-    attempts: d.attempts.map((a) => ({
-      attempt: a.attempt,
-      responseStatus: a.responseStatus ?? null,
-      error: a.error ?? null,
-      durationMs: a.durationMs,
-      attemptedAt: a.attemptedAt,
-    })),
-  };
-}
 
 /** Ids are integers; anything else cannot name a webhook of this tenant. */
 function webhookId(raw: string): number {
@@ -52,17 +31,16 @@ function webhookId(raw: string): number {
   return Number(raw);
 }
 
-const webhookRoutes: RouteModule = (app, { ctx }) => {
-  const webhooks = createClient(WebhookServiceService, () => ctx.resolve('webhooks'));
+const webhookRoutes: RouteModule = (app, { clients }) => {
+  const webhooks = clients.webhooks;
   /** DELETE /api/webhooks/:id and DELETE /api/webhooks?id=: {data:{deleted:true, id}}. */
   const deleteById = async (raw: string, principal: Principal) => {
     const id = webhookId(raw);
     await webhooks.deleteWebhook({ id }, principal);
     return { data: { deleted: true, id } };
   };
-  app.addHook('onClose', async () => webhooks.close());
 
-  app.get('/api/webhooks', { schema: { tags: TAGS, summary: 'List webhook endpoints', security: tenantSecurity } }, async (request) => {
+  app.get('/api/webhooks', { schema: { summary: 'List webhook endpoints' } }, async (request) => {
     const res = await webhooks.listWebhooks({}, request.principal);
     return { data: res.webhooks.map(webhookJson) };
   });
@@ -71,12 +49,10 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     '/api/webhooks',
     {
       schema: {
-        tags: TAGS,
         summary: 'Create a webhook endpoint (the signing secret is returned once, here)',
         description:
           'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
-          'At most 10 endpoints per tenant.',
-        security: tenantSecurity,
+          `At most ${WEBHOOKS_PER_TENANT_MAX} endpoints per tenant.`,
         body: wireSchema(WebhookBody),
       },
     },
@@ -87,26 +63,20 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     },
   );
 
-  app.get(
-    '/api/webhooks/:id',
-    { schema: { tags: TAGS, summary: 'Get a webhook endpoint', params: idParams, security: tenantSecurity } },
-    async (request) => {
-      const id = webhookId((request.params as { id: string }).id);
-      return { data: webhookJson(await webhooks.getWebhook({ id }, request.principal)) };
-    },
-  );
+  app.get('/api/webhooks/:id', { schema: { summary: 'Get a webhook endpoint', params: wireSchema(IdParams) } }, async (request) => {
+    const id = webhookId((request.params as { id: string }).id);
+    return { data: webhookJson(await webhooks.getWebhook({ id }, request.principal)) };
+  });
 
   app.patch<{ Body: Infer<typeof WebhookUpdateBody> }>(
     '/api/webhooks/:id',
     {
       schema: {
-        tags: TAGS,
         summary: 'Enable/disable a webhook endpoint or change its description',
         description:
           'enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending ' +
           'deliveries are sent at once); enabled:false pauses delivery.',
-        security: tenantSecurity,
-        params: idParams,
+        params: wireSchema(IdParams),
         // An empty body is refused by the schema (zod has no minProperties), one with neither field below.
         body: { ...wireSchema(WebhookUpdateBody), minProperties: 1 },
       },
@@ -126,7 +96,7 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
 
   app.delete(
     '/api/webhooks/:id',
-    { schema: { tags: TAGS, summary: 'Delete a webhook endpoint and its delivery log', params: idParams, security: tenantSecurity } },
+    { schema: { summary: 'Delete a webhook endpoint and its delivery log', params: wireSchema(IdParams) } },
     async (request) => deleteById((request.params as { id: string }).id, request.principal),
   );
 
@@ -136,14 +106,9 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     '/api/webhooks',
     {
       schema: {
-        tags: TAGS,
         summary: 'Delete a webhook endpoint by id or by URL (query or body)',
         description: 'Same as DELETE /api/webhooks/:id when `id` is given; with `url`, deletes every endpoint with that URL.',
-        security: tenantSecurity,
-        querystring: {
-          type: 'object',
-          properties: { id: { type: 'string', maxLength: 20 }, url: { type: 'string', maxLength: 2048 } },
-        },
+        querystring: wireSchema(WebhookDeleteQuery),
       },
     },
     async (request) => {
@@ -171,18 +136,16 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     {
       attachValidation: true,
       schema: {
-        tags: TAGS,
         summary: 'Delivery log of a webhook endpoint (newest first, with every attempt)',
-        security: tenantSecurity,
-        params: idParams,
-        querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } } },
+        params: wireSchema(IdParams),
+        querystring: wireSchema(WebhookDeliveriesQuery),
       },
     },
     async (request) => {
       if (request.validationError) throw badRequest('Invalid limit');
       const id = webhookId((request.params as { id: string }).id);
       const { limit } = request.query as { limit?: number };
-      const res = await webhooks.listDeliveries({ webhookId: id, limit: limit ?? 50 }, request.principal);
+      const res = await webhooks.listDeliveries({ webhookId: id, limit: limit ?? WEBHOOK_DELIVERIES_LIMIT_DEFAULT }, request.principal);
       return { data: res.deliveries.map(deliveryForm) };
     },
   );
@@ -191,10 +154,8 @@ const webhookRoutes: RouteModule = (app, { ctx }) => {
     '/api/webhooks/:id/test',
     {
       schema: {
-        tags: TAGS,
         summary: 'Queue a signed webhook.test delivery to the endpoint',
-        security: tenantSecurity,
-        params: idParams,
+        params: wireSchema(IdParams),
       },
     },
     async (request, reply) => {

@@ -118,7 +118,7 @@ export async function findCharacter(
 function validateBasePrompt(v: string | undefined | null): string {
   const s = typeof v === 'string' ? v.trim() : '';
   if (s.length < LIMITS.basePromptMin || s.length > LIMITS.basePromptMax) {
-    throw badRequest('Base prompt must be between 10 and 2000 characters', {
+    throw badRequest(`Base prompt must be between ${LIMITS.basePromptMin} and ${LIMITS.basePromptMax} characters`, {
       field: 'base_prompt',
       length: s.length,
       min: LIMITS.basePromptMin,

@@ -1,41 +1,70 @@
+import {
+  ASPECT_RATIOS,
+  ASSET_LIST_LIMIT_DEFAULT,
+  ASSET_SORTS,
+  BASE_PROMPT_MAX,
+  BASE_PROMPT_MIN,
+  CHARACTER_DESCRIPTION_MAX,
+  CHARACTER_NAME_MAX,
+  CHARACTER_NEGATIVE_PROMPT_MAX,
+  CHARACTER_REFERENCE_IMAGES_MAX,
+  CHARACTER_SYSTEM_INSTRUCTION_MAX,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  PRODUCT_DESCRIPTION_MAX,
+  PRODUCT_NAME_MAX,
+  REFERENCE_MODES,
+  SCENE_DESCRIPTION_MAX,
+  SCENE_NAME_MAX,
+  SCENE_PROMPT_MAX,
+  SCENE_REFERENCES_MAX,
+  SEARCH_PRESET_NAME_MAX,
+  SEARCH_QUERY_MAX,
+  SESSION_ID_MAX,
+  STYLE_PRESET_NAME_MAX,
+  STYLE_PRESET_NEGATIVE_PROMPT_MAX,
+  STYLE_PRESET_PROMPT_MAX,
+  STYLE_PRESET_SYSTEM_INSTRUCTION_MAX,
+  TAG_MAX,
+  TAGS_MAX,
+  UPLOAD_MAX_BYTES,
+} from '@imagegen/api-schemas/vocab';
 import { type AppError, type CallContext, type ObjectStorage, type Sql, type TransactionSql, unauthorized } from '@imagegen/platform';
 
-/** SPEC 8 "Text and collection limits" and the per-resource limits of SPEC 2. */
+/** SPEC 8 "Text and collection limits" and the per-resource limits of SPEC 2, as the API's vocabulary defines them. */
 export const LIMITS = {
-  characterName: 100,
-  characterDescription: 500,
-  basePromptMin: 10,
-  basePromptMax: 2000,
-  characterNegativePrompt: 1000,
-  characterSystemInstruction: 1000,
-  characterReferenceImages: 10,
-  tags: 20,
-  tagLength: 50,
-  productName: 100,
-  productDescription: 500,
-  stylePresetName: 128,
-  stylePresetPrompt: 2048,
-  stylePresetNegativePrompt: 1024,
-  stylePresetSystemInstruction: 512,
-  sceneName: 100,
-  sceneDescription: 500,
-  scenePrompt: 4000,
-  sceneReferences: 20,
-  searchPresetName: 50,
-  searchQuery: 200,
-  sessionId: 200,
+  characterName: CHARACTER_NAME_MAX,
+  characterDescription: CHARACTER_DESCRIPTION_MAX,
+  basePromptMin: BASE_PROMPT_MIN,
+  basePromptMax: BASE_PROMPT_MAX,
+  characterNegativePrompt: CHARACTER_NEGATIVE_PROMPT_MAX,
+  characterSystemInstruction: CHARACTER_SYSTEM_INSTRUCTION_MAX,
+  characterReferenceImages: CHARACTER_REFERENCE_IMAGES_MAX,
+  tags: TAGS_MAX,
+  tagLength: TAG_MAX,
+  productName: PRODUCT_NAME_MAX,
+  productDescription: PRODUCT_DESCRIPTION_MAX,
+  stylePresetName: STYLE_PRESET_NAME_MAX,
+  stylePresetPrompt: STYLE_PRESET_PROMPT_MAX,
+  stylePresetNegativePrompt: STYLE_PRESET_NEGATIVE_PROMPT_MAX,
+  stylePresetSystemInstruction: STYLE_PRESET_SYSTEM_INSTRUCTION_MAX,
+  sceneName: SCENE_NAME_MAX,
+  sceneDescription: SCENE_DESCRIPTION_MAX,
+  scenePrompt: SCENE_PROMPT_MAX,
+  sceneReferences: SCENE_REFERENCES_MAX,
+  searchPresetName: SEARCH_PRESET_NAME_MAX,
+  searchQuery: SEARCH_QUERY_MAX,
+  sessionId: SESSION_ID_MAX,
   /** Server-side URL fetches: one image, and the aggregate of one scene request (20 MiB). */
-  fetchBytes: 20 * 1024 * 1024,
+  fetchBytes: UPLOAD_MAX_BYTES,
   fetchTimeoutMs: 30_000,
-  listDefault: 50,
-  listMax: 100,
-  productPageSizeDefault: 20,
+  listDefault: ASSET_LIST_LIMIT_DEFAULT,
+  listMax: LIST_LIMIT_MAX,
+  productPageSizeDefault: LIST_LIMIT_DEFAULT,
 } as const;
 
-/** Aspect ratios accepted anywhere a saved asset carries one (the generate request's set, SPEC 4.1). */
-export const ASPECT_RATIOS = ['square', 'portrait', 'landscape', '1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
-export const REFERENCE_MODES = ['style', 'add'];
-export const LIST_SORTS = ['name', 'created', 'used', 'recent'];
+/** Aspect ratios accepted anywhere a saved asset carries one (the generate request's set, SPEC 4.1), reference modes, list orders. */
+export { ASPECT_RATIOS, ASSET_SORTS as LIST_SORTS, REFERENCE_MODES };
 
 export function tenantOf(call: CallContext): string {
   const t = call.principal.tenantId;

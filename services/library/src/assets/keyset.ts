@@ -84,8 +84,8 @@ export async function keysetPage(r: KeysetPageRequest): Promise<{ rows: Row[]; h
   }
   const offset = at ? 0 : r.offset;
   // A deep offset skips its rows by id alone (an index-only scan of the order's index when the list is unfiltered),
-  // and only the page's rows are read whole with their keys. The page of 10,000 products at offset 4,980 read every
-  // skipped row whole: 4.9 ms of SQL, now 1.0 ms.
+  // and only the page's rows are read whole with their keys. The page at a deep offset read every skipped row whole
+  // before (docs/BENCHMARKS.md).
   const rows =
     offset > 0
       ? await sql`

@@ -1,3 +1,4 @@
+import { CHARACTERS_PER_REQUEST_MAX, PRODUCTS_PER_REQUEST_MAX, REFERENCE_GROUPS_PER_REQUEST_MAX } from '@imagegen/api-schemas/vocab';
 import type {
   MarkAssetsUsedRequest,
   MarkAssetsUsedResponse,
@@ -13,11 +14,6 @@ import { findImages, orderedRefs } from './images.js';
 import { type ProductRow, productFromDb, productNotFound } from './products.js';
 import { type SceneRow, sceneFromDb, sceneNotFound } from './scenes.js';
 import { findStylePreset, type StylePresetRow, stylePresetFromDb, stylePresetNotFound } from './style-presets.js';
-
-/** SPEC 4.1 rule 2 (the request-level caps; generation also checks them). */
-export const MAX_CHARACTERS = 5;
-export const MAX_PRODUCTS = 6;
-export const MAX_REFERENCE_GROUPS = 5;
 
 /** The sentence added for the scene / reference-group images, by reference mode (style or add). */
 export const REFERENCE_MODE_INSTRUCTIONS: Record<string, string> = {
@@ -100,12 +96,15 @@ export function resolveHandlers(deps: { sql: Sql }) {
     async resolveGenerationAssets(req: ResolveGenerationAssetsRequest, call: CallContext): Promise<ResolveGenerationAssetsResponse> {
       const tenantId = tenantOf(call);
       const problems: string[] = [];
-      if (req.characterIds.length > MAX_CHARACTERS) problems.push(`character_ids must have at most ${MAX_CHARACTERS} items`);
-      if (req.productIds.length > MAX_PRODUCTS) problems.push(`product_ids must have at most ${MAX_PRODUCTS} items`);
-      if (req.referenceGroupIds.length > MAX_REFERENCE_GROUPS) {
-        problems.push(`reference_group_ids must have at most ${MAX_REFERENCE_GROUPS} items`);
+      // SPEC 4.1 rule 2 (the request-level caps; generation also checks them).
+      if (req.characterIds.length > CHARACTERS_PER_REQUEST_MAX)
+        problems.push(`character_ids must have at most ${CHARACTERS_PER_REQUEST_MAX} items`);
+      if (req.productIds.length > PRODUCTS_PER_REQUEST_MAX)
+        problems.push(`product_ids must have at most ${PRODUCTS_PER_REQUEST_MAX} items`);
+      if (req.referenceGroupIds.length > REFERENCE_GROUPS_PER_REQUEST_MAX) {
+        problems.push(`reference_group_ids must have at most ${REFERENCE_GROUPS_PER_REQUEST_MAX} items`);
       }
-      if (nonEmpty(req.referenceMode) && !REFERENCE_MODES.includes(req.referenceMode)) {
+      if (nonEmpty(req.referenceMode) && !(REFERENCE_MODES as readonly string[]).includes(req.referenceMode)) {
         problems.push(`reference_mode must be one of: ${REFERENCE_MODES.join(', ')}`);
       }
       if (problems.length) throw invalidPayload(problems);

@@ -1,3 +1,4 @@
+import { ASPECT_RATIO_FILTER_MAX, IMAGE_SORTS, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, SEARCH_MODES } from '@imagegen/api-schemas/vocab';
 import type {
   CreateSearchPresetRequest,
   DeleteAssetResponse,
@@ -9,14 +10,12 @@ import type {
   SearchPreset,
 } from '@imagegen/contracts/library/v1/assets';
 import { type AppError, badRequest, type CallContext, invalidPayload, notFound, type ObjectStorage, type Sql } from '@imagegen/platform';
-import { DEFAULT_LIMIT, type ImageListFilters, listImages, MAX_LIMIT } from '../images/list-query.js';
+import { type ImageListFilters, listImages } from '../images/list-query.js';
 import { toImageRecord } from '../images/types.js';
 import { iso, isUniqueViolation, LIMITS, num, tenantOf } from './common.js';
 
-/** The filter keys of SPEC 4.6 (the GET /api/images query names) and what each accepts. */
-export const SEARCH_MODES = ['exact', 'all', 'any'];
+/** The filter keys of SPEC 4.6 (the GET /api/images query names) and what each accepts (searchMode and sortBy: the vocabulary's). */
 export const OPERATION_TYPES = ['generate', 'edit'];
-export const SORT_BY = ['newest', 'oldest', 'largest', 'smallest'];
 
 export interface SearchFilters {
   search?: string | null;
@@ -42,7 +41,7 @@ export function filterProblems(filters: Record<string, unknown>): string[] {
     if (typeof v !== 'string') return out.push(`filters.${k} must be a string`);
     if (max !== undefined && v.length > max) out.push(`filters.${k} must be at most ${max} characters`);
   };
-  const oneOf = (k: string, v: unknown, allowed: string[]) => {
+  const oneOf = (k: string, v: unknown, allowed: readonly string[]) => {
     if (typeof v !== 'string' || !allowed.includes(v)) out.push(`filters.${k} must be one of: ${allowed.join(', ')}`);
   };
   for (const [k, v] of Object.entries(filters)) {
@@ -59,7 +58,7 @@ export function filterProblems(filters: Record<string, unknown>): string[] {
         if (typeof v !== 'string' || !isIsoDate(v)) out.push(`filters.${k} must be an ISO 8601 date string`);
         break;
       case 'aspectRatio':
-        str(k, v, 20);
+        str(k, v, ASPECT_RATIO_FILTER_MAX);
         break;
       case 'operationType':
         oneOf(k, v, OPERATION_TYPES);
@@ -76,7 +75,7 @@ export function filterProblems(filters: Record<string, unknown>): string[] {
         if (typeof v !== 'boolean') out.push(`filters.${k} must be a boolean`);
         break;
       case 'sortBy':
-        oneOf(k, v, SORT_BY);
+        oneOf(k, v, IMAGE_SORTS);
         break;
       default:
         out.push(`filters.${k} is not allowed`);
@@ -129,7 +128,7 @@ export function searchPresetHandlers(deps: { sql: Sql }) {
       if (typeof req.presetName !== 'string') throw badRequest('presetName is required and must be a string');
       const name = req.presetName.trim();
       if (name.length === 0) throw badRequest('presetName cannot be empty');
-      if (name.length > LIMITS.searchPresetName) throw badRequest('presetName cannot exceed 50 characters');
+      if (name.length > LIMITS.searchPresetName) throw badRequest(`presetName cannot exceed ${LIMITS.searchPresetName} characters`);
       let filters: unknown;
       try {
         filters = req.filtersJson === undefined ? undefined : JSON.parse(req.filtersJson);
@@ -169,7 +168,7 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage;
   return async (req: RunSearchPresetRequest, call: CallContext): Promise<RunSearchPresetResponse> => {
     const tenantId = tenantOf(call);
     const problems: string[] = [];
-    if (req.limit < 0 || req.limit > MAX_LIMIT) problems.push(`limit must be between 1 and ${MAX_LIMIT}`);
+    if (req.limit < 0 || req.limit > LIST_LIMIT_MAX) problems.push(`limit must be between 1 and ${LIST_LIMIT_MAX}`);
     if (req.offset < 0) problems.push('offset must be >= 0');
     if (problems.length) throw invalidPayload(problems);
     const preset = await findSearchPreset(sql, tenantId, req.identifier);
@@ -192,7 +191,7 @@ export function runSearchPresetHandler(deps: { sql: Sql; storage: ObjectStorage;
       sql,
       tenantId,
       filters,
-      { limit: req.limit || DEFAULT_LIMIT, offset: req.offset, cursor: req.cursor },
+      { limit: req.limit || LIST_LIMIT_DEFAULT, offset: req.offset, cursor: req.cursor },
       { cursorKey, signal: call.signal, deadline: call.deadline },
     );
     const { filters: _f, ...presetMsg } = preset;

@@ -79,7 +79,8 @@ export async function findStylePreset(
 
 function validateName(v: string | null | undefined): string {
   const s = typeof v === 'string' ? v.trim() : '';
-  if (s.length < 1 || s.length > LIMITS.stylePresetName) throw badRequest('Preset name must be between 1 and 128 characters');
+  if (s.length < 1 || s.length > LIMITS.stylePresetName)
+    throw badRequest(`Preset name must be between 1 and ${LIMITS.stylePresetName} characters`);
   return s;
 }
 

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { CURSOR_MAX, SESSION_ID_MAX } from '@imagegen/api-schemas/vocab';
 import { invalidPayload } from '@imagegen/platform';
 
 /**
@@ -22,11 +23,10 @@ export interface CursorPosition<Id extends number | string = number> {
 export const SESSION_SORT = 'sessions';
 /**
  * Longest cursor accepted: an image cursor fits in 200 characters; a session cursor carries a session id of up to
- * 200 characters (up to 3 bytes each in UTF-8, 6 when JSON escapes them), base64url-encoded.
+ * SESSION_ID_MAX characters (up to 3 bytes each in UTF-8, 6 when JSON escapes them), base64url-encoded: those, and
+ * the asset lists' text cursors, may be as long as the REST `cursor` field allows (CURSOR_MAX).
  */
 const MAX_LENGTH = 200;
-const MAX_TEXT_CURSOR_LENGTH = 2000; // the REST `cursor` field allows as much (libs/api-schemas requests.ts)
-const MAX_SESSION_ID = 200;
 
 const MAC_BYTES = 16;
 const VALUE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|\d{1,18})$/;
@@ -66,8 +66,8 @@ export function decodeCursor(key: Buffer, tenantId: string, sort: string, cursor
 
 /** As decodeCursor, for a list whose tie-breaker is a text id (the sessions list). */
 export function decodeTextCursor(key: Buffer, tenantId: string, sort: string, cursor: string): CursorPosition<string> {
-  const { value, id } = verified(key, tenantId, sort, cursor, MAX_TEXT_CURSOR_LENGTH);
-  if (typeof id !== 'string' || id.length < 1 || id.length > MAX_SESSION_ID) throw invalid();
+  const { value, id } = verified(key, tenantId, sort, cursor, CURSOR_MAX);
+  if (typeof id !== 'string' || id.length < 1 || id.length > SESSION_ID_MAX) throw invalid();
   return { sort, value, id };
 }
 
@@ -112,7 +112,7 @@ export function decodeKeysetCursor(
   arity: number,
   cursor: string,
 ): { values: string[]; id: number } {
-  const parsed = signedBody(key, tenantId, cursor, MAX_TEXT_CURSOR_LENGTH);
+  const parsed = signedBody(key, tenantId, cursor, CURSOR_MAX);
   if (!Array.isArray(parsed) || parsed.length !== 4 || parsed[0] !== 2 || parsed[1] !== sort) throw invalid();
   const [, , values, id] = parsed as [number, string, unknown, unknown];
   if (!Array.isArray(values) || values.length !== arity || !values.every((v) => typeof v === 'string')) throw invalid();

@@ -1,4 +1,16 @@
-import { AppError, invalidPayload, MODEL_IDS, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
+import {
+  ASPECT_RATIO_FILTER_MAX,
+  IMAGE_SORTS,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  MODEL_IDS,
+  OPERATION_TYPE_FILTER_MAX,
+  RESOLUTION_TIERS,
+  SEARCH_MODES,
+  SEARCH_QUERY_MAX,
+  SESSION_ID_MAX,
+} from '@imagegen/api-schemas/vocab';
+import { AppError, invalidPayload, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
 import { hasSearchKeys, likePattern } from '../assets/common.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { allKeysPlain, IMAGE_COLUMNS, type ImageRow, imageJsonSelect, rowFromDb } from './types.js';
@@ -32,14 +44,7 @@ export interface ImageListFilters {
   sortBy?: ImageSort;
 }
 
-export type ImageSort = 'newest' | 'oldest' | 'largest' | 'smallest';
-
-export const SEARCH_MODES = ['exact', 'all', 'any'] as const;
-export const SORTS: ImageSort[] = ['newest', 'oldest', 'largest', 'smallest'];
-export const RESOLUTION_TIERS = ['0.5k', '1k', '2k', '4k'];
-export const DEFAULT_LIMIT = 20;
-export const MAX_LIMIT = 100;
-export const MAX_SEARCH_LENGTH = 200;
+export type ImageSort = (typeof IMAGE_SORTS)[number];
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/;
@@ -83,7 +88,7 @@ function parseDate(v: unknown, name: string, errors: string[]): { at?: Date; dat
 const isBlank = (v: unknown) => v === undefined || v === null || v === '';
 
 // Field checks of normalizeFilters; each records its problem in `errors`.
-function str(errors: string[], v: unknown, name: string, max = 200): string | undefined {
+function str(errors: string[], v: unknown, name: string, max: number): string | undefined {
   if (isBlank(v)) return undefined;
   if (typeof v !== 'string') {
     errors.push(`${name} must be a string`);
@@ -133,7 +138,7 @@ function oneOf<T extends string>(errors: string[], v: unknown, name: string, all
 export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilters; errors: string[] } {
   const errors: string[] = [];
   const out: NormalizedFilters = { searchMode: 'exact', toExclusive: false, sortBy: 'newest' };
-  const search = str(errors, f.search, 'search', MAX_SEARCH_LENGTH);
+  const search = str(errors, f.search, 'search', SEARCH_QUERY_MAX);
   if (search !== undefined && search.trim() !== '') out.search = search.trim();
   out.searchMode = oneOf(errors, f.searchMode, 'searchMode', SEARCH_MODES) ?? 'exact';
   const from = parseDate(f.dateFrom, 'dateFrom', errors);
@@ -146,14 +151,14 @@ export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilt
     out.toExclusive = true;
   }
   if (out.from && to.at && out.from.getTime() > to.at.getTime()) errors.push('dateFrom must not be after dateTo');
-  out.aspectRatio = str(errors, f.aspectRatio, 'aspectRatio', 20);
-  out.operationType = str(errors, f.operationType, 'operationType', 50);
+  out.aspectRatio = str(errors, f.aspectRatio, 'aspectRatio', ASPECT_RATIO_FILTER_MAX);
+  out.operationType = str(errors, f.operationType, 'operationType', OPERATION_TYPE_FILTER_MAX);
   out.minSize = size(errors, f.minSize, 'minSize');
   out.maxSize = size(errors, f.maxSize, 'maxSize');
   if (out.minSize !== undefined && out.maxSize !== undefined && out.minSize > out.maxSize) {
     errors.push('minSize must not be greater than maxSize');
   }
-  out.sessionId = str(errors, f.sessionId, 'sessionId', 200);
+  out.sessionId = str(errors, f.sessionId, 'sessionId', SESSION_ID_MAX);
   out.hasNegativePrompt = bool(errors, f.hasNegativePrompt, 'hasNegativePrompt');
   out.modelId = oneOf(errors, f.modelId, 'modelId', MODEL_IDS);
   if (!isBlank(f.resolutionTier)) {
@@ -164,7 +169,7 @@ export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilt
         .split(',')
         .map((t) => t.trim().toLowerCase())
         .filter(Boolean);
-      const bad = tiers.filter((t) => !RESOLUTION_TIERS.includes(t));
+      const bad = tiers.filter((t) => !(RESOLUTION_TIERS as readonly string[]).includes(t));
       if (bad.length > 0 || tiers.length === 0) {
         errors.push(`resolutionTier must be a comma-separated list of: ${RESOLUTION_TIERS.join(', ')}`);
       } else out.resolutionTiers = [...new Set(tiers)];
@@ -173,7 +178,7 @@ export function normalizeFilters(f: ImageListFilters): { filters: NormalizedFilt
   out.stylePresetId = int(errors, f.stylePresetId, 'stylePresetId');
   out.productReferenceId = int(errors, f.productReferenceId, 'productReferenceId');
   out.isReference = bool(errors, f.isReference, 'isReference');
-  out.sortBy = oneOf(errors, f.sortBy, 'sortBy', SORTS) ?? 'newest';
+  out.sortBy = oneOf(errors, f.sortBy, 'sortBy', IMAGE_SORTS) ?? 'newest';
   return { filters: out, errors };
 }
 
@@ -280,7 +285,7 @@ export function isUnfiltered(f: NormalizedFilters): boolean {
 }
 
 export function clampPage(limit?: number, offset?: number): { limit: number; offset: number } {
-  const l = !limit || limit < 1 ? DEFAULT_LIMIT : Math.min(Math.trunc(limit), MAX_LIMIT);
+  const l = !limit || limit < 1 ? LIST_LIMIT_DEFAULT : Math.min(Math.trunc(limit), LIST_LIMIT_MAX);
   const o = !offset || offset < 0 ? 0 : Math.trunc(offset);
   return { limit: l, offset: o };
 }
@@ -368,6 +373,12 @@ interface PageQuery {
   order: string;
   /** How the total is counted (see TOTAL_CAP); the CTE `tot` holds it (total, walked). */
   totalKind: 'stats' | 'capped' | 'window';
+  /**
+   * The statement's cost is bounded by the page, whatever the tenant's size: no filter (the total is the counter
+   * row) and at most BOUNDED_OFFSET + limit + 1 index entries walked (the first pages and every cursor page of the
+   * gallery). See cancellable: such a statement is not worth a reserved connection.
+   */
+  bounded: boolean;
   /** `last`: the sort key and id of the page's last row as 'text id' (for nextCursor). */
   last: string;
   limit: number;
@@ -554,8 +565,12 @@ function pageQuery(tenantId: string, filters: ImageListFilters, page: ListPageRe
     page AS (SELECT ${columns}, ids.k FROM ids JOIN images USING (id) ORDER BY ids.k ${dir}, id ${dir} LIMIT ${limitParam})`;
   const rev = key.desc ? 'ASC' : 'DESC';
   const last = `(SELECT ${key.text} || ' ' || id FROM page ORDER BY k ${rev}, id ${rev} LIMIT 1)`;
-  return { tenantId, filters: f, params, ctes, order, totalKind, last, limit, offset };
+  const bounded = totalKind === 'stats' && offset <= BOUNDED_OFFSET;
+  return { tenantId, filters: f, params, ctes, order, totalKind, bounded, last, limit, offset };
 }
+
+/** The deepest offset of a bounded page query (PageQuery.bounded): its walk stays within ~2,100 index entries. */
+const BOUNDED_OFFSET = DAY_SKIP_MIN_OFFSET;
 
 /**
  * Only the unfiltered query is a named prepared statement (planned once per connection: the gallery's hot
@@ -595,11 +610,18 @@ function pageInfo(q: PageQuery, opts: ListOptions, r: Record<string, unknown> | 
  * The query runs on a reserved connection that goes back to the pool only once the server has taken the
  * cancel request: a cancel that arrives after the statement ended then finds the backend idle (PostgreSQL drops
  * it) instead of cancelling whatever statement the pool would have run next on that connection.
+ * A `bounded` statement (PageQuery.bounded) is run by droppedUnlessSent instead.
  */
-async function cancellable<T>(sql: Sql, run: (conn: Sql) => { cancel(): unknown } & PromiseLike<T>, opts: ListOptions): Promise<T> {
+async function cancellable<T>(
+  sql: Sql,
+  run: (conn: Sql) => { cancel(): unknown } & PromiseLike<T>,
+  opts: ListOptions,
+  bounded = false,
+): Promise<T> {
   const { signal, deadline } = opts;
   if (!signal && !deadline) return run(sql);
   if (signal?.aborted) throw queryCancelled();
+  if (bounded) return droppedUnlessSent(sql, run, opts);
   const conn = await sql.reserve();
   if (signal?.aborted) {
     conn.release();
@@ -627,6 +649,37 @@ async function cancellable<T>(sql: Sql, run: (conn: Sql) => { cancel(): unknown 
     if (timer) clearTimeout(timer);
     if (cancelling) await cancelling;
     conn.release();
+  }
+}
+
+/**
+ * A statement of bounded cost (the gallery's first pages and cursor pages, a few milliseconds at most) runs on the
+ * pool as any other, pipelined behind the statements already sent on its connection. When its caller goes away or
+ * its deadline passes it is dropped if it still waits for a connection (postgres.js takes back a query it has not
+ * sent, no CancelRequest), and otherwise runs to its end: a CancelRequest could then land on the statement sent after
+ * it on the same connection, which is what cancellable's reserved connection prevents. That connection is held for
+ * the whole round trip, event loop turn included, so that the pool (DB_POOL_MAX) ran at most one statement per
+ * connection: at 20 concurrent lists every statement waited for one of two connections to come back, and every stall
+ * of the event loop (a GC pause, a descheduled thread) stalled both. Issue 36 item 7: the list's p99 at 20
+ * connections, docs/BENCHMARKS.md session 25.
+ */
+async function droppedUnlessSent<T>(sql: Sql, run: (conn: Sql) => { cancel(): unknown } & PromiseLike<T>, opts: ListOptions): Promise<T> {
+  const { signal, deadline } = opts;
+  // postgres.js sets `state` (the backend's pid and key) when it writes the query to a connection.
+  const query = run(sql) as ReturnType<typeof run> & { state?: unknown };
+  const drop = () => {
+    if (!query.state) query.cancel();
+  };
+  signal?.addEventListener('abort', drop, { once: true });
+  const timer = deadline ? setTimeout(drop, Math.max(0, deadline.getTime() - Date.now())) : undefined;
+  try {
+    return await query;
+  } catch (err) {
+    if ((err as { code?: string }).code === '57014') throw queryCancelled();
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', drop);
+    if (timer) clearTimeout(timer);
   }
 }
 
@@ -663,6 +716,7 @@ export async function listImages(
         { prepare: preparable(q) },
       ),
     opts,
+    q.bounded,
   );
   const list: Record<string, unknown>[] = r?.page ? JSON.parse(r.page as string) : [];
   const images = list.map((row) => {
@@ -708,6 +762,7 @@ export async function listImagesJson(
         { prepare: preparable(q) },
       ),
     opts,
+    q.bounded,
   );
   const plain = r?.plain !== false;
   return { json: plain ? (r?.page as string) : undefined, ...pageInfo(q, opts, r, Number(r?.n ?? 0)) };

@@ -6,10 +6,9 @@ import {
   type Logger,
   type ObjectStorage,
   outboxInsertKeyed,
-  type PipelinedSql,
-  pipelinedTransaction,
   type Sql,
   type SqlFragment,
+  type TransactionSql,
 } from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
 import { imageStoredData, imageStoredSubject, type StoredImage, writeImageStored } from './events.js';
@@ -124,7 +123,7 @@ async function movePending(
  * pending images it did not report; `events` adds data-modifying CTEs that read the moved rows (`ins`).
  */
 function moveStatement(
-  sql: Sql | PipelinedSql,
+  sql: Sql | TransactionSql,
   tenantId: string,
   executionId: string,
   reported: number[] | undefined,
@@ -191,17 +190,16 @@ async function moveWithKnownEvents(deps: PendingDeps, tenantId: string, executio
 }
 
 /**
- * Two round trips: BEGIN with the move, then the events of the moved rows (read back) with COMMIT. Rows stored
- * without their thumbnail's size (by a process that is not this one, or that forgot it) get it from the thumbnail
- * object first.
+ * A transaction: the move, then the events of the moved rows (read back). Rows stored without their thumbnail's size
+ * (by a process that is not this one, or that forgot it) get it from the thumbnail object first.
  */
 async function moveThenWriteEvents(deps: PendingDeps, tenantId: string, executionId: string, reported: number[] | undefined) {
   const thumbnailSizes = await storedThumbnailSizes(deps, tenantId, executionId, reported);
-  return pipelinedTransaction(deps.sql, async (tx, commit) => {
+  return deps.sql.begin(async (tx) => {
     const { moved, unreported } = moveOutcome(await moveStatement(tx, tenantId, executionId, reported, thumbnailSizes));
     const images = moved.map((r) => rowFromDb(r)).sort((a, b) => a.id - b.id);
-    // The events go out together with COMMIT (one pipelined write on the transaction's connection), in id order.
-    await commit(...images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
+    // The events are sent together (one write on the transaction's connection), in id order.
+    await Promise.all(images.map((row) => writeImageStored(tx, deps.config.eventsPrefix, { ...row, imageId: row.id })));
     return { committed: images.length, unreported };
   });
 }
@@ -235,7 +233,7 @@ async function storedThumbnailSizes(
 /**
  * What ImageStored says of the pending images this process stored, by image id, until their execution's commit:
  * the commit then writes the events in the statement that moves the rows. The oldest go first past the bound (a
- * commit made elsewhere, or never); a miss only costs the commit its second round trip.
+ * commit made elsewhere, or never); a miss costs the commit a transaction instead of one statement.
  */
 const pendingEvents = new Map<number, { executionId: string; event: StoredImage }>();
 const PENDING_EVENTS_KEPT = 10_000;

@@ -141,14 +141,13 @@ const SESSION_IMAGE_RAW_SAFE = sessionImageRawSafe('$4');
 const SESSION_VERSION = '(SELECT images_version FROM sessions WHERE tenant_id = $1 AND session_id = $2)';
 
 /**
- * The same images rendered by PostgreSQL as the JSON array of their session detail form (present.ts
- * sessionImageJson of toImageRecord, field for field; URLs are `urlPrefix` + key, as publicUrl makes them for
- * plain keys). A full session's 1,000 images then cost the Node process one text value instead of 1,000 rows
- * parsed, copied as messages and serialized again: GET /api/sessions/:id of 1,000 images took 39 ms unloaded and
- * 22 req/s at 8 connections, then 15 ms and 84 req/s. With the session's images_version in the same statement, so
- * the same snapshot: what the session JSON cache keeps it under ('0' when the session has no images). Undefined
- * when a key is not plain (its URL is the storage's to encode) or an enumerated field holds what JSON escapes: the
- * caller renders the rows instead. The text arrives as bytes (raw), neither decoded nor encoded again.
+ * The same images rendered by PostgreSQL as the JSON array of their session detail form (present.ts sessionImageJson of
+ * toImageRecord, field for field; URLs are `urlPrefix` + key, as publicUrl makes them for plain keys). A full session's
+ * 1,000 images then cost the Node process one text value instead of 1,000 rows parsed, copied as messages and
+ * serialized again (docs/BENCHMARKS.md, session 17). With the session's images_version in the same statement, so the
+ * same snapshot: what the session JSON cache keeps it under ('0' when the session has no images). Undefined when a key
+ * is not plain (its URL is the storage's to encode) or an enumerated field holds what JSON escapes: the caller renders
+ * the rows instead. The text arrives as bytes (raw), neither decoded nor encoded again.
  */
 export async function sessionImagesJson(
   sql: Sql,
@@ -173,8 +172,8 @@ export async function sessionImagesJson(
   if (plain.toString() === 'f') return undefined;
   // The raw value is a view into the connection's read buffer. The session JSON cache counts what it keeps by its
   // length, so a view of a small part of a larger read (other answers in the same socket read) is copied. A large
-  // rendering is nearly all of its buffer (that answer's bytes, joined), and a copy of it cost ~1 ms of the process's
-  // CPU per read (1,000 images at 8 connections: 155 -> 140 req/s).
+  // rendering is nearly all of its buffer (that answer's bytes, joined), and is kept as it arrived: a copy of it cost
+  // a measurable share of a cold read's CPU (docs/BENCHMARKS.md, session 20).
   const json = images.length * 2 < images.buffer.byteLength ? Buffer.from(images) : images;
   return { version: version?.toString() ?? '0', json };
 }

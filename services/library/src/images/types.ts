@@ -54,10 +54,10 @@ export const imageJsonSelect = (prefix: string) => `id, session_id AS "sessionId
  * session form's, in their order) as JSON text, for PostgreSQL to concatenate: `prefix` is the placeholder of the URL
  * prefix escaped for a JSON string (jsonStringContent). The user's text goes through to_json; keys and the
  * enumerated fields are written raw, so this is valid JSON only where sessionImageRawSafe holds (the caller checks it).
- * On PostgreSQL 15, json_agg of a row per image costs ~7 us an image (row_to_json looks up each column's output
- * function for every row). EXPLAIN of a session of 1,000 images: 6.9-7.5 ms that way, 5.2-5.7 ms this way with
- * sessionImageRawSafe checked on every row (~1.4 ms of it); since migration 300 the verdict is read from json_plain
- * where its writer stored it (session 21's host: 8.9-12.1 ms checked, 6.4-6.5 ms stored).
+ * This form beats json_agg of a row per image (on PostgreSQL 15, row_to_json looks up each column's output function
+ * for every row) only because the verdict is read from json_plain (migration 300), stored by the image's writer:
+ * checked on every row, its regular expressions cost what the concatenation saves (the three forms A/B'd request by
+ * request, docs/BENCHMARKS.md session 25).
  */
 export const sessionImageJsonText = (prefix: string) => `'{"id":' || id || ',"sessionId":' || to_json(session_id)::text
   || ',"fullUrl":"' || ${prefix} || object_key || '","thumbnailUrl":"' || ${prefix} || thumbnail_key

@@ -3,15 +3,15 @@ import type { SessionImagesJson } from '../images/store.js';
 /**
  * The session detail's images as rendered JSON, kept per session (issue 16 item 4).
  *
- * A full session renders to about 750 KB in 10-20 ms of PostgreSQL; a client polling a session's detail asks for
- * the same bytes again and again, or for the same images and one more. Each entry carries the session's
- * `images_version` read in the same statement as its images (migration 280: every insert or delete of the
- * session's images moves it, and a value is never reused), so an entry is served whole only to a request that has
- * just read that same version: never stale, whatever another replica wrote. When the version moved, the entry's
- * images are not rendered again: only their keys are read (id and xmin, so a row updated in place is rendered
- * again), and the new ones rendered (assembleSessionJson). A session read for the first time is rendered whole, in
- * one value (the cheapest way), and keyed image by image from its first change on. Bounded by bytes, least
- * recently used out first. Per process: replicas each keep their own.
+ * A full session renders to about 750 KB, most of its read's time in PostgreSQL (docs/BENCHMARKS.md); a client polling
+ * a session's detail asks for the same bytes again and again, or for the same images and one more. Each entry carries
+ * the session's `images_version` read in the same statement as its images (migration 280: every insert or delete of the
+ * session's images moves it, and a value is never reused), so an entry is served whole only to a request that has just
+ * read that same version: never stale, whatever another replica wrote. When the version moved, the entry's images are
+ * not rendered again: only their keys are read (id and xmin, so a row updated in place is rendered again), and the new
+ * ones rendered (assembleSessionJson). A session read for the first time is rendered whole, in one value (the cheapest
+ * way), and keyed image by image from its first change on. Bounded by bytes, least recently used out first. Per
+ * process: replicas each keep their own.
  */
 export interface SessionJsonEntry {
   /** The session's images_version the JSON was rendered at (never '0', which is never kept). */

@@ -1,12 +1,10 @@
-import { ActiveExecutionsQuery, SessionListQuery, SessionLogsQuery, UsageQuery, WebhookBody } from '@imagegen/api-schemas';
+import { ActiveExecutionsQuery, SessionListQuery, SessionLogsQuery, SessionParams, UsageQuery, WebhookBody } from '@imagegen/api-schemas';
 import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
-  AppError,
   cursorPagination,
   executionJson,
-  MODEL_IDS,
   profileJson,
   sessionImageJson,
   sessionJson,
@@ -14,7 +12,8 @@ import {
   usageJson,
   webhookCreatedJson,
   webhookJson,
-} from '@imagegen/platform';
+} from '@imagegen/operations';
+import { AppError, MODEL_IDS } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, s, type ToolImage } from './framework.js';
 import { thumbnailsOf } from './generation-run.js';
@@ -27,7 +26,7 @@ const executionId = () => z.string().min(1).max(100).describe('Execution id (exe
 const listSessions = defineTool({
   name: 'list_sessions',
   description: 'List sessions, most recently active first, with image and byte totals.',
-  scopes: ['sessions:read'],
+  operation: 'GET /api/sessions',
   input: SessionListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -42,8 +41,8 @@ const listSessions = defineTool({
 const getSession = defineTool({
   name: 'get_session',
   description: 'Get a session record and its images.',
-  scopes: ['sessions:read'],
-  input: { session_id: z.string().min(1).max(200).describe('Session id') },
+  operation: 'GET /api/sessions/:sessionId',
+  input: { session_id: SessionParams.shape.sessionId.describe('Session id') },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     // The images as the library rendered them (as_json, the REST detail's form, kept by the library while the session
@@ -59,8 +58,8 @@ const getSession = defineTool({
 const getSessionLogs = defineTool({
   name: 'get_session_logs',
   description: 'Execution logs of a session (newest first), each with its log entries.',
-  scopes: ['sessions:read'],
-  input: { session_id: z.string().min(1).max(200).describe('Session id'), ...SessionLogsQuery.shape },
+  operation: 'GET /api/sessions/:sessionId/logs',
+  input: { session_id: SessionParams.shape.sessionId.describe('Session id'), ...SessionLogsQuery.shape },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.generation.listSessionExecutions(
@@ -82,7 +81,7 @@ const getSessionLogs = defineTool({
 const listActiveExecutions = defineTool({
   name: 'list_active_executions',
   description: 'Executions still running for this tenant.',
-  scopes: ['sessions:read'],
+  operation: 'GET /api/executions/active',
   input: ActiveExecutionsQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -97,7 +96,7 @@ const listActiveExecutions = defineTool({
 const getExecution = defineTool({
   name: 'get_execution',
   description: 'One execution with its status, progress and log entries.',
-  scopes: ['sessions:read'],
+  operation: 'GET /api/executions/:executionId',
   input: { execution_id: executionId() },
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -175,7 +174,7 @@ const waitForExecution = defineTool({
 const getUsage = defineTool({
   name: 'get_usage',
   description: 'Monthly usage (newest first), the rolling 30 days and the quota.',
-  scopes: ['analytics:read'],
+  operation: 'GET /api/usage',
   input: UsageQuery.shape,
   // GET /api/usage answers a bad limit with 'Invalid limit' (SPEC 7)
   invalidArguments: 'Invalid limit',
@@ -189,7 +188,7 @@ const getUsage = defineTool({
 const getProfile = defineTool({
   name: 'get_profile',
   description: 'The tenant (id, name) and its quota.',
-  scopes: ['analytics:read'],
+  operation: 'GET /api/profile',
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, ctx) {
@@ -207,7 +206,7 @@ const getProfile = defineTool({
 const listWebhooks = defineTool({
   name: 'list_webhooks',
   description: 'List the quota webhooks of the tenant.',
-  scopes: ['analytics:read'],
+  operation: 'GET /api/webhooks',
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, ctx) {
@@ -219,7 +218,7 @@ const listWebhooks = defineTool({
 const createWebhook = defineTool({
   name: 'create_webhook',
   description: 'Register an HTTPS webhook for quota.warning / quota.exceeded (the signing secret is shown once).',
-  scopes: ['analytics:read'],
+  operation: 'POST /api/webhooks',
   input: WebhookBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -235,7 +234,7 @@ const createWebhook = defineTool({
 const deleteWebhook = defineTool({
   name: 'delete_webhook',
   description: 'Delete a webhook.',
-  scopes: ['analytics:read'],
+  operation: 'DELETE /api/webhooks/:id',
   input: { id: s.id('Webhook id') },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {

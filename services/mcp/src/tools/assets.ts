@@ -25,8 +25,8 @@ import {
 } from '@imagegen/contracts/library/v1/assets';
 import {
   cursorPagination,
+  GENERATE_DEADLINE_MS,
   imageJson,
-  invalidPayload,
   productCreatedJson,
   productDetail,
   productImagesJson,
@@ -37,18 +37,19 @@ import {
   scenePromptWithDetails,
   searchPresetForm,
   stylePresetForm,
-} from '@imagegen/platform';
+} from '@imagegen/operations';
+import { invalidPayload } from '@imagegen/platform';
 import type { z } from 'zod';
 import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
 import { defineTool, idString, s } from './framework.js';
-import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
+import { newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 
 // ---- products (SPEC 4.4) ----
 
 const listProducts = defineTool({
   name: 'list_products',
   description: 'List saved products (page/page_size; search in name, description and tags).',
-  scopes: ['products:read'],
+  operation: 'GET /api/products',
   input: ProductListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -68,7 +69,7 @@ const listProducts = defineTool({
 const getProduct = getTool({
   name: 'get_product',
   description: 'Get a saved product by id or name.',
-  scopes: ['products:read'],
+  operation: 'GET /api/products/:identifier',
   address: { identifier: 'Product' },
   get: (assets, req, principal) => assets.getProduct(req, principal),
   form: productDetail,
@@ -77,7 +78,7 @@ const getProduct = getTool({
 const createProduct = defineTool({
   name: 'create_product',
   description: 'Save a product from a public image URL (the image is fetched and stored).',
-  scopes: ['products:manage'],
+  operation: 'POST /api/products',
   input: ProductBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -98,7 +99,7 @@ const createProduct = defineTool({
 const updateProduct = defineTool({
   name: 'update_product',
   description: 'Change a product name, description or tags (only given fields change).',
-  scopes: ['products:manage'],
+  operation: 'PATCH /api/products/:identifier',
   input: { identifier: s.identifier('Product'), ...ProductUpdateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
@@ -119,7 +120,7 @@ const updateProduct = defineTool({
 const deleteProduct = deleteTool({
   name: 'delete_product',
   description: 'Delete a product and its stored image (generated images stay).',
-  scopes: ['products:manage'],
+  operation: 'DELETE /api/products/:identifier',
   address: { identifier: 'Product' },
   del: (assets, req, principal) => assets.deleteProduct(req, principal),
 });
@@ -127,7 +128,7 @@ const deleteProduct = deleteTool({
 const generateProductImage = defineTool({
   name: 'generate_product_image',
   description: 'Generate 1-4 images featuring a saved product in a scene.',
-  scopes: ['images:generate', 'products:read'],
+  operation: 'POST /api/products/:identifier/generate',
   input: { identifier: s.identifier('Product'), ...ProductGenerateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -149,7 +150,7 @@ const generateProductImage = defineTool({
             executionId,
           },
           principal,
-          { timeoutMs: GENERATION_TIMEOUT_MS },
+          { timeoutMs: GENERATE_DEADLINE_MS },
         );
         return {
           executionId: res.executionId,
@@ -166,7 +167,7 @@ const generateProductImage = defineTool({
 const listScenes = listTool({
   name: 'list_scenes',
   description: 'List saved scenes (search by name, sort by name, created, used or recent).',
-  scopes: ['styles:read'],
+  operation: 'GET /api/scenes',
   list: (assets, query, principal) => assets.listScenes(query, principal),
   items: (r) => r.scenes,
   form: sceneListForm,
@@ -175,7 +176,7 @@ const listScenes = listTool({
 const getScene = getTool({
   name: 'get_scene',
   description: 'Get a saved scene by id or name, with its reference images.',
-  scopes: ['styles:read'],
+  operation: 'GET /api/scenes/:identifier',
   address: { identifier: 'Scene' },
   get: (assets, req, principal) => assets.getScene(req, principal),
   form: sceneDetail,
@@ -197,7 +198,7 @@ function sceneValues(args: Omit<z.infer<typeof SceneUpdateInput>, 'new_scene_nam
 const createScene = defineTool({
   name: 'create_scene',
   description: 'Create a saved scene from a prompt and/or reference images (ids or URLs).',
-  scopes: ['styles:manage'],
+  operation: 'POST /api/scenes',
   input: SceneInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -216,7 +217,7 @@ const createScene = defineTool({
 const updateScene = defineTool({
   name: 'update_scene',
   description: 'Change a scene; only given fields change (null clears; reference_image_ids replace, URLs add).',
-  scopes: ['styles:manage'],
+  operation: 'PATCH /api/scenes/:identifier',
   input: { identifier: s.identifier('Scene'), ...SceneUpdateInput.shape },
   // reference_image_urls are fetched from the public web
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
@@ -238,7 +239,7 @@ const updateScene = defineTool({
 const deleteScene = deleteTool({
   name: 'delete_scene',
   description: 'Delete a saved scene (its reference images stay in the library).',
-  scopes: ['styles:manage'],
+  operation: 'DELETE /api/scenes/:identifier',
   address: { identifier: 'Scene' },
   del: (assets, req, principal) => assets.deleteScene(req, principal),
   form: (r) => ({ deleted: r.deleted, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount }),
@@ -249,7 +250,7 @@ const deleteScene = deleteTool({
 const listStylePresets = defineTool({
   name: 'list_style_presets',
   description: 'List saved style presets.',
-  scopes: ['styles:read'],
+  operation: 'GET /api/style-presets',
   input: StylePresetListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
@@ -269,7 +270,7 @@ const listStylePresets = defineTool({
 const getStylePreset = getTool({
   name: 'get_style_preset',
   description: 'Get a saved style preset by id or name.',
-  scopes: ['styles:read'],
+  operation: 'GET /api/style-presets/:id',
   address: { identifier: 'Style preset' },
   get: (assets, req, principal) => assets.getStylePreset(req, principal),
   form: stylePresetForm,
@@ -278,7 +279,7 @@ const getStylePreset = getTool({
 const createStylePreset = defineTool({
   name: 'create_style_preset',
   description: 'Create a style preset (prompt prefix, negative prompt, system instruction, aspect ratio).',
-  scopes: ['styles:manage'],
+  operation: 'POST /api/style-presets',
   input: StylePresetInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
@@ -299,7 +300,7 @@ const createStylePreset = defineTool({
 const updateStylePreset = defineTool({
   name: 'update_style_preset',
   description: 'Change a style preset; only given fields change (null clears prompt, negative_prompt, system_instruction, aspect_ratio).',
-  scopes: ['styles:manage'],
+  operation: 'PATCH /api/style-presets/:id',
   input: { identifier: s.identifier('Style preset'), ...StylePresetUpdateInput.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
@@ -322,7 +323,7 @@ const updateStylePreset = defineTool({
 const deleteStylePreset = deleteTool({
   name: 'delete_style_preset',
   description: 'Delete a style preset.',
-  scopes: ['styles:manage'],
+  operation: 'DELETE /api/style-presets/:id',
   address: { identifier: 'Style preset' },
   del: (assets, req, principal) => assets.deleteStylePreset(req, principal),
 });
@@ -332,7 +333,7 @@ const deleteStylePreset = deleteTool({
 const listSearchPresets = defineTool({
   name: 'list_search_presets',
   description: 'List saved gallery search presets.',
-  scopes: ['images:read'],
+  operation: 'GET /api/search-presets',
   input: {},
   annotations: { readOnlyHint: true },
   async run(_args, ctx) {
@@ -344,7 +345,7 @@ const listSearchPresets = defineTool({
 const createSearchPreset = defineTool({
   name: 'create_search_preset',
   description: 'Save a named set of gallery filters.',
-  scopes: ['images:read'],
+  operation: 'POST /api/search-presets',
   input: SearchPresetInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
@@ -359,7 +360,7 @@ const createSearchPreset = defineTool({
 const deleteSearchPreset = deleteTool({
   name: 'delete_search_preset',
   description: 'Delete a saved gallery search preset.',
-  scopes: ['images:read'],
+  operation: 'DELETE /api/search-presets/:id',
   address: { id: 'Search preset id' },
   del: (assets, req, principal) => assets.deleteSearchPreset(req, principal),
 });
@@ -367,7 +368,7 @@ const deleteSearchPreset = deleteTool({
 const runSearchPreset = defineTool({
   name: 'run_search_preset',
   description: "Run a saved search preset's filters against the image library.",
-  scopes: ['images:read'],
+  operation: 'GET /api/search-presets/:id/images',
   // The query of GET /api/search-presets/:id/images, one definition for both (its cursor is list_images').
   input: { id: s.id('Search preset id'), ...SearchPresetImagesQuery.shape },
   annotations: { readOnlyHint: true },

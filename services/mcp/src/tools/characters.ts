@@ -1,22 +1,31 @@
-import { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
+import {
+  BASE_PROMPT_MAX,
+  BASE_PROMPT_MIN,
+  CharacterGenerateBody,
+  CharacterInput,
+  CharacterUpdateInput,
+  MultiCharacterGenerateBody,
+} from '@imagegen/api-schemas';
 import { Int64List } from '@imagegen/contracts/generation/v1/generation';
-import { CreateCharacterRequest, UpdateCharacterRequest } from '@imagegen/contracts/library/v1/assets';
 import {
   characterDetail,
   characterImageJson,
   characterListForm,
-  invalidPayload,
+  createCharacterRequest,
+  GENERATE_DEADLINE_MS,
   multiCharacterImageJson,
   scenePromptWithDetails,
-} from '@imagegen/platform';
-import { deleteTool, getTool, listTool, orUndef, presentOf } from './crud.js';
+  updateCharacterRequest,
+} from '@imagegen/operations';
+import { invalidPayload } from '@imagegen/platform';
+import { deleteTool, getTool, listTool, orUndef } from './crud.js';
 import { defineTool, idString, s } from './framework.js';
-import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
+import { newSessionId, runGeneration, thumbnailsOfGenerated } from './generation-run.js';
 
 const listCharacters = listTool({
   name: 'list_characters',
   description: 'List saved characters (search by name, sort by name, created, used or recent).',
-  scopes: ['characters:read'],
+  operation: 'GET /api/characters',
   list: (assets, query, principal) => assets.listCharacters(query, principal),
   items: (r) => r.characters,
   form: characterListForm,
@@ -25,7 +34,7 @@ const listCharacters = listTool({
 const getCharacter = getTool({
   name: 'get_character',
   description: 'Get a saved character by id or name, with its reference images.',
-  scopes: ['characters:read'],
+  operation: 'GET /api/characters/:identifier',
   address: { identifier: 'Character' },
   get: (assets, req, principal) => assets.getCharacter(req, principal),
   form: characterDetail,
@@ -33,24 +42,12 @@ const getCharacter = getTool({
 
 const createCharacter = defineTool({
   name: 'create_character',
-  description: 'Create a saved character (unique name, base prompt 10-2000 characters, optional reference images).',
-  scopes: ['characters:manage'],
+  description: `Create a saved character (unique name, base prompt ${BASE_PROMPT_MIN}-${BASE_PROMPT_MAX} characters, optional reference images).`,
+  operation: 'POST /api/characters',
   input: CharacterInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false },
   async run(args, ctx) {
-    const c = await ctx.deps.clients.assets.createCharacter(
-      CreateCharacterRequest.fromPartial({
-        characterName: args.character_name,
-        basePrompt: args.base_prompt,
-        description: orUndef(args.description),
-        negativePrompt: orUndef(args.negative_prompt),
-        systemInstruction: orUndef(args.system_instruction),
-        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
-        referenceImageIds: args.reference_image_ids ?? [],
-        tags: args.tags ?? [],
-      }),
-      ctx.principal,
-    );
+    const c = await ctx.deps.clients.assets.createCharacter(createCharacterRequest(args), ctx.principal);
     return { data: { data: characterDetail(c) } };
   },
 });
@@ -58,26 +55,12 @@ const createCharacter = defineTool({
 const updateCharacter = defineTool({
   name: 'update_character',
   description: 'Change a character; only given fields change (reference_image_ids and tags replace, null clears).',
-  scopes: ['characters:manage'],
+  operation: 'PATCH /api/characters/:identifier',
   input: { identifier: s.identifier('Character'), ...CharacterUpdateInput.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   async run(args, ctx) {
-    const present = presentOf(args, Object.keys(CharacterUpdateInput.shape));
-    const c = await ctx.deps.clients.assets.updateCharacter(
-      UpdateCharacterRequest.fromPartial({
-        identifier: idString(args.identifier),
-        presentFields: present,
-        characterName: args.character_name,
-        basePrompt: args.base_prompt,
-        description: orUndef(args.description),
-        negativePrompt: orUndef(args.negative_prompt),
-        systemInstruction: orUndef(args.system_instruction),
-        preferredAspectRatio: orUndef(args.preferred_aspect_ratio),
-        referenceImageIds: args.reference_image_ids ?? [],
-        tags: args.tags ?? [],
-      }),
-      ctx.principal,
-    );
+    const { identifier, ...fields } = args;
+    const c = await ctx.deps.clients.assets.updateCharacter(updateCharacterRequest(idString(identifier), fields), ctx.principal);
     return { data: { data: characterDetail(c) } };
   },
 });
@@ -85,7 +68,7 @@ const updateCharacter = defineTool({
 const deleteCharacter = deleteTool({
   name: 'delete_character',
   description: 'Delete a saved character (generated images keep their character_id).',
-  scopes: ['characters:manage'],
+  operation: 'DELETE /api/characters/:identifier',
   address: { identifier: 'Character' },
   del: (assets, req, principal) => assets.deleteCharacter(req, principal),
 });
@@ -93,7 +76,7 @@ const deleteCharacter = deleteTool({
 const generateCharacterImage = defineTool({
   name: 'generate_character_image',
   description: 'Generate an image of a saved character in a scene.',
-  scopes: ['images:generate', 'characters:read'],
+  operation: 'POST /api/characters/:identifier/generate',
   input: { identifier: s.identifier('Character'), ...CharacterGenerateBody.shape },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -114,7 +97,7 @@ const generateCharacterImage = defineTool({
             executionId,
           },
           principal,
-          { timeoutMs: GENERATION_TIMEOUT_MS },
+          { timeoutMs: GENERATE_DEADLINE_MS },
         );
         const img = res.images[0];
         // The thumbnail size is on the library record (GeneratedImage does not carry it), as REST reads it.
@@ -133,7 +116,7 @@ const generateCharacterImage = defineTool({
 const generateMultiCharacterImage = defineTool({
   name: 'generate_multi_character_image',
   description: 'Generate one image showing 2-5 saved characters together.',
-  scopes: ['images:generate', 'characters:read'],
+  operation: 'POST /api/characters/generate-multi',
   input: MultiCharacterGenerateBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -154,7 +137,7 @@ const generateMultiCharacterImage = defineTool({
             executionId,
           },
           principal,
-          { timeoutMs: GENERATION_TIMEOUT_MS },
+          { timeoutMs: GENERATE_DEADLINE_MS },
         );
         return {
           executionId: res.executionId,

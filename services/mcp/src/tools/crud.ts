@@ -1,14 +1,14 @@
-import { AssetListQuery } from '@imagegen/api-schemas';
-import type { Principal, Scope } from '@imagegen/platform';
+import { AssetListQuery, type OperationKey } from '@imagegen/api-schemas';
+import type { Clients } from '@imagegen/operations';
+import type { Principal } from '@imagegen/platform';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { ZodRawShape } from 'zod';
-import type { Clients } from '../clients.js';
 import { defineTool, idString, s, type ToolDef } from './framework.js';
 
 /**
  * The list / get / delete tools of the saved assets (characters, products, scenes, style presets, search
  * presets) share one shape: each resource declares only its tool name, description, scopes, the assets
- * client call and its JSON form (libs/platform present.ts).
+ * client call and its JSON form (libs/operations present.ts).
  */
 
 type Assets = Clients['assets'];
@@ -21,10 +21,11 @@ export const orUndef = <T>(v: T | null | undefined): T | undefined => (v === nul
 interface ToolBase {
   name: string;
   description: string;
-  scopes: Scope[];
+  /** The catalogue's operation the tool performs (its scopes come from there). */
+  operation: OperationKey;
 }
 
-const toolBase = ({ name, description, scopes }: ToolBase): ToolBase => ({ name, description, scopes });
+const toolBase = ({ name, description, operation }: ToolBase): ToolBase => ({ name, description, operation });
 
 /**
  * How a tool names one asset: `identifier` (numeric id or exact name, the label of s.identifier) or

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ID_MAX, INT32_MAX } from '@imagegen/api-schemas';
-import type { Scope } from '@imagegen/platform';
+import { ID_MAX, INT32_MAX, OPERATIONS, type OperationKey } from '@imagegen/api-schemas';
+import type { Clients } from '@imagegen/operations';
 import {
-  AppError,
   concurrencyRefusal,
   holdClaim,
   IDEMPOTENCY_KEY_PATTERN,
@@ -11,18 +10,17 @@ import {
   type IdempotencyStore,
   idempotencyRefusal,
   keepsIdempotentAnswer,
-  type Logger,
-  type Principal,
   requestFingerprint,
   type SlotStore,
-} from '@imagegen/platform';
+} from '@imagegen/operations';
+import type { Scope } from '@imagegen/platform';
+import { AppError, type Logger, type Principal } from '@imagegen/platform';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { type ZodRawShape, z } from 'zod';
 import type { McpAuth } from '../auth.js';
-import type { Clients } from '../clients.js';
-import { GENERATION_TOOLS, type ToolLimiter, UPLOAD_TOOLS } from '../rate-limit.js';
+import type { ToolLimiter } from '../rate-limit.js';
 import { TOOL_OUTPUTS } from './outputs.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -57,26 +55,11 @@ export interface ToolDeps {
 }
 
 /**
- * Tools that create or bill: they take an optional `idempotency_key` argument with the REST API's
- * Idempotency-Key semantics (services/gateway/src/idempotency.ts): the first result is kept per tenant and
- * key for 24 h and returned again (with `_meta["imagegen/idempotent-replayed"]: true`) for the same call;
+ * Tools whose operation creates or bills (the catalogue's `idempotent`) take an optional `idempotency_key` argument
+ * with the REST API's Idempotency-Key semantics (services/gateway/src/idempotency.ts): the first result is kept per
+ * tenant and key for 24 h and returned again (with `_meta["imagegen/idempotent-replayed"]: true`) for the same call;
  * the same key with other arguments is a 422 tool error, a call while the first runs a 409 tool error.
  */
-export const IDEMPOTENT_TOOLS = new Set([
-  'generate_image',
-  'edit_image',
-  'upload_image_for_editing',
-  'create_character',
-  'generate_character_image',
-  'generate_multi_character_image',
-  'create_product',
-  'generate_product_image',
-  'create_scene',
-  'create_style_preset',
-  'create_search_preset',
-  'create_webhook',
-]);
-
 const idempotencyKeyArg = z
   .string()
   .regex(IDEMPOTENCY_KEY_PATTERN, 'idempotency_key must be 1-255 visible ASCII characters')
@@ -99,10 +82,14 @@ export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
   name: string;
   /** One line. */
   description: string;
-  /** Scopes an OAuth token needs (all of them). API keys have every scope. */
+  /** Scopes an OAuth token needs (all of them): the catalogue's for the operation the tool performs. API keys have every scope. */
   scopes: Scope[];
   /** Alternatively: any one of these is enough. */
   anyScopes?: Scope[];
+  /** The catalogue's: the tool takes an idempotency_key (its operation creates or bills). */
+  idempotent?: boolean;
+  /** The catalogue's rate class of its operation: counted against the generation or upload bucket and the tenant's cap. */
+  rate?: 'generation' | 'upload';
   input: S;
   /** The error text of invalid arguments when the REST twin has its own (no details then); default 'Invalid request payload' + details. */
   invalidArguments?: string;
@@ -110,8 +97,18 @@ export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
   run(args: z.infer<z.ZodObject<S>>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
-export function defineTool<S extends ZodRawShape>(def: ToolDef<S>): ToolDef<S> {
-  return def;
+/**
+ * A tool as written: the REST operation it performs (a key of the catalogue, OPERATIONS), whose scopes it then
+ * requires, or, for a tool with no REST twin, its own scopes.
+ */
+export type ToolSpec<S extends ZodRawShape = ZodRawShape> = Omit<ToolDef<S>, 'scopes' | 'idempotent' | 'rate'> &
+  ({ operation: OperationKey; scopes?: never } | { operation?: never; scopes: Scope[] });
+
+export function defineTool<S extends ZodRawShape>({ operation, ...def }: ToolSpec<S>): ToolDef<S> & { operation?: OperationKey } {
+  if (!operation) return def as ToolDef<S>;
+  const spec = OPERATIONS[operation];
+  if (!spec?.scopes) throw new Error(`${def.name}: ${operation} is not a tenant operation of the catalogue`);
+  return { ...def, operation, scopes: spec.scopes, idempotent: spec.idempotent === true, rate: spec.rate };
 }
 
 export class AsyncRuns {
@@ -217,8 +214,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
   Object.assign(server, { validateToolInput: async (_tool: unknown, args: unknown) => args });
   // Strict: an argument the tool does not know (a misspelt `negativ_prompt`) is refused like the REST API's
   // additionalProperties: false, never silently dropped.
-  const inputOf = (t: ToolDef): ZodRawShape =>
-    IDEMPOTENT_TOOLS.has(t.name) ? { ...t.input, idempotency_key: idempotencyKeyArg } : t.input;
+  const inputOf = (t: ToolDef): ZodRawShape => (t.idempotent ? { ...t.input, idempotency_key: idempotencyKeyArg } : t.input);
   const schemas = new Map(tools.map((t) => [t.name, z.object(inputOf(t)).strict()]));
 
   for (const tool of tools) {
@@ -241,7 +237,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
           required_scopes: tool.scopes.length ? tool.scopes : tool.anyScopes,
         });
       }
-      const limit = await deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.name);
+      const limit = await deps.limiter?.(auth.tenantId, auth.rateLimitPerMinute, tool.rate);
       if (limit && !limit.allowed) {
         return toolError(429, { error: `Rate limit exceeded. Try again in ${limit.retryAfter} seconds.`, retryAfter: limit.retryAfter });
       }
@@ -281,7 +277,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
       const call = async (): Promise<CallToolResult> => {
         // After the idempotency check (a replay holds no slot), as the gateway takes its slot after validation.
         const slots = deps.generationSlots;
-        const capped = slots && slots.max > 0 && (GENERATION_TOOLS.has(tool.name) || UPLOAD_TOOLS.has(tool.name));
+        const capped = slots && slots.max > 0 && tool.rate !== undefined;
         const slot = capped ? await slots.store.acquire(`generation:${auth.tenantId}`, slots.max) : undefined;
         if (capped && !slot) {
           const refusal = concurrencyRefusal('generation', slots.max);
@@ -302,7 +298,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
   }
 }
 
-/** Runs a tool call under an idempotency key (see IDEMPOTENT_TOOLS). */
+/** Runs a tool call under an idempotency key (a tool whose operation is idempotent). */
 async function idempotent(
   store: IdempotencyStore,
   logger: Logger,

@@ -3,8 +3,6 @@ import type { GeneratedImage } from '@imagegen/contracts/generation/v1/generatio
 import type { Principal } from '@imagegen/platform';
 import type { ToolContext, ToolImage, ToolOutput } from './framework.js';
 
-/** Generation may take minutes (provB up to 240 s); gRPC calls for it get a long deadline. */
-export const GENERATION_TIMEOUT_MS = 300_000;
 const POLL_MS = 500;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -3,25 +3,30 @@ import {
   EditImageBody,
   GenerateImagesBody,
   ImageListQuery,
+  MAX_BULK_DELETE,
+  REFERENCE_GROUPS_PER_REQUEST_MAX,
   snakeCased,
   UploadForEditingInput,
 } from '@imagegen/api-schemas';
-import { type GenerateImagesRequest, Int64List, StringList } from '@imagegen/contracts/generation/v1/generation';
-import { ListImagesRequest } from '@imagegen/contracts/library/v1/library';
+import { type GenerateImagesRequest, Int64List } from '@imagegen/contracts/generation/v1/generation';
 import {
-  AppError,
-  badRequest,
   cursorPagination,
   editImageJson,
-  generatedImageJson,
+  editImageRequest,
+  GENERATE_DEADLINE_MS,
+  generateImagesRequest,
+  generateResultJson,
   imageDetailJson,
   imageJson,
-  notFound,
+  listImagesRequest,
+  UPLOAD_DEADLINE_MS,
   uploadForEditingJson,
-} from '@imagegen/platform';
+  uploadForEditingRequest,
+} from '@imagegen/operations';
+import { AppError, badRequest, notFound } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, ID_MAX, s, type ToolContext } from './framework.js';
-import { GENERATION_TIMEOUT_MS, newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
+import { newSessionId, runGeneration, thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
 
 const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
@@ -57,6 +62,7 @@ async function sceneGroups(
   args: GenerateArgs,
   ctx: ToolContext,
 ): Promise<Pick<GenerateImagesRequest, 'referenceGroupId' | 'referenceGroupIds'>> {
+  // Both fields, always: they replace the arguments' own (a scene joins the reference groups given with it).
   if (args.scene_id === undefined && args.scene_name === undefined) {
     return {
       referenceGroupId: args.reference_group_id,
@@ -74,63 +80,33 @@ async function sceneGroups(
   const sceneId = scene.id;
   const ids = [sceneId, ...(args.reference_group_id !== undefined ? [args.reference_group_id] : []), ...(args.reference_group_ids ?? [])];
   const unique = [...new Set(ids)];
-  if (unique.length > 5) throw badRequest('Invalid request payload', ['scene and reference groups: at most 5 in total']);
-  return unique.length === 1 ? { referenceGroupId: unique[0] } : { referenceGroupIds: Int64List.fromPartial({ values: unique }) };
+  if (unique.length > REFERENCE_GROUPS_PER_REQUEST_MAX)
+    throw badRequest('Invalid request payload', [`scene and reference groups: at most ${REFERENCE_GROUPS_PER_REQUEST_MAX} in total`]);
+  return unique.length === 1
+    ? { referenceGroupId: unique[0], referenceGroupIds: undefined }
+    : { referenceGroupId: undefined, referenceGroupIds: Int64List.fromPartial({ values: unique }) };
 }
 
 const generateImage = defineTool({
   name: 'generate_image',
   description: 'Generate images from a prompt, optionally with saved characters, products, scenes, style presets and references.',
-  scopes: ['images:generate'],
+  operation: 'POST /api/images',
   input: generateInput,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const groups = await sceneGroups(args, ctx);
     const sessionId = args.session_id ?? newSessionId();
-    const req: GenerateImagesRequest = {
-      prompt: args.prompt,
-      negativePrompt: args.negative_prompt,
-      aspectRatio: args.aspect_ratio,
-      n: args.n,
-      modelId: args.model_id,
-      resolutionTier: args.resolution_tier,
-      useProvaSearch: args.use_provA_search,
-      enableThinking: args.enable_thinking,
-      size: args.size,
-      outputFormat: args.output_format,
-      quality: args.quality,
-      outputCompression: args.output_compression,
-      background: args.background,
-      moderation: args.moderation,
-      systemInstruction: args.system_instruction,
-      stylePresetId: args.style_preset_id,
-      stylePresetName: args.style_preset_name,
-      referenceImages: args.reference_images ? StringList.fromPartial({ values: args.reference_images }) : undefined,
-      ...groups,
-      referenceGroupName: args.reference_group_name,
-      referenceMode: args.reference_mode,
-      sessionId,
-      characterId: args.character_id,
-      characterIds: args.character_ids ? Int64List.fromPartial({ values: args.character_ids }) : undefined,
-      productId: args.product_id,
-      productIds: args.product_ids ? Int64List.fromPartial({ values: args.product_ids }) : undefined,
-      imageToEditId: args.image_to_edit_id,
-      toolName: 'generate_image',
-    };
+    const req: GenerateImagesRequest = { ...generateImagesRequest(args), ...groups, sessionId, toolName: 'generate_image' };
     return runGeneration(ctx, {
       sessionId,
       async: args.async,
       call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generating.generateImages({ ...req, executionId }, principal, {
-          timeoutMs: GENERATION_TIMEOUT_MS,
+          timeoutMs: GENERATE_DEADLINE_MS,
         });
         return {
           executionId: res.executionId,
-          data: {
-            images: res.images.map(generatedImageJson),
-            metadata: { requested: res.requested, generated: res.generated, session_id: res.sessionId },
-            executionId: res.executionId,
-          },
+          data: generateResultJson(res),
           images: await thumbnailsOfGenerated({ ...ctx, principal }, res.images),
         };
       },
@@ -141,7 +117,7 @@ const generateImage = defineTool({
 const editImage = defineTool({
   name: 'edit_image',
   description: 'Edit a stored image with a prompt; the result is a new image whose parent is the source.',
-  scopes: ['images:edit'],
+  operation: 'POST /api/edit-image',
   input: EditImageBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
@@ -150,18 +126,9 @@ const editImage = defineTool({
       sessionId,
       call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generating.editImage(
-          {
-            imageId: args.image_id,
-            prompt: args.prompt,
-            negativePrompt: args.negative_prompt,
-            aspectRatio: args.aspect_ratio,
-            modelId: args.model_id,
-            sessionId,
-            toolName: 'edit_image',
-            executionId,
-          },
+          { ...editImageRequest(args), sessionId, toolName: 'edit_image', executionId },
           principal,
-          { timeoutMs: GENERATION_TIMEOUT_MS },
+          { timeoutMs: GENERATE_DEADLINE_MS },
         );
         const img = res.image!;
         return {
@@ -177,7 +144,7 @@ const editImage = defineTool({
 const getImageInfo = defineTool({
   name: 'get_image_info',
   description: 'Get one image with its metadata and edit history.',
-  scopes: ['images:read'],
+  operation: 'GET /api/images/:id',
   input: {
     image_id: s.id('Image id'),
     include_thumbnail: z.boolean().optional().describe('Also return the 200x200 thumbnail'),
@@ -195,40 +162,11 @@ const getImageInfo = defineTool({
 const listImages = defineTool({
   name: 'list_images',
   description: 'List images, newest first, with optional filters (search, dates, ratio, operation, size, session, model...).',
-  scopes: ['images:read'],
+  operation: 'GET /api/images',
   input: snakeCased(ImageListQuery.shape),
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
-    const r = await libraryArgs(() =>
-      ctx.deps.clients.library.listImages(
-        ListImagesRequest.fromPartial({
-          limit: args.limit,
-          offset: args.offset,
-          search: args.search,
-          searchMode: args.search_mode,
-          dateFrom: args.date_from,
-          dateTo: args.date_to,
-          aspectRatio: args.aspect_ratio,
-          operationType: args.operation_type,
-          minSize: args.min_size,
-          maxSize: args.max_size,
-          sessionId: args.session_id,
-          hasNegativePrompt: args.has_negative_prompt,
-          modelId: args.model_id,
-          resolutionTiers: args.resolution_tier
-            ? args.resolution_tier
-                .split(',')
-                .map((t) => t.trim().toLowerCase())
-                .filter(Boolean)
-            : [],
-          stylePresetId: args.style_preset_id,
-          productReferenceId: args.product_reference_id,
-          isReference: args.is_reference,
-          cursor: args.cursor,
-        }),
-        ctx.principal,
-      ),
-    );
+    const r = await libraryArgs(() => ctx.deps.clients.library.listImages(listImagesRequest(args), ctx.principal));
     return { data: { data: r.images.map(imageJson), pagination: cursorPagination(r) } };
   },
 });
@@ -236,7 +174,7 @@ const listImages = defineTool({
 const deleteImage = defineTool({
   name: 'delete_image',
   description: 'Delete an image and its files (edits made from it stay).',
-  scopes: ['images:delete'],
+  operation: 'DELETE /api/images/:id',
   input: { image_id: s.id('Image id') },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
@@ -247,8 +185,8 @@ const deleteImage = defineTool({
 
 const deleteImages = defineTool({
   name: 'delete_images',
-  description: 'Delete up to 20 images at once; reports which were deleted and which failed.',
-  scopes: ['images:delete'],
+  description: `Delete up to ${MAX_BULK_DELETE} images at once; reports which were deleted and which failed.`,
+  operation: 'POST /api/images/delete-bulk',
   input: { image_ids: DeleteImagesBody.shape.ids },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
   async run(args, ctx) {
@@ -268,20 +206,14 @@ const deleteImages = defineTool({
 const uploadImageForEditing = defineTool({
   name: 'upload_image_for_editing',
   description: 'Fetch an image from a public URL into the library so it can be edited.',
-  scopes: ['images:edit'],
+  operation: 'POST /api/upload-for-editing',
   input: UploadForEditingInput.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
   async run(args, ctx) {
     const res = await ctx.deps.clients.generating.uploadForEditing(
-      {
-        imageUrl: args.image_url ?? undefined,
-        fileName: args.file_name,
-        mimeType: args.mime_type ?? undefined,
-        sessionId: args.session_id,
-        toolName: 'upload_image_for_editing',
-      },
+      { ...uploadForEditingRequest(args), toolName: 'upload_image_for_editing' },
       ctx.principal,
-      { timeoutMs: 120_000 },
+      { timeoutMs: UPLOAD_DEADLINE_MS },
     );
     let thumbKey = '';
     try {
@@ -297,7 +229,7 @@ const uploadImageForEditing = defineTool({
 const downloadImages = defineTool({
   name: 'download_images',
   description: 'Download up to 10 images as image content (originals, or thumbnails with thumbnails=true).',
-  scopes: ['images:read'],
+  operation: 'POST /api/images/download',
   input: {
     image_ids: z.array(z.number().int().min(1).max(ID_MAX)).min(1).max(10).describe('Image ids (1-10)'),
     thumbnails: z.boolean().optional().describe('Return 200x200 thumbnails instead of the originals'),

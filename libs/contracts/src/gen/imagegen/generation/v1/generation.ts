@@ -206,7 +206,7 @@ export interface Execution {
    * (ascending ids; the ones the library commits) and how many the call asked for. Empty / 0 otherwise, for
    * executions finished before these were recorded, and in lists (GetExecution only). Not part of the REST
    * shape: a caller whose answer was lost (its generation replica died after writing `completed`) rebuilds
-   * that answer from them (libs/platform generation-calls.ts).
+   * that answer from them (libs/operations generation-calls.ts).
    */
   imageIds: number[];
   imagesRequested: number;

@@ -186,7 +186,7 @@ export interface ListImagesResponse {
   offset: number;
   /**
    * With as_json: the page as a UTF-8 JSON array of images in their public list form (SPEC 2, the
-   * `data` of GET /api/images; libs/platform present.ts imageJson), newest first like images.
+   * `data` of GET /api/images; libs/operations present.ts imageJson), newest first like images.
    */
   pageJson: Buffer;
   /** false: total is a lower bound (filtered totals are counted with a bound: list-query.ts TOTAL_CAP). */

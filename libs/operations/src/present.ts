@@ -67,7 +67,7 @@ function historyJson(e: EditHistoryEntry): Json<'EditHistoryEntry'> {
 
 /*
  * Forms built from parts use Object.assign, not object spread: on Node 20 an object literal that starts with a spread
- * (`{ ...a, x }`) takes V8's slow path, 1.5-9 us per object against 0.2 us (a loop of each form); a session of
+ * (`{ ...a, x }`) takes V8's slow path, several times slower per object than Object.assign (docs/BENCHMARKS.md); a session of
  * 1,000 images or a page of 50 characters paid milliseconds for it. Keys keep the same order either way. Each part
  * `satisfies` its form's type, so a field the schema lacks still fails the typecheck (Object.assign's result alone
  * would not be checked for extra fields).
@@ -110,6 +110,29 @@ export function generatedImageJson(g: GeneratedImage): Json<'GeneratedImage'> {
   };
 }
 
+/** POST /api/images and generate_image: the images made, what was asked and made, the session and execution. */
+export function generateResultJson(r: GenerateImagesResponse): Json<'GenerateResult'> {
+  return {
+    images: r.images.map(generatedImageJson),
+    metadata: { requested: r.requested, generated: r.generated, session_id: r.sessionId },
+    executionId: r.executionId,
+  };
+}
+
+/** The fields the generation answers of characters and products start with: their first image. */
+function firstImage(res: GenerateImagesResponse) {
+  const img = res.images[0];
+  return {
+    imageId: img.recordId,
+    sessionId: res.sessionId,
+    fullUrl: img.fullUrl,
+    thumbnailUrl: img.thumbnailUrl,
+    width: img.width,
+    height: img.height,
+    prompt: img.prompt,
+  };
+}
+
 /** The answer of POST /api/products/:identifier/generate (and the MCP tool): the first image plus all of them. */
 export function productImagesJson(
   res: GenerateImagesResponse,
@@ -117,22 +140,15 @@ export function productImagesJson(
   scenePrompt: string | undefined,
 ): Json<'ProductGenerateResult'> {
   const first = res.images[0];
-  return {
-    imageId: first.recordId,
-    sessionId: res.sessionId,
-    fullUrl: first.fullUrl,
-    thumbnailUrl: first.thumbnailUrl,
-    width: first.width,
-    height: first.height,
+  return Object.assign(firstImage(res), {
     format: first.format,
     sizeBytes: first.sizeBytes,
-    prompt: first.prompt,
     productId: product.id,
     productName: product.productName,
     scenePrompt,
     images: res.images.map((i) => ({ id: i.recordId, url: i.fullUrl, thumbnail_url: i.thumbnailUrl })),
     message: `Generated ${res.images.length} image${res.images.length === 1 ? '' : 's'} of ${product.productName}`,
-  };
+  });
 }
 
 /**
@@ -145,36 +161,21 @@ export function characterImageJson(
   thumbnailSizeBytes: number,
 ): Json<'CharacterGenerateResult'> {
   const img = res.images[0];
-  return {
-    imageId: img.recordId,
-    sessionId: res.sessionId,
-    fullUrl: img.fullUrl,
-    thumbnailUrl: img.thumbnailUrl,
+  return Object.assign(firstImage(res), {
     objectKey: img.objectKey,
-    width: img.width,
-    height: img.height,
     format: img.format,
     sizeBytes: img.sizeBytes,
     thumbnailSizeBytes,
-    prompt: img.prompt,
     message: `Generated an image of ${characterName}`,
-  };
+  });
 }
 
 /** The answer of POST /api/characters/generate-multi (and the MCP tool). */
 export function multiCharacterImageJson(res: GenerateImagesResponse, characterCount: number): Json<'MultiCharacterResult'> {
-  const img = res.images[0];
-  return {
-    imageId: img.recordId,
-    sessionId: res.sessionId,
-    fullUrl: img.fullUrl,
-    thumbnailUrl: img.thumbnailUrl,
-    width: img.width,
-    height: img.height,
-    prompt: img.prompt,
+  return Object.assign(firstImage(res), {
     characterCount,
     message: `Generated an image with ${characterCount} characters`,
-  };
+  });
 }
 
 /** The fields every form of a character starts with (SPEC 2 "Character", snake_case). */

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { AppError, type Logger, redactUrl, redisClient } from '@imagegen/platform';
 import type { Redis } from 'ioredis';
-import { redactUrl } from './config.js';
-import { AppError } from './errors.js';
-import type { Logger } from './logger.js';
-import { redisClient } from './redis.js';
 
 /**
  * Per-tenant caps on work held open at once (issue 15: one tenant cannot degrade another), counted in slots:

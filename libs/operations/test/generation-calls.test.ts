@@ -2,29 +2,31 @@ import { connect, createServer, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { type Execution, type GenerateImagesResponse, UploadForEditingResponse } from '@imagegen/contracts/generation/v1/generation';
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { AppError, dependencyUnavailable, notFound } from '../src/errors.js';
-import { GENERATE_DEADLINE_MS, generationCalls, toGeneratedImage, UPLOAD_DEADLINE_MS } from '../src/generation-calls.js';
 import {
+  AppError,
   answerLost,
   bind,
   createClient,
+  createLogger,
+  dependencyUnavailable,
   fromServiceError,
+  notFound,
   type Principal,
   type RunningGrpcServer,
   startGrpcServer,
   toServiceError,
-} from '../src/grpc.js';
-import { createLogger } from '../src/logger.js';
+} from '@imagegen/platform';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { waitFor } from '../../../test/support/wait.js';
+import { GENERATE_DEADLINE_MS, generationCalls, toGeneratedImage, UPLOAD_DEADLINE_MS } from '../src/generation-calls.js';
 
 /**
- * generationCalls (libs/platform generation-calls.ts): which failed calls count as a lost answer (for real, over
+ * generationCalls (libs/operations generation-calls.ts): which failed calls count as a lost answer (for real, over
  * sockets), and what a caller answers from the execution it named (generation and library as test doubles).
  * The whole path through a gateway and an MCP server with replicas that die is test/e2e/generation-lost-answer.test.ts.
  */
 
 const principal: Principal = { requestId: 'req-1', tenantId: 't1' };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- answerLost, over real sockets ----
 
@@ -42,12 +44,16 @@ function jsonMethod(path: string): grpc.MethodDefinition<object, object> {
 const Svc = { hang: jsonMethod('/test.Lost/Hang'), unavailable: jsonMethod('/test.Lost/Unavailable') };
 
 /** A server reached through a TCP front (no in-process shortcut: the calls go over the socket) that can be killed. */
-async function startServer(): Promise<{ address: string; server: RunningGrpcServer; kill(): void }> {
+async function startServer(): Promise<{ address: string; server: RunningGrpcServer; kill(): void; hanging(): number }> {
+  let hanging = 0; // calls that reached the hang handler
   const server = await startGrpcServer({
     logger: createLogger('test', 'silent'),
     services: [
       bind(Svc, {
-        hang: () => new Promise<object>(() => {}),
+        hang: () => {
+          hanging++;
+          return new Promise<object>(() => {});
+        },
         unavailable: async () => {
           throw dependencyUnavailable();
         },
@@ -68,6 +74,7 @@ async function startServer(): Promise<{ address: string; server: RunningGrpcServ
   return {
     address: `127.0.0.1:${(front.address() as { port: number }).port}`,
     server,
+    hanging: () => hanging,
     kill() {
       front.close();
       for (const x of sockets) x.destroy();
@@ -98,7 +105,7 @@ describe('answerLost', () => {
     const d = await startServer();
     const c = createClient(Svc, d.address);
     const call = failure(c.hang({}, principal));
-    await sleep(200);
+    await waitFor(() => d.hanging() === 1, { message: 'the call in its handler' });
     d.kill();
     const err = await call;
     expect(err.status).toBe(503);
@@ -111,7 +118,7 @@ describe('answerLost', () => {
     const d = await startServer();
     const c = createClient(Svc, d.address);
     const call = failure(c.hang({}, principal));
-    await sleep(200);
+    await waitFor(() => d.hanging() === 1, { message: 'the call in its handler' });
     await d.server.stop(0);
     const err = await call;
     expect(answerLost(err)).toBe(true);
@@ -137,8 +144,9 @@ describe('answerLost', () => {
     expect(answerLost(late)).toBe(false);
 
     const abort = new AbortController();
+    const before = s.hanging();
     const cancelled = failure(c.hang({}, principal, { signal: abort.signal }));
-    await sleep(100);
+    await waitFor(() => s.hanging() > before, { message: 'the call in its handler' });
     abort.abort();
     expect(answerLost(await cancelled)).toBe(false);
 

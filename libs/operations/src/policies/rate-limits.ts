@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import type { Config } from './config.js';
+import type { Config } from '@imagegen/platform';
 
 export type TenantRateBucket = 'api' | 'generation' | 'upload';
 

@@ -4,9 +4,10 @@ import { LibraryServiceService } from '@imagegen/contracts/library/v1/library';
 import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { UsageServiceService } from '@imagegen/contracts/usage/v1/usage';
 import { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { type Client, createClient, type GenerationCalls, generationCalls, type Logger, type ServiceContext } from '@imagegen/platform';
+import { type Client, createClient, type Logger, type ServiceContext } from '@imagegen/platform';
+import { type GenerationCalls, generationCalls } from './generation-calls.js';
 
-/** gRPC clients of every service the MCP tools call (addresses resolved per call). */
+/** gRPC clients of every service the REST routes and MCP tools call (addresses resolved per call). */
 export interface Clients {
   tenancy: Client<typeof TenancyServiceService>;
   library: Client<typeof LibraryServiceService>;
@@ -16,7 +17,7 @@ export interface Clients {
   webhooks: Client<typeof WebhookServiceService>;
   /**
    * GenerateImages, EditImage and UploadForEditing as the tools that wait for them make them (each names its execution; an answer lost
-   * with its generation replica is rebuilt from a completed execution: libs/platform generation-calls.ts).
+   * with its generation replica is rebuilt from a completed execution: generation-calls.ts).
    */
   generating: GenerationCalls;
   close(): void;

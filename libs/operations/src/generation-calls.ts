@@ -11,10 +11,8 @@ import type {
   UploadForEditingResponse,
 } from '@imagegen/contracts/generation/v1/generation';
 import type { ImageRecord, LibraryServiceService } from '@imagegen/contracts/library/v1/library';
+import { AppError, answerLost, type CallOptions, type Client, durationFromEnv, type Principal, reachedNoReplica } from '@imagegen/platform';
 import type { Logger } from 'pino';
-import { durationFromEnv } from './env.js';
-import { AppError } from './errors.js';
-import { answerLost, type CallOptions, type Client, type Principal, reachedNoReplica } from './grpc.js';
 
 /**
  * GenerateImages, EditImage and UploadForEditing as every caller that waits for their answer makes them (the

@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { AppError, redisClient } from '@imagegen/platform';
 import type { Logger } from 'pino';
-import { AppError } from './errors.js';
-import { redisClient } from './redis.js';
 
 /**
  * Idempotency records (the IETF httpapi Idempotency-Key draft, with Stripe's semantics), shared by the
