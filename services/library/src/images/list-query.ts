@@ -610,7 +610,15 @@ function pageInfo(q: PageQuery, opts: ListOptions, r: Record<string, unknown> | 
  * The query runs on a reserved connection that goes back to the pool only once the server has taken the
  * cancel request: a cancel that arrives after the statement ended then finds the backend idle (PostgreSQL drops
  * it) instead of cancelling whatever statement the pool would have run next on that connection.
- * A `bounded` statement (PageQuery.bounded) is run by droppedUnlessSent instead.
+ * A `bounded` statement (PageQuery.bounded: the gallery's first pages and cursor pages, a few milliseconds whatever the
+ * tenant's size) is not worth that: it runs on the pool as any statement, pipelined behind those already sent on its
+ * connection, and is never cancelled; its caller stops waiting for it (the gRPC deadline, a cancelled call) but it
+ * runs to its end. The reserved connection is held for the whole round trip, event loop turn included, so the pool
+ * (DB_POOL_MAX, 2 in the stack) ran at most one statement per connection: at 20 concurrent gallery requests every
+ * statement waited for one of two connections to come back, and every stall of the event loop (a scavenge, a
+ * descheduled thread) stalled both (issue 36 item 7, docs/BENCHMARKS.md: 1.5-2x the list's throughput, half its
+ * p50). Nor is a bounded statement taken back while it waits for a connection: postgres.js's cancel of a query that
+ * is the first of a connection still connecting leaves that connection out of the pool for good.
  */
 async function cancellable<T>(
   sql: Sql,
@@ -621,7 +629,7 @@ async function cancellable<T>(
   const { signal, deadline } = opts;
   if (!signal && !deadline) return run(sql);
   if (signal?.aborted) throw queryCancelled();
-  if (bounded) return droppedUnlessSent(sql, run, opts);
+  if (bounded) return run(sql);
   const conn = await sql.reserve();
   if (signal?.aborted) {
     conn.release();
@@ -649,37 +657,6 @@ async function cancellable<T>(
     if (timer) clearTimeout(timer);
     if (cancelling) await cancelling;
     conn.release();
-  }
-}
-
-/**
- * A statement of bounded cost (the gallery's first pages and cursor pages, a few milliseconds at most) runs on the
- * pool as any other, pipelined behind the statements already sent on its connection. When its caller goes away or
- * its deadline passes it is dropped if it still waits for a connection (postgres.js takes back a query it has not
- * sent, no CancelRequest), and otherwise runs to its end: a CancelRequest could then land on the statement sent after
- * it on the same connection, which is what cancellable's reserved connection prevents. That connection is held for
- * the whole round trip, event loop turn included, so that the pool (DB_POOL_MAX) ran at most one statement per
- * connection: at 20 concurrent lists every statement waited for one of two connections to come back, and every stall
- * of the event loop (a GC pause, a descheduled thread) stalled both. Issue 36 item 7: the list's p99 at 20
- * connections, docs/BENCHMARKS.md session 25.
- */
-async function droppedUnlessSent<T>(sql: Sql, run: (conn: Sql) => { cancel(): unknown } & PromiseLike<T>, opts: ListOptions): Promise<T> {
-  const { signal, deadline } = opts;
-  // postgres.js sets `state` (the backend's pid and key) when it writes the query to a connection.
-  const query = run(sql) as ReturnType<typeof run> & { state?: unknown };
-  const drop = () => {
-    if (!query.state) query.cancel();
-  };
-  signal?.addEventListener('abort', drop, { once: true });
-  const timer = deadline ? setTimeout(drop, Math.max(0, deadline.getTime() - Date.now())) : undefined;
-  try {
-    return await query;
-  } catch (err) {
-    if ((err as { code?: string }).code === '57014') throw queryCancelled();
-    throw err;
-  } finally {
-    signal?.removeEventListener('abort', drop);
-    if (timer) clearTimeout(timer);
   }
 }
 
