@@ -1,5 +1,8 @@
 export * from './common.js';
 export * from './json-schema.js';
+export * from './openapi/document.js';
+export * from './openapi/request-schemas.js';
+export { responseSchemas } from './openapi/responses.js';
 export * from './operations.js';
 export * from './params.js';
 export * from './requests.js';

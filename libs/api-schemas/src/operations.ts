@@ -1,22 +1,39 @@
 import { z } from 'zod';
 import { AssetPagination, Deleted, data, PagePagination, StylePresetPagination, Success } from './common.js';
+import * as P from './params.js';
 import * as B from './requests.js';
 import * as R from './resources.js';
-import type { Scope } from './vocab.js';
+import { MAX_BULK_DELETE, MAX_DOWNLOAD_IDS, type Scope, SEARCH_PRESET_NAME_MAX, WEBHOOKS_PER_TENANT_MAX } from './vocab.js';
 
 /**
- * Every REST and admin operation of the gateway: its operationId, tag, credential and answers. The route
- * modules validate the request bodies of requests.ts (what fastify checks, shown by the document unless `body`
- * below shows the full schema); this catalogue owns what each operation answers, from the resource shapes of
- * resources.ts. The gateway's OpenAPI document is built from both
- * (services/gateway/src/openapi.ts), and the end-to-end suite checks every answer against that document.
+ * Every REST and admin operation of the gateway, once: its operationId, tag, summary, credential, its request
+ * (path parameters, query and body as the route validates them) and its answers, from the shapes of params.ts,
+ * requests.ts and resources.ts. The gateway's routes take their validation from here (operation-policy.ts), the
+ * OpenAPI document is built from this catalogue alone (openapi/document.ts: `buildOpenapiDocument()`, served at
+ * /docs/json and written to libs/client by `pnpm client`), and the end-to-end suite checks every answer against it.
+ * The order is the document's: paths in the order of their first operation here.
  */
 
 export type OperationAuth = 'none' | 'tenant' | 'admin' | 'super_admin';
 
+/**
+ * How the route validates its `body` before the handler runs:
+ * - absent: every rule, `wireSchema(body)` (and `bodyRules`); the document shows that very schema;
+ * - 'types': the JSON types only (`typesOnly`): the service checks every rule and reports every problem at once
+ *   with the SPEC's texts (REST and MCP alike);
+ * - a zod schema: that one's wire form, a `checkedByService` variant of `body` whose service checks some fields' rules;
+ * - 'none': nothing; the route checks the body itself (its problems carry a SPEC 7 text of their own).
+ * In the last three cases the document shows `body` with every rule.
+ */
+export type BodyValidation = 'types' | 'none' | z.ZodTypeAny;
+
 export interface OperationSpec {
   operationId: string;
   tag: string;
+  /** One line for the document. */
+  summary: string;
+  /** More for the document, when a line is not enough. */
+  description?: string;
   /** Who may call it: nobody signed in, a tenant (API key), an admin user or the admin token, a super_admin. */
   auth: OperationAuth;
   /**
@@ -28,9 +45,18 @@ export interface OperationSpec {
   idempotent?: boolean;
   /** The tenant rate-limit bucket it counts in besides every request's 'api' bucket (SPEC 8). */
   rate?: 'generation' | 'upload';
+  /** The path parameters (every `:name` of the key), validated as `wireSchema(params)` (coerced from strings). */
+  params?: z.ZodTypeAny;
+  /** The query, validated as `wireSchema(query)` (coerced from strings; unknown parameters are ignored). */
+  query?: z.ZodTypeAny;
+  /** The JSON body with every rule; `validate` says how the route checks it. */
+  body?: z.ZodTypeAny;
+  validate?: BodyValidation;
+  /** JSON Schema keywords zod cannot state (uniqueItems, minProperties), merged into the validated `wireSchema(body)`. */
+  bodyRules?: Record<string, unknown>;
   /** The success answer: its status, its JSON body (or another media type). */
   ok: { status: number; description: string; schema?: z.ZodTypeAny; media?: 'application/zip' | 'text/event-stream' };
-  /** Error statuses this operation answers besides the ones every operation of its kind does (see openapi.ts). */
+  /** Error statuses this operation answers besides the ones every operation of its kind does (see openapi/responses.ts). */
   errors?: number[];
   /** Answers an ETag and, to a request whose If-None-Match holds it, 304 Not Modified without a body. */
   conditional?: boolean;
@@ -38,11 +64,6 @@ export interface OperationSpec {
   bills?: boolean;
   /** Calls an image provider or fetches a URL (502, 504). */
   upstream?: boolean;
-  /**
-   * The request body with every rule, when the route's validator checks only the JSON types (its service then
-   * reports every problem at once with the SPEC's texts); the document shows this one.
-   */
-  body?: z.ZodTypeAny;
 }
 
 const list = <T extends z.ZodTypeAny>(item: T, pagination: z.ZodTypeAny) => z.object({ data: z.array(item), pagination });
@@ -51,237 +72,158 @@ const flat = <T extends z.ZodRawShape>(shape: T) => z.object(shape);
 const ok = (schema: z.ZodTypeAny, description = 'OK', status = 200) => ({ status, description, schema });
 
 const CATALOGUE = {
-  // ---- images (SPEC 4.1) ----
-  'GET /api/images': {
-    operationId: 'listImages',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:read'],
-    ok: ok(list(R.Image, R.ImagePagination), 'A page of images, newest first'),
-  },
-  'POST /api/images': {
-    operationId: 'generateImages',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:generate'],
-    idempotent: true,
-    rate: 'generation',
-    ok: ok(data(R.GenerateResult), 'The generated images'),
-    body: B.GenerateImagesBody,
-    bills: true,
-    upstream: true,
-    errors: [404],
-  },
-  'GET /api/images/:id': {
-    operationId: 'getImage',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:read'],
-    ok: ok(data(R.ImageDetail), 'The image with its edit history'),
-  },
-  'DELETE /api/images/:id': {
-    operationId: 'deleteImage',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:delete'],
-    ok: { status: 204, description: 'Deleted (no body)' },
-  },
-  'POST /api/images/delete-bulk': {
-    operationId: 'deleteImages',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:delete'],
-    ok: ok(data(R.BulkDeleteResult), 'Per-id results'),
-  },
-  'POST /api/images/download': {
-    operationId: 'downloadImages',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:read'],
-    ok: { status: 200, description: 'ZIP of the originals (image-<id>.<ext>)', media: 'application/zip' },
-    errors: [404],
-  },
-  'POST /api/edit-image': {
-    operationId: 'editImage',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:edit'],
-    idempotent: true,
-    rate: 'generation',
-    ok: ok(R.EditResult, 'The edited image (flat object)'),
-    body: B.EditImageBody,
-    bills: true,
-    upstream: true,
-    errors: [404],
-  },
-  'POST /api/upload-for-editing': {
-    operationId: 'uploadForEditing',
-    tag: 'Images',
-    auth: 'tenant',
-    scopes: ['images:edit'],
-    idempotent: true,
-    rate: 'upload',
-    ok: ok(R.UploadResult, 'The stored upload (flat object)'),
-    body: B.UploadForEditingBody,
-    bills: true,
-    upstream: true,
+  // ---- health ----
+  'GET /health': {
+    operationId: 'getHealth',
+    tag: 'Health',
+    summary: 'Liveness of the gateway',
+    auth: 'none',
+    ok: ok(R.Health, 'The gateway is up'),
   },
 
   // ---- characters (SPEC 4.2) ----
   'GET /api/characters': {
     operationId: 'listCharacters',
     tag: 'Characters',
+    summary: 'List characters',
     auth: 'tenant',
     scopes: ['characters:read'],
+    query: B.AssetListQuery,
     ok: ok(list(R.CharacterListItem, AssetPagination)),
-  },
-  'GET /api/characters/:identifier': {
-    operationId: 'getCharacter',
-    tag: 'Characters',
-    auth: 'tenant',
-    scopes: ['characters:read'],
-    ok: ok(data(R.Character)),
   },
   'POST /api/characters': {
     operationId: 'createCharacter',
     tag: 'Characters',
+    summary: 'Create a character',
     auth: 'tenant',
     scopes: ['characters:manage'],
     idempotent: true,
-    ok: ok(data(R.Character)),
     body: B.CharacterBody,
+    validate: B.CharacterInput,
+    ok: ok(data(R.Character)),
     errors: [409],
+  },
+  'GET /api/characters/:identifier': {
+    operationId: 'getCharacter',
+    tag: 'Characters',
+    summary: 'Get a character by id or name',
+    auth: 'tenant',
+    scopes: ['characters:read'],
+    params: P.IdentifierParams,
+    ok: ok(data(R.Character)),
   },
   'PATCH /api/characters/:identifier': {
     operationId: 'updateCharacter',
     tag: 'Characters',
+    summary: 'Update a character (only given fields change; reference_image_ids and tags replace)',
     auth: 'tenant',
     scopes: ['characters:manage'],
-    ok: ok(data(R.Character)),
+    params: P.IdentifierParams,
     body: B.CharacterUpdateBody,
+    validate: B.CharacterUpdateInput,
+    ok: ok(data(R.Character)),
     errors: [409],
   },
   'DELETE /api/characters/:identifier': {
     operationId: 'deleteCharacter',
     tag: 'Characters',
+    summary: 'Delete a character (generated images keep their character_id)',
     auth: 'tenant',
     scopes: ['characters:manage'],
+    params: P.IdentifierParams,
     ok: ok(data(Deleted)),
-  },
-  'POST /api/characters/:identifier/generate': {
-    operationId: 'generateCharacterImage',
-    tag: 'Characters',
-    auth: 'tenant',
-    scopes: ['images:generate', 'characters:read'],
-    idempotent: true,
-    rate: 'generation',
-    ok: ok(data(R.CharacterGenerateResult)),
-    bills: true,
-    upstream: true,
   },
   'POST /api/characters/generate-multi': {
     operationId: 'generateMultiCharacterImage',
     tag: 'Characters',
+    summary: 'Generate one image with 2-5 characters',
     auth: 'tenant',
     scopes: ['images:generate', 'characters:read'],
     idempotent: true,
     rate: 'generation',
+    body: B.MultiCharacterGenerateBody,
     ok: ok(data(R.MultiCharacterResult)),
     bills: true,
     upstream: true,
     errors: [404],
   },
-
-  // ---- style presets (SPEC 4.3) ----
-  'GET /api/style-presets': {
-    operationId: 'listStylePresets',
-    tag: 'Style presets',
+  'POST /api/characters/:identifier/generate': {
+    operationId: 'generateCharacterImage',
+    tag: 'Characters',
+    summary: 'Generate an image of a character (id or URL-encoded name)',
     auth: 'tenant',
-    scopes: ['styles:read'],
-    ok: ok(list(R.StylePreset, StylePresetPagination)),
-  },
-  'GET /api/style-presets/:id': {
-    operationId: 'getStylePreset',
-    tag: 'Style presets',
-    auth: 'tenant',
-    scopes: ['styles:read'],
-    ok: ok(data(R.StylePreset)),
-  },
-  'POST /api/style-presets': {
-    operationId: 'createStylePreset',
-    tag: 'Style presets',
-    auth: 'tenant',
-    scopes: ['styles:manage'],
+    scopes: ['images:generate', 'characters:read'],
     idempotent: true,
-    ok: ok(data(R.StylePreset)),
-    body: B.StylePresetBody,
-    errors: [409],
-  },
-  'PATCH /api/style-presets/:id': {
-    operationId: 'updateStylePreset',
-    tag: 'Style presets',
-    auth: 'tenant',
-    scopes: ['styles:manage'],
-    ok: ok(data(R.StylePreset)),
-    body: B.StylePresetUpdateBody,
-    errors: [409],
-  },
-  'DELETE /api/style-presets/:id': {
-    operationId: 'deleteStylePreset',
-    tag: 'Style presets',
-    auth: 'tenant',
-    scopes: ['styles:manage'],
-    ok: ok(data(Deleted)),
+    rate: 'generation',
+    params: P.IdentifierParams,
+    body: B.CharacterGenerateBody,
+    ok: ok(data(R.CharacterGenerateResult)),
+    bills: true,
+    upstream: true,
   },
 
   // ---- products (SPEC 4.4) ----
   'GET /api/products': {
     operationId: 'listProducts',
     tag: 'Products',
+    summary: 'List products (page/page_size)',
     auth: 'tenant',
     scopes: ['products:read'],
+    query: B.ProductListQuery,
     ok: ok(list(R.Product, PagePagination)),
-  },
-  'GET /api/products/:identifier': {
-    operationId: 'getProduct',
-    tag: 'Products',
-    auth: 'tenant',
-    scopes: ['products:read'],
-    ok: ok(data(R.ProductDetail)),
   },
   'POST /api/products': {
     operationId: 'createProduct',
     tag: 'Products',
+    summary: 'Create a product from a public image URL',
     auth: 'tenant',
     scopes: ['products:manage'],
     idempotent: true,
+    body: B.ProductBody,
     ok: ok(data(R.ProductCreated)),
     bills: true,
     upstream: true,
     errors: [409],
   },
+  'GET /api/products/:identifier': {
+    operationId: 'getProduct',
+    tag: 'Products',
+    summary: 'Get a product by id or name',
+    auth: 'tenant',
+    scopes: ['products:read'],
+    params: P.IdentifierParams,
+    ok: ok(data(R.ProductDetail)),
+  },
   'PATCH /api/products/:identifier': {
     operationId: 'updateProduct',
     tag: 'Products',
+    summary: 'Update a product',
     auth: 'tenant',
     scopes: ['products:manage'],
+    params: P.IdentifierParams,
+    body: B.ProductUpdateBody,
     ok: ok(data(R.ProductUpdated)),
     errors: [409],
   },
   'DELETE /api/products/:identifier': {
     operationId: 'deleteProduct',
     tag: 'Products',
+    summary: 'Delete a product and its stored image (generated images stay)',
     auth: 'tenant',
     scopes: ['products:manage'],
+    params: P.IdentifierParams,
     ok: ok(data(Deleted)),
   },
   'POST /api/products/:identifier/generate': {
     operationId: 'generateProductImage',
     tag: 'Products',
+    summary: 'Generate 1-4 images featuring a product',
     auth: 'tenant',
     scopes: ['images:generate', 'products:read'],
     idempotent: true,
     rate: 'generation',
+    params: P.IdentifierParams,
+    body: B.ProductGenerateBody,
     ok: ok(data(R.ProductGenerateResult)),
     bills: true,
     upstream: true,
@@ -291,30 +233,46 @@ const CATALOGUE = {
   'GET /api/scenes': {
     operationId: 'listScenes',
     tag: 'Scenes',
+    summary: 'List scene presets',
     auth: 'tenant',
     scopes: ['styles:read'],
+    query: B.AssetListQuery,
     ok: ok(list(R.SceneListItem, AssetPagination)),
   },
-  'GET /api/scenes/:identifier': { operationId: 'getScene', tag: 'Scenes', auth: 'tenant', scopes: ['styles:read'], ok: ok(data(R.Scene)) },
   'POST /api/scenes': {
     operationId: 'createScene',
     tag: 'Scenes',
+    summary: 'Create a scene preset (prompt and/or reference images; URLs are fetched and imported)',
     auth: 'tenant',
     scopes: ['styles:manage'],
     idempotent: true,
-    ok: ok(data(R.Scene)),
+    // Checked by the route ('Invalid scene preset payload', SPEC 7) and by the library service.
     body: B.SceneBody,
+    validate: 'none',
+    ok: ok(data(R.Scene)),
     bills: true,
     upstream: true,
     errors: [409],
   },
+  'GET /api/scenes/:identifier': {
+    operationId: 'getScene',
+    tag: 'Scenes',
+    summary: 'Get a scene preset by id or URL-encoded name',
+    auth: 'tenant',
+    scopes: ['styles:read'],
+    params: P.IdentifierParams,
+    ok: ok(data(R.Scene)),
+  },
   'PATCH /api/scenes/:identifier': {
     operationId: 'updateScene',
     tag: 'Scenes',
+    summary: 'Update a scene preset (nullable fields clear; reference_image_ids and tags replace; URLs are added)',
     auth: 'tenant',
     scopes: ['styles:manage'],
-    ok: ok(data(R.Scene)),
+    params: P.IdentifierParams,
     body: B.SceneUpdateBody,
+    validate: 'none',
+    ok: ok(data(R.Scene)),
     bills: true,
     upstream: true,
     errors: [409],
@@ -322,15 +280,71 @@ const CATALOGUE = {
   'DELETE /api/scenes/:identifier': {
     operationId: 'deleteScene',
     tag: 'Scenes',
+    summary: 'Delete a scene preset (its reference images stay in the library)',
     auth: 'tenant',
     scopes: ['styles:manage'],
+    params: P.IdentifierParams,
     ok: ok(data(R.SceneDeleted)),
+  },
+
+  // ---- style presets (SPEC 4.3) ----
+  'GET /api/style-presets': {
+    operationId: 'listStylePresets',
+    tag: 'Style presets',
+    summary: 'List style presets',
+    auth: 'tenant',
+    scopes: ['styles:read'],
+    query: B.StylePresetListQuery,
+    ok: ok(list(R.StylePreset, StylePresetPagination)),
+  },
+  'POST /api/style-presets': {
+    operationId: 'createStylePreset',
+    tag: 'Style presets',
+    summary: 'Create a style preset',
+    auth: 'tenant',
+    scopes: ['styles:manage'],
+    idempotent: true,
+    body: B.StylePresetBody,
+    validate: B.StylePresetRestInput,
+    ok: ok(data(R.StylePreset)),
+    errors: [409],
+  },
+  'GET /api/style-presets/:id': {
+    operationId: 'getStylePreset',
+    tag: 'Style presets',
+    summary: 'Get a style preset',
+    auth: 'tenant',
+    scopes: ['styles:read'],
+    params: P.IdParams,
+    ok: ok(data(R.StylePreset)),
+  },
+  'PATCH /api/style-presets/:id': {
+    operationId: 'updateStylePreset',
+    tag: 'Style presets',
+    summary: 'Update a style preset (new_name renames; null clears prompt, negative_prompt, system_instruction, aspect_ratio)',
+    auth: 'tenant',
+    scopes: ['styles:manage'],
+    params: P.IdParams,
+    body: B.StylePresetUpdateBody,
+    validate: B.StylePresetRestUpdateInput,
+    ok: ok(data(R.StylePreset)),
+    errors: [409],
+  },
+  'DELETE /api/style-presets/:id': {
+    operationId: 'deleteStylePreset',
+    tag: 'Style presets',
+    summary: 'Delete a style preset',
+    auth: 'tenant',
+    scopes: ['styles:manage'],
+    params: P.IdParams,
+    ok: ok(data(Deleted)),
   },
 
   // ---- search presets (SPEC 4.6) ----
   'GET /api/search-presets': {
     operationId: 'listSearchPresets',
     tag: 'Search presets',
+    summary: 'List gallery search presets',
     auth: 'tenant',
     scopes: ['images:read'],
     ok: ok(data(z.array(R.SearchPreset))),
@@ -338,53 +352,335 @@ const CATALOGUE = {
   'POST /api/search-presets': {
     operationId: 'createSearchPreset',
     tag: 'Search presets',
+    summary: 'Save a gallery search preset',
+    description:
+      `Body: {presetName (1-${SEARCH_PRESET_NAME_MAX}), filters: ` +
+      '{ {search, searchMode (exact|all|any), dateFrom, dateTo, aspectRatio, ' +
+      'operationType (generate|edit), minSize, maxSize, sessionId, hasNegativePrompt, sortBy (newest|oldest|largest|smallest)}}',
     auth: 'tenant',
     scopes: ['images:read'],
     idempotent: true,
-    ok: ok(data(R.SearchPreset)),
+    // Checked by the route and the service, with SPEC 7's texts for every problem.
     body: B.SearchPresetBody,
+    validate: 'none',
+    ok: ok(data(R.SearchPreset)),
     errors: [409],
   },
   'DELETE /api/search-presets/:id': {
     operationId: 'deleteSearchPreset',
     tag: 'Search presets',
+    summary: 'Delete a search preset',
     auth: 'tenant',
     scopes: ['images:read'],
+    params: P.IdParams,
     ok: ok(data(Deleted)),
   },
   'GET /api/search-presets/:id/images': {
     operationId: 'listSearchPresetImages',
     tag: 'Search presets',
+    summary: "Run a saved search preset against the image list (same shape as GET /api/images, sorted by the preset's sortBy)",
     auth: 'tenant',
     scopes: ['images:read'],
+    params: P.IdParams,
+    query: B.SearchPresetImagesQuery,
     ok: ok(z.object({ data: z.array(R.Image), pagination: R.ImagePagination, preset: R.SearchPreset }), 'The images the preset finds'),
   },
 
-  // ---- usage and profile (SPEC 4.7) ----
-  'GET /api/profile': { operationId: 'getProfile', tag: 'Usage', auth: 'tenant', scopes: ['analytics:read'], ok: ok(R.Profile) },
-  'GET /api/usage': { operationId: 'getUsage', tag: 'Usage', auth: 'tenant', scopes: ['analytics:read'], ok: ok(data(R.Usage)) },
+  // ---- the image library (SPEC 4.1; generating and editing below) ----
+  'GET /api/images': {
+    operationId: 'listImages',
+    tag: 'Images',
+    summary: 'List images, newest first, with filters',
+    auth: 'tenant',
+    scopes: ['images:read'],
+    query: B.ImageListQuery,
+    ok: ok(list(R.Image, R.ImagePagination), 'A page of images, newest first'),
+  },
+  'GET /api/images/:id': {
+    operationId: 'getImage',
+    tag: 'Images',
+    summary: 'Image detail with edit history',
+    auth: 'tenant',
+    scopes: ['images:read'],
+    params: P.ImageIdParams,
+    ok: ok(data(R.ImageDetail), 'The image with its edit history'),
+  },
+  'DELETE /api/images/:id': {
+    operationId: 'deleteImage',
+    tag: 'Images',
+    summary: 'Delete an image and its files (edits keep parent_image_id)',
+    auth: 'tenant',
+    scopes: ['images:delete'],
+    params: P.ImageIdParams,
+    ok: { status: 204, description: 'Deleted (no body)' },
+  },
+  'POST /api/images/delete-bulk': {
+    operationId: 'deleteImages',
+    tag: 'Images',
+    summary: `Delete up to ${MAX_BULK_DELETE} images; per-id failures are reported`,
+    auth: 'tenant',
+    scopes: ['images:delete'],
+    body: B.DeleteImagesBody,
+    ok: ok(data(R.BulkDeleteResult), 'Per-id results'),
+  },
+  'POST /api/images/download': {
+    operationId: 'downloadImages',
+    tag: 'Images',
+    summary: `ZIP of the originals of up to ${MAX_DOWNLOAD_IDS} images`,
+    auth: 'tenant',
+    scopes: ['images:read'],
+    body: B.DownloadImagesBody,
+    ok: { status: 200, description: 'ZIP of the originals (image-<id>.<ext>)', media: 'application/zip' },
+    errors: [404],
+  },
 
-  // ---- sessions and executions (SPEC 4.8) ----
+  // ---- sessions (SPEC 4.8; their logs and executions below) ----
   'GET /api/sessions': {
     operationId: 'listSessions',
     tag: 'Sessions',
+    summary: 'List sessions, most recently active first',
     auth: 'tenant',
     scopes: ['sessions:read'],
+    query: B.SessionListQuery,
     ok: ok(list(R.SessionSummary, R.ImagePagination)),
   },
   'GET /api/sessions/:sessionId': {
     operationId: 'getSession',
     tag: 'Sessions',
+    summary: 'A session record and its images (oldest first)',
     auth: 'tenant',
     scopes: ['sessions:read'],
+    params: P.SessionParams,
     ok: ok(data(z.object({ session: R.SessionRecord, images: z.array(R.SessionImage) }))),
     conditional: true,
   },
+
+  // ---- administration (SPEC 4.9) ----
+  'GET /admin/tenants': {
+    operationId: 'listTenants',
+    tag: 'Admin',
+    summary: 'List tenants',
+    auth: 'admin',
+    ok: ok(data(z.array(R.Tenant))),
+  },
+  'POST /admin/tenants': {
+    operationId: 'createTenant',
+    tag: 'Admin',
+    summary: 'Create a tenant (returns the full API keys once)',
+    auth: 'super_admin',
+    body: B.TenantBody,
+    bodyRules: { properties: { allowed_models: { uniqueItems: true } } },
+    ok: ok(data(R.TenantCreated)),
+    errors: [409],
+  },
+  'GET /admin/tenants/:tenantId': {
+    operationId: 'getTenant',
+    tag: 'Admin',
+    summary: 'Get a tenant with its API keys',
+    auth: 'admin',
+    params: P.TenantParams,
+    ok: ok(data(R.TenantDetail)),
+  },
+  'PATCH /admin/tenants/:tenantId': {
+    operationId: 'updateTenant',
+    tag: 'Admin',
+    summary: 'Update a tenant (activation, limits, models, provider credential pools)',
+    auth: 'super_admin',
+    params: P.TenantParams,
+    body: B.TenantUpdateBody,
+    bodyRules: { properties: { allowed_models: { uniqueItems: true } } },
+    ok: ok(data(R.TenantDetail)),
+  },
+  'POST /admin/tenants/:tenantId/api-keys': {
+    operationId: 'createApiKey',
+    tag: 'Admin',
+    summary: 'Create an API key (the full key is returned once)',
+    auth: 'super_admin',
+    params: P.TenantParams,
+    body: B.ApiKeyBody,
+    ok: ok(data(R.CreatedApiKey), 'The new key (its full value is shown once)'),
+    errors: [409],
+  },
+  'DELETE /admin/tenants/:tenantId/api-keys/:keyRef': {
+    operationId: 'revokeApiKey',
+    tag: 'Admin',
+    summary: 'Revoke an API key by key id (key_...) or key name; effective within seconds',
+    auth: 'super_admin',
+    params: P.ApiKeyParams,
+    ok: ok(data(z.object({ success: z.literal(true), key: R.ApiKeyRecord }))),
+  },
+  'POST /admin/auth/login': {
+    operationId: 'adminLogin',
+    tag: 'Admin',
+    summary: 'Sign in with email and password; returns a session token for Authorization: Bearer',
+    auth: 'none',
+    body: B.AdminLoginBody,
+    ok: ok(data(R.AdminSession), 'A session token (use as Authorization: Bearer)'),
+    errors: [401, 423],
+  },
+  'POST /admin/auth/logout': {
+    operationId: 'adminLogout',
+    tag: 'Admin',
+    summary: 'Revoke the current admin session token',
+    auth: 'admin',
+    ok: ok(data(Success)),
+  },
+  'GET /admin/me': { operationId: 'getAdminMe', tag: 'Admin', summary: 'Who is signed in', auth: 'admin', ok: ok(data(R.AdminMe)) },
+  'GET /admin/users': {
+    operationId: 'listAdminUsers',
+    tag: 'Admin',
+    summary: 'List admin users',
+    auth: 'admin',
+    ok: ok(data(z.array(R.AdminUser))),
+  },
+  'GET /admin/users/:userId': {
+    operationId: 'getAdminUser',
+    tag: 'Admin',
+    summary: 'Get an admin user',
+    auth: 'admin',
+    params: P.UserParams,
+    ok: ok(data(R.AdminUser)),
+  },
+  'PATCH /admin/users/:userId': {
+    operationId: 'updateAdminUser',
+    tag: 'Admin',
+    summary: 'Change display name, role or active state (deactivation ends the user sessions at once)',
+    auth: 'super_admin',
+    params: P.UserParams,
+    body: B.AdminUserUpdateBody,
+    ok: ok(
+      data(
+        z.object({
+          user: R.AdminUser.pick({ userId: true, email: true, displayName: true, role: true, isActive: true, updatedAt: true }),
+        }),
+      ),
+    ),
+    errors: [409],
+  },
+  'POST /admin/users/:userId/unlock': {
+    operationId: 'unlockAdminUser',
+    tag: 'Admin',
+    summary: 'Unlock a user locked by failed sign-ins (failed attempts reset to 0)',
+    auth: 'super_admin',
+    params: P.UserParams,
+    ok: ok(data(z.object({ success: z.literal(true), userId: z.string(), message: z.string() }))),
+  },
+  'GET /admin/invitations': {
+    operationId: 'listInvitations',
+    tag: 'Admin',
+    summary: 'List invitations (optionally by status); tokens in full for super_admin only',
+    auth: 'admin',
+    query: P.InvitationListQuery,
+    ok: ok(data(z.array(R.Invitation))),
+  },
+  'POST /admin/invitations': {
+    operationId: 'createInvitation',
+    tag: 'Admin',
+    summary: 'Invite an admin by email; returns an inv_ token',
+    auth: 'super_admin',
+    body: B.InvitationBody,
+    ok: ok(data(R.InvitationCreated)),
+    errors: [404, 409],
+  },
+  'DELETE /admin/invitations/:token': {
+    operationId: 'revokeInvitation',
+    tag: 'Admin',
+    summary: 'Revoke a pending invitation',
+    auth: 'super_admin',
+    params: P.InvitationParams,
+    ok: ok(data(Success)),
+    errors: [409],
+  },
+  'GET /admin/invitations/:token': {
+    operationId: 'getInvitation',
+    tag: 'Admin',
+    summary: 'Public: what a pending invitation is for (the token is the credential)',
+    auth: 'none',
+    params: P.InvitationParams,
+    ok: ok(data(R.InvitationPublic), 'What an invitation offers (no credential: the token is the secret)'),
+    errors: [410],
+  },
+  'POST /admin/invitations/:token/accept': {
+    operationId: 'acceptInvitation',
+    tag: 'Admin',
+    summary: 'Accept an invitation: creates the admin user and signs in',
+    auth: 'none',
+    params: P.InvitationParams,
+    body: B.InvitationAcceptBody,
+    ok: ok(data(R.AdminSession), 'The new admin user, signed in'),
+    errors: [409, 410],
+  },
+  'GET /admin/stats': {
+    operationId: 'getAdminStats',
+    tag: 'Admin',
+    summary: 'Platform totals: tenants, images and storage, recent activity, top tenants, service health',
+    auth: 'admin',
+    ok: ok(data(R.AdminStats)),
+  },
+
+  // ---- generating and editing images (SPEC 4.1) ----
+  'POST /api/images': {
+    operationId: 'generateImages',
+    tag: 'Images',
+    summary: 'Generate images from a prompt (or edit one with image_to_edit_id)',
+    description:
+      'Returns {data:{images, metadata:{requested, generated, session_id}, executionId}}. Provider safety blocks answer 400 ' +
+      "'Content blocked by provider safety filters: <reason>'; an open provider circuit answers 503; 402 when the monthly quota is used up.",
+    auth: 'tenant',
+    scopes: ['images:generate'],
+    idempotent: true,
+    rate: 'generation',
+    // The generation service checks every rule, so one 400 lists every problem (REST and MCP alike); ids keep their
+    // int64 wire bounds, counts are clamped to int32 by the mapping (libs/operations requests.ts).
+    body: B.GenerateImagesBody,
+    validate: 'types',
+    ok: ok(data(R.GenerateResult), 'The generated images'),
+    bills: true,
+    upstream: true,
+    errors: [404],
+  },
+  'POST /api/edit-image': {
+    operationId: 'editImage',
+    tag: 'Images',
+    summary: 'Edit a stored image with a prompt; the result keeps the source shape unless aspect_ratio is given',
+    auth: 'tenant',
+    scopes: ['images:edit'],
+    idempotent: true,
+    rate: 'generation',
+    body: B.EditImageBody,
+    validate: 'types',
+    ok: ok(R.EditResult, 'The edited image (flat object)'),
+    bills: true,
+    upstream: true,
+    errors: [404],
+  },
+  'POST /api/upload-for-editing': {
+    operationId: 'uploadForEditing',
+    tag: 'Images',
+    summary: 'Fetch a public image URL into the library so it can be edited',
+    description:
+      'PNG, JPEG, WebP or single-frame GIF; at most 20 MB and 4,194,304 pixels. Private, loopback, link-local and metadata ' +
+      'addresses are refused (also after redirects and DNS resolution).',
+    auth: 'tenant',
+    scopes: ['images:edit'],
+    idempotent: true,
+    rate: 'upload',
+    body: B.UploadForEditingBody,
+    validate: 'types',
+    ok: ok(R.UploadResult, 'The stored upload (flat object)'),
+    bills: true,
+    upstream: true,
+  },
+
+  // ---- session logs and executions (SPEC 4.8) ----
   'GET /api/sessions/:sessionId/logs': {
     operationId: 'listSessionLogs',
     tag: 'Sessions',
+    summary: "A session's executions (tool execution logs), newest first, with their log entries",
     auth: 'tenant',
     scopes: ['sessions:read'],
+    params: P.SessionParams,
+    query: B.SessionLogsQuery,
     ok: ok(
       flat({
         success: z.literal(true),
@@ -398,36 +694,74 @@ const CATALOGUE = {
   'GET /api/sessions/:sessionId/logs/stream': {
     operationId: 'streamSessionLogs',
     tag: 'Sessions',
+    summary: "Server-sent events for the session's active executions",
+    description: 'Events: log, status, complete, error, heartbeat. Polls every `interval` ms (default 1000).',
     auth: 'tenant',
     scopes: ['sessions:read'],
+    params: P.SessionParams,
+    query: P.StreamQuery,
     ok: { status: 200, description: 'SSE: log, status, complete, error and heartbeat events', media: 'text/event-stream' },
   },
   'GET /api/executions/active': {
     operationId: 'listActiveExecutions',
     tag: 'Executions',
+    summary: "The tenant's running executions, newest first",
     auth: 'tenant',
     scopes: ['sessions:read'],
+    query: B.ActiveExecutionsQuery,
     ok: ok(flat({ success: z.literal(true), executions: z.array(R.Execution), total: z.number().int(), totalIsExact: z.boolean() })),
   },
   'GET /api/executions/:executionId': {
     operationId: 'getExecution',
     tag: 'Executions',
+    summary: 'One execution with its log entries',
     auth: 'tenant',
     scopes: ['sessions:read'],
+    params: P.ExecutionParams,
     ok: ok(flat({ success: z.literal(true), execution: R.ExecutionDetail })),
   },
   'GET /api/executions/:executionId/stream': {
     operationId: 'streamExecution',
     tag: 'Executions',
+    summary: 'Server-sent events for one execution; the stream ends after complete or error',
+    description: 'Events: log, status, complete, error, heartbeat.',
     auth: 'tenant',
     scopes: ['sessions:read'],
+    params: P.ExecutionParams,
+    query: P.StreamQuery,
     ok: { status: 200, description: 'SSE: log, status, complete, error and heartbeat events', media: 'text/event-stream' },
+  },
+
+  // ---- usage and profile (SPEC 4.7) ----
+  'GET /api/usage': {
+    operationId: 'getUsage',
+    tag: 'Usage',
+    summary: 'Monthly usage (newest first), the rolling 30 days and the quota',
+    description:
+      'Months are UTC calendar months with any activity; total_bytes counts original images stored that month ' +
+      '(deletes do not reduce it). recent covers the last 30 days. An invalid limit answers 400 Invalid limit.',
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    query: B.UsageQuery,
+    ok: ok(data(R.Usage)),
+  },
+  'GET /api/profile': {
+    operationId: 'getProfile',
+    tag: 'Usage',
+    summary: 'The tenant and its quota object',
+    description:
+      'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} ' +
+      '(integers; used MB of the current UTC month, rounded).',
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    ok: ok(R.Profile),
   },
 
   // ---- webhooks (SPEC 4.11) ----
   'GET /api/webhooks': {
     operationId: 'listWebhooks',
     tag: 'Webhooks',
+    summary: 'List webhook endpoints',
     auth: 'tenant',
     scopes: ['analytics:read'],
     ok: ok(data(z.array(R.Webhook))),
@@ -435,38 +769,25 @@ const CATALOGUE = {
   'POST /api/webhooks': {
     operationId: 'createWebhook',
     tag: 'Webhooks',
+    summary: 'Create a webhook endpoint (the signing secret is returned once, here)',
+    description:
+      'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
+      `At most ${WEBHOOKS_PER_TENANT_MAX} endpoints per tenant.`,
     auth: 'tenant',
     scopes: ['analytics:read'],
     idempotent: true,
+    body: B.WebhookBody,
     ok: ok(data(R.WebhookCreated), 'Created; the signing secret is shown once', 201),
     errors: [409],
-  },
-  'GET /api/webhooks/:id': {
-    operationId: 'getWebhook',
-    tag: 'Webhooks',
-    auth: 'tenant',
-    scopes: ['analytics:read'],
-    ok: ok(data(R.Webhook)),
-  },
-  'PATCH /api/webhooks/:id': {
-    operationId: 'updateWebhook',
-    tag: 'Webhooks',
-    auth: 'tenant',
-    scopes: ['analytics:read'],
-    ok: ok(data(R.Webhook)),
-  },
-  'DELETE /api/webhooks/:id': {
-    operationId: 'deleteWebhook',
-    tag: 'Webhooks',
-    auth: 'tenant',
-    scopes: ['analytics:read'],
-    ok: ok(data(z.object({ deleted: z.literal(true), id: z.number().int() }))),
   },
   'DELETE /api/webhooks': {
     operationId: 'deleteWebhooksByIdOrUrl',
     tag: 'Webhooks',
+    summary: 'Delete a webhook endpoint by id or by URL (query or body)',
+    description: 'Same as DELETE /api/webhooks/:id when `id` is given; with `url`, deletes every endpoint with that URL.',
     auth: 'tenant',
     scopes: ['analytics:read'],
+    query: P.WebhookDeleteQuery,
     ok: ok(
       data(
         z.union([
@@ -477,102 +798,58 @@ const CATALOGUE = {
     ),
     errors: [404],
   },
+  'GET /api/webhooks/:id': {
+    operationId: 'getWebhook',
+    tag: 'Webhooks',
+    summary: 'Get a webhook endpoint',
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    params: P.IdParams,
+    ok: ok(data(R.Webhook)),
+  },
+  'PATCH /api/webhooks/:id': {
+    operationId: 'updateWebhook',
+    tag: 'Webhooks',
+    summary: 'Enable/disable a webhook endpoint or change its description',
+    description:
+      'enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending ' +
+      'deliveries are sent at once); enabled:false pauses delivery.',
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    params: P.IdParams,
+    body: B.WebhookUpdateBody,
+    // An empty body is refused by the schema (zod has no minProperties), one with neither field by the route.
+    bodyRules: { minProperties: 1 },
+    ok: ok(data(R.Webhook)),
+  },
+  'DELETE /api/webhooks/:id': {
+    operationId: 'deleteWebhook',
+    tag: 'Webhooks',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    params: P.IdParams,
+    ok: ok(data(z.object({ deleted: z.literal(true), id: z.number().int() }))),
+  },
   'GET /api/webhooks/:id/deliveries': {
     operationId: 'listWebhookDeliveries',
     tag: 'Webhooks',
+    summary: 'Delivery log of a webhook endpoint (newest first, with every attempt)',
     auth: 'tenant',
     scopes: ['analytics:read'],
+    params: P.IdParams,
+    query: P.WebhookDeliveriesQuery,
     ok: ok(data(z.array(R.Delivery))),
   },
   'POST /api/webhooks/:id/test': {
     operationId: 'testWebhook',
     tag: 'Webhooks',
+    summary: 'Queue a signed webhook.test delivery to the endpoint',
     auth: 'tenant',
     scopes: ['analytics:read'],
+    params: P.IdParams,
     ok: ok(data(R.Delivery), 'A test delivery was queued', 202),
   },
-
-  // ---- administration (SPEC 4.9) ----
-  'POST /admin/auth/login': {
-    operationId: 'adminLogin',
-    tag: 'Admin',
-    auth: 'none',
-    ok: ok(data(R.AdminSession), 'A session token (use as Authorization: Bearer)'),
-    errors: [401, 423],
-  },
-  'POST /admin/auth/logout': { operationId: 'adminLogout', tag: 'Admin', auth: 'admin', ok: ok(data(Success)) },
-  'GET /admin/me': { operationId: 'getAdminMe', tag: 'Admin', auth: 'admin', ok: ok(data(R.AdminMe)) },
-  'GET /admin/stats': { operationId: 'getAdminStats', tag: 'Admin', auth: 'admin', ok: ok(data(R.AdminStats)) },
-  'GET /admin/tenants': { operationId: 'listTenants', tag: 'Admin', auth: 'admin', ok: ok(data(z.array(R.Tenant))) },
-  'GET /admin/tenants/:tenantId': { operationId: 'getTenant', tag: 'Admin', auth: 'admin', ok: ok(data(R.TenantDetail)) },
-  'POST /admin/tenants': { operationId: 'createTenant', tag: 'Admin', auth: 'super_admin', ok: ok(data(R.TenantCreated)), errors: [409] },
-  'PATCH /admin/tenants/:tenantId': { operationId: 'updateTenant', tag: 'Admin', auth: 'super_admin', ok: ok(data(R.TenantDetail)) },
-  'POST /admin/tenants/:tenantId/api-keys': {
-    operationId: 'createApiKey',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(data(R.CreatedApiKey), 'The new key (its full value is shown once)'),
-    errors: [409],
-  },
-  'DELETE /admin/tenants/:tenantId/api-keys/:keyRef': {
-    operationId: 'revokeApiKey',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(data(z.object({ success: z.literal(true), key: R.ApiKeyRecord }))),
-  },
-  'GET /admin/users': { operationId: 'listAdminUsers', tag: 'Admin', auth: 'admin', ok: ok(data(z.array(R.AdminUser))) },
-  'GET /admin/users/:userId': { operationId: 'getAdminUser', tag: 'Admin', auth: 'admin', ok: ok(data(R.AdminUser)) },
-  'PATCH /admin/users/:userId': {
-    operationId: 'updateAdminUser',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(
-      data(
-        z.object({
-          user: R.AdminUser.pick({ userId: true, email: true, displayName: true, role: true, isActive: true, updatedAt: true }),
-        }),
-      ),
-    ),
-    errors: [409],
-  },
-  'POST /admin/users/:userId/unlock': {
-    operationId: 'unlockAdminUser',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(data(z.object({ success: z.literal(true), userId: z.string(), message: z.string() }))),
-  },
-  'GET /admin/invitations': { operationId: 'listInvitations', tag: 'Admin', auth: 'admin', ok: ok(data(z.array(R.Invitation))) },
-  'POST /admin/invitations': {
-    operationId: 'createInvitation',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(data(R.InvitationCreated)),
-    errors: [404, 409],
-  },
-  'DELETE /admin/invitations/:token': {
-    operationId: 'revokeInvitation',
-    tag: 'Admin',
-    auth: 'super_admin',
-    ok: ok(data(Success)),
-    errors: [409],
-  },
-  'GET /admin/invitations/:token': {
-    operationId: 'getInvitation',
-    tag: 'Admin',
-    auth: 'none',
-    ok: ok(data(R.InvitationPublic), 'What an invitation offers (no credential: the token is the secret)'),
-    errors: [410],
-  },
-  'POST /admin/invitations/:token/accept': {
-    operationId: 'acceptInvitation',
-    tag: 'Admin',
-    auth: 'none',
-    ok: ok(data(R.AdminSession), 'The new admin user, signed in'),
-    errors: [409, 410],
-  },
-
-  // ---- health ----
-  'GET /health': { operationId: 'getHealth', tag: 'Health', auth: 'none', ok: ok(R.Health, 'The gateway is up') },
 } satisfies Record<string, OperationSpec>;
 
 export const OPERATIONS: Record<string, OperationSpec> = CATALOGUE;

@@ -87,9 +87,10 @@ import {
 } from './vocab.js';
 
 /**
- * Request bodies and list queries defined once. A REST route validates either the whole schema (jsonSchema) or,
+ * Request bodies and list queries defined once. A REST route validates either the whole schema (wireSchema) or,
  * where its service reports every rule at once with the SPEC's texts, the JSON types only (typesOnly, or
- * checkedByService for single fields); the OpenAPI document shows every rule; the MCP tools take the same fields
+ * checkedByService for single fields), as its operation says (operations.ts `validate`); the OpenAPI document shows
+ * every rule; the MCP tools take the same fields
  * as their arguments (`.shape`, checked by zod). Bodies the REST API takes with unknown fields ignored are
  * `.passthrough()` (MCP refuses unknown arguments all the same: its framework makes every input strict).
  */
@@ -252,6 +253,10 @@ export function checkedByService<T extends z.ZodRawShape, K extends keyof T & st
 export const StylePresetInput = checkedByService(StylePresetBody, ['name', 'aspect_ratio']);
 /** What PATCH /api/style-presets/:id and update_style_preset check. */
 export const StylePresetUpdateInput = checkedByService(StylePresetUpdateBody, ['new_name', 'aspect_ratio']);
+/** What POST /api/style-presets checks: a missing or null name reaches the service, which answers it with SPEC 7's text. */
+export const StylePresetRestInput = StylePresetInput.extend({ name: StylePresetInput.shape.name.nullable().optional() });
+/** What PATCH /api/style-presets/:id checks: a null new_name reaches the service too. */
+export const StylePresetRestUpdateInput = StylePresetUpdateInput.extend({ new_name: StylePresetUpdateInput.shape.new_name.nullable() });
 
 /**
  * create_search_preset: POST /api/search-presets' body with the name as preset_name (snake_case, as every tool
@@ -573,7 +578,7 @@ export const TenantBody = z
     monthly_quota_mb: z.number().int().min(1).max(1_000_000_000).optional(),
     rate_limit_per_minute: z.number().int().min(1).max(1_000_000_000).optional(),
     model_id: z.enum(MODEL_IDS).optional().describe('The default model'),
-    // Unique items: the route's validator adds uniqueItems (zod arrays have no such rule).
+    // Unique items: the catalogue's bodyRules add uniqueItems to what the route validates (zod arrays have no such rule).
     allowed_models: z.array(z.enum(MODEL_IDS)).min(1).max(MODEL_IDS.length).optional().describe('Distinct model ids'),
     notes: z.string().max(TENANT_NOTES_MAX).nullable().optional(),
     api_keys: z

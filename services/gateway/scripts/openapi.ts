@@ -1,10 +1,13 @@
 import { writeFileSync } from 'node:fs';
+import { buildOpenapiDocument } from '@imagegen/api-schemas';
 import { createInProcessTransport, createLogger, createResolver, type Logger, loadConfig, type ServiceContext } from '@imagegen/platform';
 import { buildApp } from '../src/app.js';
 
 /**
- * The gateway's OpenAPI document without a running stack: builds the app (no service is called) and prints
- * /docs/json, or writes it to the file given as the first argument. `pnpm client` uses it.
+ * The gateway app without a running stack (tests build it to inject requests), and the OpenAPI document it
+ * serves. The document is built from the operation catalogue alone (@imagegen/api-schemas buildOpenapiDocument):
+ * run as a script this prints it, or writes it to the file given as the first argument, without building the app;
+ * `pnpm client` writes it to libs/client without importing the gateway.
  */
 /**
  * A service context for building the gateway app without a stack: no events, storage or reachable services.
@@ -28,16 +31,18 @@ export async function offlineApp() {
   return app;
 }
 
+/** The document as the gateway serves it at /docs/json. */
 export async function openapiDocument(): Promise<Record<string, unknown>> {
   const app = await offlineApp();
-  const doc = app.swagger() as Record<string, unknown>;
-  await app.close();
-  return JSON.parse(JSON.stringify(doc));
+  try {
+    return (await app.inject({ url: '/docs/json' })).json();
+  } finally {
+    await app.close();
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const doc = await openapiDocument();
-  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  const text = `${JSON.stringify(buildOpenapiDocument(), null, 2)}\n`;
   if (process.argv[2]) writeFileSync(process.argv[2], text);
   else process.stdout.write(text);
 }

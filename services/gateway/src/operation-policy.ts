@@ -1,4 +1,4 @@
-import { OPERATIONS, type OperationSpec } from '@imagegen/api-schemas';
+import { OPERATIONS, type OperationSpec, requestSchemas } from '@imagegen/api-schemas';
 import type { RouteOptions } from 'fastify';
 
 /** How a route is protected and counted; the catalogue's (OPERATIONS) for every catalogued route. */
@@ -23,9 +23,10 @@ export function operationOf(method: string, url: string): OperationSpec | undefi
 }
 
 /**
- * onRoute hook: a catalogued route takes its auth, idempotency and rate-limit class from OPERATIONS, the same entry
- * the OpenAPI document states them from, so what the gateway enforces is what the document says. A route that
- * declares any of them itself fails at start: the catalogue is the one place.
+ * onRoute hook: a catalogued route takes its auth, idempotency and rate-limit class and its request schemas (what
+ * fastify validates its params, query and body with) from OPERATIONS, the same entry the OpenAPI document is built
+ * from, so what the gateway enforces is what the document says. A route that declares any of them itself (or a
+ * summary, description or tags: the document is the catalogue's) fails at start: the catalogue is the one place.
  */
 export function applyOperationPolicy(route: RouteOptions): void {
   if (typeof route.method !== 'string') return;
@@ -48,4 +49,12 @@ export function applyOperationPolicy(route: RouteOptions): void {
       throw new Error(`${route.method} ${route.url}: '${k}' is the catalogue's (libs/api-schemas operations.ts)`);
   }
   route.config = { ...own, ...policy } as typeof route.config;
+  // The request schemas are made once per operation: a HEAD twin arriving with its GET's has the same objects.
+  const request = requestSchemas(spec) as Record<string, unknown>;
+  const ownSchema = (route.schema ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(ownSchema)) {
+    if (k !== 'response' && v !== undefined && v !== request[k])
+      throw new Error(`${route.method} ${route.url}: schema '${k}' is the catalogue's (libs/api-schemas operations.ts)`);
+  }
+  route.schema = { ...ownSchema, ...request };
 }

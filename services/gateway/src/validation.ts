@@ -1,44 +1,8 @@
-import { ID_MAX, INT32_MAX, jsonSchema } from '@imagegen/api-schemas';
+import { ID_MAX, INT32_MAX } from '@imagegen/api-schemas';
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 
-type Json = Record<string, unknown>;
-
-/**
- * The JSON schema a route validates a body or query with, from its one zod definition (@imagegen/api-schemas).
- * A nullable field is written as a type list (`{type: ['string', 'null'], maxLength: 500}`) rather than the
- * `anyOf` zod-to-json-schema emits for constrained types, so ajv reports its problems in the SPEC's words
- * ('description must be at most 500 characters') instead of 'must match a schema in anyOf'.
- */
-export function wireSchema(schema: Parameters<typeof jsonSchema>[0]): Json {
-  return mergeTypeUnions(jsonSchema(schema)) as Json;
-}
-
-function mergeTypeUnions(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(mergeTypeUnions);
-  if (node === null || typeof node !== 'object') return node;
-  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, mergeTypeUnions(v)])) as Json;
-  const members = out.anyOf as Json[] | undefined;
-  if (!Array.isArray(members)) return out;
-  // Mergeable: every member names its own types and no keyword but `type` appears twice (type-specific
-  // keywords such as maxLength and maxItems then apply to their own type only); an enum admits null only.
-  const types: string[] = [];
-  const merged: Json = {};
-  for (const m of members) {
-    if (m.type === undefined) return out;
-    for (const t of [m.type].flat() as string[]) if (!types.includes(t)) types.push(t);
-    for (const [k, v] of Object.entries(m)) {
-      if (k === 'type') continue;
-      if (k in merged) return out;
-      merged[k] = v;
-    }
-  }
-  if (Array.isArray(merged.enum)) {
-    if (types.some((t) => t !== 'null' && t !== types[0])) return out;
-    if (types.includes('null')) merged.enum = [...merged.enum, null];
-  }
-  const { anyOf: _, ...rest } = out;
-  return { ...rest, ...merged, type: types.length === 1 ? types[0] : types };
-}
+/** The JSON schema a route validates with (from the operation catalogue, @imagegen/api-schemas requests.ts). */
+export { wireSchema } from '@imagegen/api-schemas';
 
 /** Turns ajv errors into the spec's human details, e.g. 'prompt is required', 'n must be <= 4'. */
 export function formatValidationErrors(errors: FastifySchemaValidationError[], part?: string): string[] {

@@ -78,53 +78,45 @@ const adminStats: RouteModule = (app, { ctx, clients }) => {
     }
   }
 
-  app.get(
-    '/admin/stats',
-    {
-      schema: {
-        summary: 'Platform totals: tenants, images and storage, recent activity, top tenants, service health',
-      },
-    },
-    async (req) => {
-      const [tenantStats, platform, health] = await Promise.all([
-        tenancy.getTenantStats({}, req.principal),
-        usage.getPlatformUsage({}, req.principal, { timeoutMs: 5000 }).then(
-          (u) => ({ ok: true as const, u }),
-          (err: unknown) => ({ ok: false as const, error: err instanceof AppError ? err.body.error : String(err) }),
-        ),
-        Promise.all([...GRPC_SERVICES.map(probeGrpc), ...HTTP_SERVICES.map(probeHttp)]),
-      ]);
-      const names = new Map(tenantStats.tenantNames.map((t) => [t.tenantId, t.tenantName]));
-      const mb = (bytes: number) => Math.round((bytes / (1024 * 1024)) * 100) / 100;
-      const services = [{ name: 'gateway', status: 'up' as const, latencyMs: 0 }, ...health];
-      const down = services.filter((s) => s.status === 'down').length;
-      return {
-        data: {
-          tenants: {
-            total: tenantStats.total,
-            active: tenantStats.active,
-            inactive: tenantStats.inactive,
-            createdLast30Days: tenantStats.createdLast30d,
-          },
-          images: platform.ok ? { total: platform.u.totalImages, last24h: platform.u.imagesLast24h } : null,
-          storage: platform.ok ? { totalBytes: platform.u.totalBytes, totalMb: mb(platform.u.totalBytes) } : null,
-          recentActivity: platform.ok ? { imagesLast24h: platform.u.imagesLast24h, operationsLast24h: platform.u.operationsLast24h } : null,
-          topTenants: platform.ok
-            ? platform.u.topTenants.map((t) => ({
-                tenantId: t.tenantId,
-                tenantName: names.get(t.tenantId) ?? null,
-                bytes: t.bytes,
-                mb: mb(t.bytes),
-                images: t.images,
-              }))
-            : [],
-          usage: platform.ok ? { status: 'ok' } : { status: 'unavailable', error: platform.error },
-          health: { status: down === 0 ? 'ok' : 'degraded', services },
-          generatedAt: new Date().toISOString(),
+  app.get('/admin/stats', async (req) => {
+    const [tenantStats, platform, health] = await Promise.all([
+      tenancy.getTenantStats({}, req.principal),
+      usage.getPlatformUsage({}, req.principal, { timeoutMs: 5000 }).then(
+        (u) => ({ ok: true as const, u }),
+        (err: unknown) => ({ ok: false as const, error: err instanceof AppError ? err.body.error : String(err) }),
+      ),
+      Promise.all([...GRPC_SERVICES.map(probeGrpc), ...HTTP_SERVICES.map(probeHttp)]),
+    ]);
+    const names = new Map(tenantStats.tenantNames.map((t) => [t.tenantId, t.tenantName]));
+    const mb = (bytes: number) => Math.round((bytes / (1024 * 1024)) * 100) / 100;
+    const services = [{ name: 'gateway', status: 'up' as const, latencyMs: 0 }, ...health];
+    const down = services.filter((s) => s.status === 'down').length;
+    return {
+      data: {
+        tenants: {
+          total: tenantStats.total,
+          active: tenantStats.active,
+          inactive: tenantStats.inactive,
+          createdLast30Days: tenantStats.createdLast30d,
         },
-      };
-    },
-  );
+        images: platform.ok ? { total: platform.u.totalImages, last24h: platform.u.imagesLast24h } : null,
+        storage: platform.ok ? { totalBytes: platform.u.totalBytes, totalMb: mb(platform.u.totalBytes) } : null,
+        recentActivity: platform.ok ? { imagesLast24h: platform.u.imagesLast24h, operationsLast24h: platform.u.operationsLast24h } : null,
+        topTenants: platform.ok
+          ? platform.u.topTenants.map((t) => ({
+              tenantId: t.tenantId,
+              tenantName: names.get(t.tenantId) ?? null,
+              bytes: t.bytes,
+              mb: mb(t.bytes),
+              images: t.images,
+            }))
+          : [],
+        usage: platform.ok ? { status: 'ok' } : { status: 'unavailable', error: platform.error },
+        health: { status: down === 0 ? 'ok' : 'degraded', services },
+        generatedAt: new Date().toISOString(),
+      },
+    };
+  });
 };
 
 export default adminStats;

@@ -1,17 +1,10 @@
-import { AssetListQuery, IdentifierParams, type Infer } from '@imagegen/api-schemas';
-import { wireSchema } from '../validation.js';
+import type { AssetListQuery, Infer } from '@imagegen/api-schemas';
 
-/** Schema pieces and helpers shared by the saved-asset routes (characters, products, scenes). */
-
-/** `:identifier` path parameter: a numeric id or a URL-encoded name. */
-export const identifierParams = wireSchema(IdentifierParams);
+/** Helpers shared by the saved-asset routes (characters, products, scenes). */
 
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-/** Query of the searchable, sortable asset lists (characters, scenes). */
-export const assetListQuery = wireSchema(AssetListQuery);
-
-/** The assets service's list request for an assetListQuery. */
+/** The assets service's list request for the query of a searchable, sortable asset list (characters, scenes). */
 export function assetListRequest(query: unknown) {
   const q = query as Infer<typeof AssetListQuery>;
   return { limit: q.limit, offset: q.offset, search: q.search, sortBy: q.sort_by, cursor: q.cursor };

@@ -1,4 +1,4 @@
-import { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, type Infer, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
+import type { CharacterGenerateBody, CharacterInput, CharacterUpdateInput, Infer, MultiCharacterGenerateBody } from '@imagegen/api-schemas';
 import type { GeneratedImage } from '@imagegen/contracts/generation/v1/generation';
 import {
   characterDetail,
@@ -11,8 +11,7 @@ import {
 } from '@imagegen/operations';
 import { invalidPayload } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
-import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
+import { assetListRequest, assetPagination, str } from './asset-schemas.js';
 
 /**
  * Characters (SPEC 4.2), snake_case. `:identifier` is the numeric id or the URL-encoded exact name.
@@ -32,132 +31,77 @@ const charactersRoutes: RouteModule = (app, { clients }) => {
     return new Map(res.images.map((i) => [i.id, i.thumbnailSizeBytes]));
   }
 
-  app.get(
-    '/api/characters',
-    {
-      schema: {
-        summary: 'List characters',
-        querystring: assetListQuery,
+  app.get('/api/characters', async (request) => {
+    const res = await assets.listCharacters(assetListRequest(request.query), request.principal);
+    return {
+      data: res.characters.map(characterListForm),
+      pagination: assetPagination(res),
+    };
+  });
+
+  app.get('/api/characters/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    return { data: characterDetail(await assets.getCharacter({ identifier }, request.principal)) };
+  });
+
+  app.post('/api/characters', async (request) => {
+    const b = request.body as Infer<typeof CharacterInput>;
+    const c = await assets.createCharacter(createCharacterRequest(b), request.principal);
+    return { data: characterDetail(c) };
+  });
+
+  app.patch('/api/characters/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const b = (request.body ?? {}) as Infer<typeof CharacterUpdateInput>;
+    const c = await assets.updateCharacter(updateCharacterRequest(identifier, b), request.principal);
+    return { data: characterDetail(c) };
+  });
+
+  app.delete('/api/characters/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    await assets.deleteCharacter({ identifier }, request.principal);
+    return { data: { deleted: true } };
+  });
+
+  app.post('/api/characters/generate-multi', async (request) => {
+    const b = request.body as Infer<typeof MultiCharacterGenerateBody>;
+    const characterIds = [...new Set(b.character_ids)];
+    if (characterIds.length < 2) throw invalidPayload(['character_ids must have at least 2 distinct items']);
+    const prompt = scenePromptWithDetails(b.scene_prompt, b.additional_details);
+    const res = await generation.generateImages(
+      {
+        prompt,
+        characterIds: { values: characterIds },
+        aspectRatio: b.aspect_ratio,
+        n: 1,
+        sessionId: b.session_id,
+        toolName: 'generate_multi_character_image',
       },
-    },
-    async (request) => {
-      const res = await assets.listCharacters(assetListRequest(request.query), request.principal);
-      return {
-        data: res.characters.map(characterListForm),
-        pagination: assetPagination(res),
-      };
-    },
-  );
+      request.principal,
+    );
+    return { data: multiCharacterImageJson(res, characterIds.length) };
+  });
 
-  app.get(
-    '/api/characters/:identifier',
-    { schema: { summary: 'Get a character by id or name', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      return { data: characterDetail(await assets.getCharacter({ identifier }, request.principal)) };
-    },
-  );
-
-  app.post(
-    '/api/characters',
-    {
-      schema: {
-        summary: 'Create a character',
-        body: wireSchema(CharacterInput),
+  app.post('/api/characters/:identifier/generate', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const b = request.body as Infer<typeof CharacterGenerateBody>;
+    const character = await assets.getCharacter({ identifier }, request.principal);
+    const res = await generation.generateImages(
+      {
+        prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
+        characterId: character.id,
+        // Absent: generation falls back to the character's preferred_aspect_ratio (SPEC 4.1 rule 3).
+        aspectRatio: b.aspect_ratio,
+        negativePrompt: str(b.override_negative_prompt),
+        n: 1,
+        sessionId: b.session_id,
+        toolName: 'generate_character_image',
       },
-    },
-    async (request) => {
-      const b = request.body as Infer<typeof CharacterInput>;
-      const c = await assets.createCharacter(createCharacterRequest(b), request.principal);
-      return { data: characterDetail(c) };
-    },
-  );
-
-  app.patch(
-    '/api/characters/:identifier',
-    {
-      schema: {
-        summary: 'Update a character (only given fields change; reference_image_ids and tags replace)',
-        params: identifierParams,
-        body: wireSchema(CharacterUpdateInput),
-      },
-    },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const b = (request.body ?? {}) as Infer<typeof CharacterUpdateInput>;
-      const c = await assets.updateCharacter(updateCharacterRequest(identifier, b), request.principal);
-      return { data: characterDetail(c) };
-    },
-  );
-
-  app.delete(
-    '/api/characters/:identifier',
-    { schema: { summary: 'Delete a character (generated images keep their character_id)', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      await assets.deleteCharacter({ identifier }, request.principal);
-      return { data: { deleted: true } };
-    },
-  );
-
-  app.post(
-    '/api/characters/generate-multi',
-    {
-      schema: {
-        summary: 'Generate one image with 2-5 characters',
-        body: wireSchema(MultiCharacterGenerateBody),
-      },
-    },
-    async (request) => {
-      const b = request.body as Infer<typeof MultiCharacterGenerateBody>;
-      const characterIds = [...new Set(b.character_ids)];
-      if (characterIds.length < 2) throw invalidPayload(['character_ids must have at least 2 distinct items']);
-      const prompt = scenePromptWithDetails(b.scene_prompt, b.additional_details);
-      const res = await generation.generateImages(
-        {
-          prompt,
-          characterIds: { values: characterIds },
-          aspectRatio: b.aspect_ratio,
-          n: 1,
-          sessionId: b.session_id,
-          toolName: 'generate_multi_character_image',
-        },
-        request.principal,
-      );
-      return { data: multiCharacterImageJson(res, characterIds.length) };
-    },
-  );
-
-  app.post(
-    '/api/characters/:identifier/generate',
-    {
-      schema: {
-        summary: 'Generate an image of a character (id or URL-encoded name)',
-        params: identifierParams,
-        body: wireSchema(CharacterGenerateBody),
-      },
-    },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const b = request.body as Infer<typeof CharacterGenerateBody>;
-      const character = await assets.getCharacter({ identifier }, request.principal);
-      const res = await generation.generateImages(
-        {
-          prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
-          characterId: character.id,
-          // Absent: generation falls back to the character's preferred_aspect_ratio (SPEC 4.1 rule 3).
-          aspectRatio: b.aspect_ratio,
-          negativePrompt: str(b.override_negative_prompt),
-          n: 1,
-          sessionId: b.session_id,
-          toolName: 'generate_character_image',
-        },
-        request.principal,
-      );
-      const thumbs = await thumbnailSizes([res.images[0]], request.principal);
-      return { data: characterImageJson(res, character.characterName, thumbs.get(res.images[0].recordId) ?? 0) };
-    },
-  );
+      request.principal,
+    );
+    const thumbs = await thumbnailSizes([res.images[0]], request.principal);
+    return { data: characterImageJson(res, character.characterName, thumbs.get(res.images[0].recordId) ?? 0) };
+  });
 };
 
 export default charactersRoutes;

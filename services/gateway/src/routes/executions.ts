@@ -1,10 +1,9 @@
-import { ActiveExecutionsQuery, ExecutionParams, type Infer, SessionLogsQuery, SessionParams, StreamQuery } from '@imagegen/api-schemas';
+import type { ActiveExecutionsQuery, Infer, SessionLogsQuery } from '@imagegen/api-schemas';
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
 import { executionJson } from '@imagegen/operations';
 import { AppError, type Principal } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
 
 /**
  * Sessions' execution logs and executions (SPEC 4.8), legacy envelopes with `success`:
@@ -152,133 +151,83 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { clients }) => {
     for (const s of [...open]) s.close();
   });
 
-  app.get(
-    '/api/sessions/:sessionId/logs',
-    {
-      schema: {
-        summary: "A session's executions (tool execution logs), newest first, with their log entries",
-        params: wireSchema(SessionParams),
-        querystring: wireSchema(SessionLogsQuery),
-      },
-    },
-    async (req) => {
-      const { sessionId } = req.params as { sessionId: string };
-      const { limit } = req.query as Infer<typeof SessionLogsQuery>;
-      const r = await generation.listSessionExecutions({ sessionId, limit, includeLogs: true }, req.principal);
-      return {
-        success: true,
-        sessionId,
-        executions: r.executions.map((e) => executionJson(e, true)),
-        total: r.total,
-        totalIsExact: r.totalIsExact,
-      };
-    },
-  );
+  app.get('/api/sessions/:sessionId/logs', async (req) => {
+    const { sessionId } = req.params as { sessionId: string };
+    const { limit } = req.query as Infer<typeof SessionLogsQuery>;
+    const r = await generation.listSessionExecutions({ sessionId, limit, includeLogs: true }, req.principal);
+    return {
+      success: true,
+      sessionId,
+      executions: r.executions.map((e) => executionJson(e, true)),
+      total: r.total,
+      totalIsExact: r.totalIsExact,
+    };
+  });
 
-  app.get(
-    '/api/sessions/:sessionId/logs/stream',
-    {
-      schema: {
-        summary: "Server-sent events for the session's active executions",
-        description: 'Events: log, status, complete, error, heartbeat. Polls every `interval` ms (default 1000).',
-        params: wireSchema(SessionParams),
-        querystring: wireSchema(StreamQuery),
-      },
-    },
-    async (req, replyObj) => {
-      const { sessionId } = req.params as { sessionId: string };
-      const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
-      const principal: Principal = req.principal;
-      // 404 before the stream starts (unknown session, or another tenant's).
-      await generation.listSessionExecutions({ sessionId, limit: 1, includeLogs: false }, principal);
-      const since = new Date(Date.now() - 1000).toISOString();
-      const sse = new SseStream(req, replyObj, heartbeat, open);
-      const follower = new ExecutionFollower(sse);
-      const poll = async () => {
-        try {
-          const r = await generation.listSessionExecutions(
-            { sessionId, limit: 200, includeLogs: true, activeOrFinishedSince: since },
-            { ...principal, requestId: `${principal.requestId}-poll` },
-          );
-          // Oldest first, so events come in the order things happened.
-          for (const e of [...r.executions].reverse()) follower.push(e);
-        } catch (err) {
-          sse.send('error', { sessionId, error: errorText(err) });
-        }
-      };
-      await poll();
-      sse.every(interval, poll);
-    },
-  );
+  app.get('/api/sessions/:sessionId/logs/stream', async (req, replyObj) => {
+    const { sessionId } = req.params as { sessionId: string };
+    const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
+    const principal: Principal = req.principal;
+    // 404 before the stream starts (unknown session, or another tenant's).
+    await generation.listSessionExecutions({ sessionId, limit: 1, includeLogs: false }, principal);
+    const since = new Date(Date.now() - 1000).toISOString();
+    const sse = new SseStream(req, replyObj, heartbeat, open);
+    const follower = new ExecutionFollower(sse);
+    const poll = async () => {
+      try {
+        const r = await generation.listSessionExecutions(
+          { sessionId, limit: 200, includeLogs: true, activeOrFinishedSince: since },
+          { ...principal, requestId: `${principal.requestId}-poll` },
+        );
+        // Oldest first, so events come in the order things happened.
+        for (const e of [...r.executions].reverse()) follower.push(e);
+      } catch (err) {
+        sse.send('error', { sessionId, error: errorText(err) });
+      }
+    };
+    await poll();
+    sse.every(interval, poll);
+  });
 
-  app.get(
-    '/api/executions/active',
-    {
-      schema: {
-        summary: "The tenant's running executions, newest first",
-        querystring: wireSchema(ActiveExecutionsQuery),
-      },
-    },
-    async (req) => {
-      const { limit } = req.query as Infer<typeof ActiveExecutionsQuery>;
-      const r = await generation.listActiveExecutions({ limit }, req.principal);
-      return { success: true, executions: r.executions.map((e) => executionJson(e, false)), total: r.total, totalIsExact: r.totalIsExact };
-    },
-  );
+  app.get('/api/executions/active', async (req) => {
+    const { limit } = req.query as Infer<typeof ActiveExecutionsQuery>;
+    const r = await generation.listActiveExecutions({ limit }, req.principal);
+    return { success: true, executions: r.executions.map((e) => executionJson(e, false)), total: r.total, totalIsExact: r.totalIsExact };
+  });
 
-  app.get(
-    '/api/executions/:executionId',
-    {
-      schema: {
-        summary: 'One execution with its log entries',
-        params: wireSchema(ExecutionParams),
-      },
-    },
-    async (req) => {
-      const { executionId } = req.params as { executionId: string };
-      const e = await generation.getExecution({ executionId, includeLogs: true }, req.principal);
-      return { success: true, execution: executionJson(e, true) };
-    },
-  );
+  app.get('/api/executions/:executionId', async (req) => {
+    const { executionId } = req.params as { executionId: string };
+    const e = await generation.getExecution({ executionId, includeLogs: true }, req.principal);
+    return { success: true, execution: executionJson(e, true) };
+  });
 
-  app.get(
-    '/api/executions/:executionId/stream',
-    {
-      schema: {
-        summary: 'Server-sent events for one execution; the stream ends after complete or error',
-        description: 'Events: log, status, complete, error, heartbeat.',
-        params: wireSchema(ExecutionParams),
-        querystring: wireSchema(StreamQuery),
-      },
-    },
-    async (req, replyObj) => {
-      const { executionId } = req.params as { executionId: string };
-      const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
-      const principal: Principal = req.principal;
-      const first = await generation.getExecution({ executionId, includeLogs: true }, principal); // 404 before streaming
-      // An EventSource reconnects after the stream ends; once it has seen the final event, 204 stops it.
-      if (req.headers['last-event-id'] === FINAL_EVENT_ID && FINISHED.has(first.status)) return replyObj.status(204).send();
-      const sse = new SseStream(req, replyObj, heartbeat, open);
-      const follower = new ExecutionFollower(sse, FINAL_EVENT_ID);
-      const handle = (e: Execution) => {
-        follower.push(e);
-        // Let the final event flush before closing.
-        if (follower.isDone(executionId)) setImmediate(() => sse.close());
-      };
-      handle(first);
-      if (sse.closed || follower.isDone(executionId)) return;
-      sse.every(interval, async () => {
-        try {
-          handle(
-            await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }),
-          );
-        } catch (err) {
-          sse.send('error', { executionId, error: errorText(err) });
-          setImmediate(() => sse.close());
-        }
-      });
-    },
-  );
+  app.get('/api/executions/:executionId/stream', async (req, replyObj) => {
+    const { executionId } = req.params as { executionId: string };
+    const { interval, heartbeat } = req.query as { interval: number; heartbeat: number };
+    const principal: Principal = req.principal;
+    const first = await generation.getExecution({ executionId, includeLogs: true }, principal); // 404 before streaming
+    // An EventSource reconnects after the stream ends; once it has seen the final event, 204 stops it.
+    if (req.headers['last-event-id'] === FINAL_EVENT_ID && FINISHED.has(first.status)) return replyObj.status(204).send();
+    const sse = new SseStream(req, replyObj, heartbeat, open);
+    const follower = new ExecutionFollower(sse, FINAL_EVENT_ID);
+    const handle = (e: Execution) => {
+      follower.push(e);
+      // Let the final event flush before closing.
+      if (follower.isDone(executionId)) setImmediate(() => sse.close());
+    };
+    handle(first);
+    if (sse.closed || follower.isDone(executionId)) return;
+    sse.every(interval, async () => {
+      try {
+        handle(
+          await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }),
+        );
+      } catch (err) {
+        sse.send('error', { executionId, error: errorText(err) });
+        setImmediate(() => sse.close());
+      }
+    });
+  });
 };
 
 export default executionsRoutes;

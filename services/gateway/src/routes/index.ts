@@ -20,8 +20,8 @@ import usageRoutes from './usage.js';
 import webhookRoutes from './webhooks.js';
 
 /**
- * Every REST route module of the gateway, one per area. Each module owns its paths, JSON schemas
- * and the mapping from HTTP to gRPC calls.
+ * Every REST route module of the gateway, one per area. Each module owns its handlers: the mapping from HTTP to
+ * gRPC calls (a catalogued route's request schemas, auth and document entry are the operation catalogue's).
  */
 export const routeModules: RouteModule[] = [
   opsRoutes,

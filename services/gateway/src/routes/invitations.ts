@@ -1,8 +1,7 @@
-import { type Infer, InvitationAcceptBody, InvitationBody, InvitationListQuery, InvitationParams } from '@imagegen/api-schemas';
+import type { Infer, InvitationAcceptBody, InvitationBody } from '@imagegen/api-schemas';
 
 import { adminUserJson, invitationJson } from '@imagegen/operations';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
 
 /**
  * Invitations: create (super_admin), list (admin), revoke (super_admin), and the public acceptance
@@ -12,91 +11,48 @@ import { wireSchema } from '../validation.js';
 const invitations: RouteModule = (app, { clients }) => {
   const tenancy = clients.tenancy;
 
-  app.get<{ Querystring: { status?: string } }>(
-    '/admin/invitations',
-    {
-      schema: {
-        summary: 'List invitations (optionally by status); tokens in full for super_admin only',
-        querystring: wireSchema(InvitationListQuery),
-      },
-    },
-    async (req) => {
-      const r = await tenancy.listInvitations({ status: req.query.status ?? '' }, req.principal);
-      const full = req.principal.adminRole === 'super_admin';
-      return { data: r.invitations.map((i) => invitationJson(i, full)) };
-    },
-  );
+  app.get<{ Querystring: { status?: string } }>('/admin/invitations', async (req) => {
+    const r = await tenancy.listInvitations({ status: req.query.status ?? '' }, req.principal);
+    const full = req.principal.adminRole === 'super_admin';
+    return { data: r.invitations.map((i) => invitationJson(i, full)) };
+  });
 
-  app.post<{ Body: Infer<typeof InvitationBody> }>(
-    '/admin/invitations',
-    {
-      schema: {
-        summary: 'Invite an admin by email; returns an inv_ token',
-        body: wireSchema(InvitationBody),
+  app.post<{ Body: Infer<typeof InvitationBody> }>('/admin/invitations', async (req) => {
+    const b = req.body;
+    const i = await tenancy.createInvitation(
+      { email: b.email, role: b.role ?? 'admin', tenantId: b.tenant_id ?? undefined, expiresInDays: b.expires_in_days ?? 7 },
+      req.principal,
+    );
+    return {
+      data: {
+        token: i.token,
+        email: i.email,
+        role: i.role,
+        tenantId: i.tenantId ?? null,
+        expiresAt: i.expiresAt,
+        createdAt: i.createdAt,
+        status: i.status,
       },
-    },
-    async (req) => {
-      const b = req.body;
-      const i = await tenancy.createInvitation(
-        { email: b.email, role: b.role ?? 'admin', tenantId: b.tenant_id ?? undefined, expiresInDays: b.expires_in_days ?? 7 },
-        req.principal,
-      );
-      return {
-        data: {
-          token: i.token,
-          email: i.email,
-          role: i.role,
-          tenantId: i.tenantId ?? null,
-          expiresAt: i.expiresAt,
-          createdAt: i.createdAt,
-          status: i.status,
-        },
-      };
-    },
-  );
+    };
+  });
 
-  app.delete<{ Params: { token: string } }>(
-    '/admin/invitations/:token',
-    {
-      schema: { summary: 'Revoke a pending invitation', params: wireSchema(InvitationParams) },
-    },
-    async (req) => {
-      await tenancy.revokeInvitation({ token: req.params.token }, req.principal);
-      return { data: { success: true } };
-    },
-  );
+  app.delete<{ Params: { token: string } }>('/admin/invitations/:token', async (req) => {
+    await tenancy.revokeInvitation({ token: req.params.token }, req.principal);
+    return { data: { success: true } };
+  });
 
-  app.get<{ Params: { token: string } }>(
-    '/admin/invitations/:token',
-    {
-      schema: {
-        summary: 'Public: what a pending invitation is for (the token is the credential)',
-        params: wireSchema(InvitationParams),
-      },
-    },
-    async (req) => {
-      const i = await tenancy.getInvitation({ token: req.params.token }, { requestId: req.id, source: 'admin' });
-      return { data: { email: i.email, role: i.role, tenantId: i.tenantId ?? null, status: i.status, expiresAt: i.expiresAt } };
-    },
-  );
+  app.get<{ Params: { token: string } }>('/admin/invitations/:token', async (req) => {
+    const i = await tenancy.getInvitation({ token: req.params.token }, { requestId: req.id, source: 'admin' });
+    return { data: { email: i.email, role: i.role, tenantId: i.tenantId ?? null, status: i.status, expiresAt: i.expiresAt } };
+  });
 
-  app.post<{ Params: { token: string }; Body: Infer<typeof InvitationAcceptBody> }>(
-    '/admin/invitations/:token/accept',
-    {
-      schema: {
-        summary: 'Accept an invitation: creates the admin user and signs in',
-        params: wireSchema(InvitationParams),
-        body: wireSchema(InvitationAcceptBody),
-      },
-    },
-    async (req) => {
-      const s = await tenancy.acceptInvitation(
-        { token: req.params.token, displayName: req.body.display_name, password: req.body.password },
-        { requestId: req.id, source: 'admin' },
-      );
-      return { data: { token: s.token, tokenType: 'Bearer', expiresAt: s.expiresAt, user: adminUserJson(s.user) } };
-    },
-  );
+  app.post<{ Params: { token: string }; Body: Infer<typeof InvitationAcceptBody> }>('/admin/invitations/:token/accept', async (req) => {
+    const s = await tenancy.acceptInvitation(
+      { token: req.params.token, displayName: req.body.display_name, password: req.body.password },
+      { requestId: req.id, source: 'admin' },
+    );
+    return { data: { token: s.token, tokenType: 'Bearer', expiresAt: s.expiresAt, user: adminUserJson(s.user) } };
+  });
 };
 
 export default invitations;

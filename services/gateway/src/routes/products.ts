@@ -1,4 +1,4 @@
-import { type Infer, ProductBody, ProductGenerateBody, ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
+import { type Infer, type ProductBody, type ProductGenerateBody, type ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
 import {
   productCreatedJson,
   productDetail,
@@ -9,8 +9,7 @@ import {
 } from '@imagegen/operations';
 import { invalidPayload } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
-import { identifierParams, str } from './asset-schemas.js';
+import { str } from './asset-schemas.js';
 
 /**
  * Products (SPEC 4.4), camelCase output, snake_case bodies. Create fetches product_url server-side
@@ -22,121 +21,75 @@ const productsRoutes: RouteModule = (app, { clients }) => {
   const assets = clients.assets;
   const generation = clients.generating;
 
-  app.get(
-    '/api/products',
-    {
-      schema: {
-        summary: 'List products (page/page_size)',
-        querystring: wireSchema(ProductListQuery),
+  app.get('/api/products', async (request) => {
+    const q = request.query as Infer<typeof ProductListQuery>;
+    const res = await assets.listProducts({ page: q.page, pageSize: q.page_size, search: q.search, cursor: q.cursor }, request.principal);
+    return {
+      data: res.products.map(productListForm),
+      pagination: { page: res.page, pageSize: res.pageSize, total: res.total, hasMore: res.hasMore, nextCursor: res.nextCursor ?? null },
+    };
+  });
+
+  app.get('/api/products/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    return { data: productDetail(await assets.getProduct({ identifier }, request.principal)) };
+  });
+
+  app.post('/api/products', async (request) => {
+    const b = request.body as Infer<typeof ProductBody>;
+    const p = await assets.createProduct(
+      {
+        productName: b.product_name,
+        productUrl: b.product_url,
+        productDescription: str(b.product_description),
+        tags: str(b.tags),
       },
-    },
-    async (request) => {
-      const q = request.query as Infer<typeof ProductListQuery>;
-      const res = await assets.listProducts({ page: q.page, pageSize: q.page_size, search: q.search, cursor: q.cursor }, request.principal);
-      return {
-        data: res.products.map(productListForm),
-        pagination: { page: res.page, pageSize: res.pageSize, total: res.total, hasMore: res.hasMore, nextCursor: res.nextCursor ?? null },
-      };
-    },
-  );
+      request.principal,
+    );
+    return { data: productCreatedJson(p) };
+  });
 
-  app.get(
-    '/api/products/:identifier',
-    { schema: { summary: 'Get a product by id or name', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      return { data: productDetail(await assets.getProduct({ identifier }, request.principal)) };
-    },
-  );
-
-  app.post(
-    '/api/products',
-    {
-      schema: {
-        summary: 'Create a product from a public image URL',
-        body: wireSchema(ProductBody),
+  app.patch('/api/products/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const b = (request.body ?? {}) as Infer<typeof ProductUpdateBody>;
+    const p = await assets.updateProduct(
+      {
+        identifier,
+        presentFields: UPDATE_FIELDS.filter((k) => k in b),
+        productName: b.product_name,
+        productDescription: str(b.product_description),
+        tags: str(b.tags),
       },
-    },
-    async (request) => {
-      const b = request.body as Infer<typeof ProductBody>;
-      const p = await assets.createProduct(
-        {
-          productName: b.product_name,
-          productUrl: b.product_url,
-          productDescription: str(b.product_description),
-          tags: str(b.tags),
-        },
-        request.principal,
-      );
-      return { data: productCreatedJson(p) };
-    },
-  );
+      request.principal,
+    );
+    return { data: productUpdateJson(p) };
+  });
 
-  app.patch(
-    '/api/products/:identifier',
-    {
-      schema: {
-        summary: 'Update a product',
-        params: identifierParams,
-        body: wireSchema(ProductUpdateBody),
+  app.delete('/api/products/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    await assets.deleteProduct({ identifier }, request.principal);
+    return { data: { deleted: true } };
+  });
+
+  app.post('/api/products/:identifier/generate', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const b = request.body as Infer<typeof ProductGenerateBody>;
+    if (b.scene_prompt.trim() === '') throw invalidPayload(['scene_prompt cannot be empty']);
+    const product = await assets.getProduct({ identifier }, request.principal);
+    const res = await generation.generateImages(
+      {
+        prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
+        productId: product.id,
+        aspectRatio: b.aspect_ratio,
+        negativePrompt: str(b.negative_prompt),
+        n: b.number_of_images,
+        sessionId: b.session_id,
+        toolName: 'generate_product_image',
       },
-    },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const b = (request.body ?? {}) as Infer<typeof ProductUpdateBody>;
-      const p = await assets.updateProduct(
-        {
-          identifier,
-          presentFields: UPDATE_FIELDS.filter((k) => k in b),
-          productName: b.product_name,
-          productDescription: str(b.product_description),
-          tags: str(b.tags),
-        },
-        request.principal,
-      );
-      return { data: productUpdateJson(p) };
-    },
-  );
-
-  app.delete(
-    '/api/products/:identifier',
-    { schema: { summary: 'Delete a product and its stored image (generated images stay)', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      await assets.deleteProduct({ identifier }, request.principal);
-      return { data: { deleted: true } };
-    },
-  );
-
-  app.post(
-    '/api/products/:identifier/generate',
-    {
-      schema: {
-        summary: 'Generate 1-4 images featuring a product',
-        params: identifierParams,
-        body: wireSchema(ProductGenerateBody),
-      },
-    },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const b = request.body as Infer<typeof ProductGenerateBody>;
-      if (b.scene_prompt.trim() === '') throw invalidPayload(['scene_prompt cannot be empty']);
-      const product = await assets.getProduct({ identifier }, request.principal);
-      const res = await generation.generateImages(
-        {
-          prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
-          productId: product.id,
-          aspectRatio: b.aspect_ratio,
-          negativePrompt: str(b.negative_prompt),
-          n: b.number_of_images,
-          sessionId: b.session_id,
-          toolName: 'generate_product_image',
-        },
-        request.principal,
-      );
-      return { data: productImagesJson(res, product, b.scene_prompt) };
-    },
-  );
+      request.principal,
+    );
+    return { data: productImagesJson(res, product, b.scene_prompt) };
+  });
 };
 
 export default productsRoutes;

@@ -3,7 +3,7 @@ import { sceneDetail, sceneListForm } from '@imagegen/operations';
 import { badRequest } from '@imagegen/platform';
 import type { FastifyRequest } from 'fastify';
 import type { RouteModule } from '../types.js';
-import { assetListQuery, assetListRequest, assetPagination, identifierParams, str } from './asset-schemas.js';
+import { assetListRequest, assetPagination, str } from './asset-schemas.js';
 
 /**
  * Scene presets (SPEC 4.5), camelCase output, snake_case bodies. A scene is also a "reference group" for
@@ -50,98 +50,64 @@ function checkBody(request: FastifyRequest, nameField: string, required: boolean
 const scenesRoutes: RouteModule = (app, { clients }) => {
   const assets = clients.assets;
 
-  app.get(
-    '/api/scenes',
-    {
-      schema: {
-        summary: 'List scene presets',
-        querystring: assetListQuery,
+  app.get('/api/scenes', async (request) => {
+    const res = await assets.listScenes(assetListRequest(request.query), request.principal);
+    return {
+      data: res.scenes.map(sceneListForm),
+      pagination: assetPagination(res),
+    };
+  });
+
+  app.get('/api/scenes/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    return { data: sceneDetail(await assets.getScene({ identifier }, request.principal)) };
+  });
+
+  app.post('/api/scenes', async (request) => {
+    const b = checkBody(request, 'scene_name', true);
+    const s = await assets.createScene(
+      {
+        sceneName: b.scene_name as string,
+        description: str(b.description),
+        scenePrompt: str(b.scene_prompt),
+        referenceImageIds: arr<number>(b.reference_image_ids),
+        referenceImageUrls: arr<string>(b.reference_image_urls),
+        defaultReferenceMode: str(b.default_reference_mode),
+        preferredAspectRatio: str(b.preferred_aspect_ratio),
+        tags: arr<string>(b.tags),
       },
-    },
-    async (request) => {
-      const res = await assets.listScenes(assetListRequest(request.query), request.principal);
-      return {
-        data: res.scenes.map(sceneListForm),
-        pagination: assetPagination(res),
-      };
-    },
-  );
+      request.principal,
+    );
+    return { data: sceneDetail(s) };
+  });
 
-  app.get(
-    '/api/scenes/:identifier',
-    { schema: { summary: 'Get a scene preset by id or URL-encoded name', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      return { data: sceneDetail(await assets.getScene({ identifier }, request.principal)) };
-    },
-  );
-
-  app.post(
-    '/api/scenes',
-    {
-      schema: {
-        summary: 'Create a scene preset (prompt and/or reference images; URLs are fetched and imported)',
+  app.patch('/api/scenes/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const b = checkBody(request, 'new_scene_name', false);
+    const present = UPDATE_FIELDS.filter((k) => k in b && !(k === 'new_scene_name' && b[k] === null));
+    const s = await assets.updateScene(
+      {
+        identifier,
+        presentFields: present,
+        newSceneName: str(b.new_scene_name),
+        description: str(b.description),
+        scenePrompt: str(b.scene_prompt),
+        referenceImageIds: arr<number>(b.reference_image_ids),
+        referenceImageUrls: arr<string>(b.reference_image_urls),
+        defaultReferenceMode: str(b.default_reference_mode),
+        preferredAspectRatio: str(b.preferred_aspect_ratio),
+        tags: arr<string>(b.tags),
       },
-    },
-    async (request) => {
-      const b = checkBody(request, 'scene_name', true);
-      const s = await assets.createScene(
-        {
-          sceneName: b.scene_name as string,
-          description: str(b.description),
-          scenePrompt: str(b.scene_prompt),
-          referenceImageIds: arr<number>(b.reference_image_ids),
-          referenceImageUrls: arr<string>(b.reference_image_urls),
-          defaultReferenceMode: str(b.default_reference_mode),
-          preferredAspectRatio: str(b.preferred_aspect_ratio),
-          tags: arr<string>(b.tags),
-        },
-        request.principal,
-      );
-      return { data: sceneDetail(s) };
-    },
-  );
+      request.principal,
+    );
+    return { data: sceneDetail(s) };
+  });
 
-  app.patch(
-    '/api/scenes/:identifier',
-    {
-      schema: {
-        summary: 'Update a scene preset (nullable fields clear; reference_image_ids and tags replace; URLs are added)',
-        params: identifierParams,
-      },
-    },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const b = checkBody(request, 'new_scene_name', false);
-      const present = UPDATE_FIELDS.filter((k) => k in b && !(k === 'new_scene_name' && b[k] === null));
-      const s = await assets.updateScene(
-        {
-          identifier,
-          presentFields: present,
-          newSceneName: str(b.new_scene_name),
-          description: str(b.description),
-          scenePrompt: str(b.scene_prompt),
-          referenceImageIds: arr<number>(b.reference_image_ids),
-          referenceImageUrls: arr<string>(b.reference_image_urls),
-          defaultReferenceMode: str(b.default_reference_mode),
-          preferredAspectRatio: str(b.preferred_aspect_ratio),
-          tags: arr<string>(b.tags),
-        },
-        request.principal,
-      );
-      return { data: sceneDetail(s) };
-    },
-  );
-
-  app.delete(
-    '/api/scenes/:identifier',
-    { schema: { summary: 'Delete a scene preset (its reference images stay in the library)', params: identifierParams } },
-    async (request) => {
-      const { identifier } = request.params as { identifier: string };
-      const r = await assets.deleteScene({ identifier }, request.principal);
-      return { data: { deleted: true, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount } };
-    },
-  );
+  app.delete('/api/scenes/:identifier', async (request) => {
+    const { identifier } = request.params as { identifier: string };
+    const r = await assets.deleteScene({ identifier }, request.principal);
+    return { data: { deleted: true, sceneId: r.sceneId, sceneName: r.sceneName, imageCount: r.imageCount } };
+  });
 };
 
 export default scenesRoutes;

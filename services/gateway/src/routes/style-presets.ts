@@ -1,7 +1,6 @@
-import { IdParams, type Infer, StylePresetInput, StylePresetListQuery, StylePresetUpdateInput } from '@imagegen/api-schemas';
+import { type Infer, type StylePresetListQuery, type StylePresetRestInput, StylePresetRestUpdateInput } from '@imagegen/api-schemas';
 import { stylePresetForm } from '@imagegen/operations';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
 import { str } from './asset-schemas.js';
 
 /**
@@ -9,89 +8,61 @@ import { str } from './asset-schemas.js';
  * 'Preset name must be between 1 and 128 characters' (checked by the service, not the schema).
  */
 // A missing (create) or null name reaches the service, which answers it with SPEC 7's text.
-const createBody = StylePresetInput.extend({ name: StylePresetInput.shape.name.nullable().optional() });
-const updateBody = StylePresetUpdateInput.extend({ new_name: StylePresetUpdateInput.shape.new_name.nullable() });
-const UPDATE_FIELDS = Object.keys(updateBody.shape);
+type CreateBody = Infer<typeof StylePresetRestInput>;
+type UpdateBody = Infer<typeof StylePresetRestUpdateInput>;
+const UPDATE_FIELDS = Object.keys(StylePresetRestUpdateInput.shape);
 
 const stylePresetRoutes: RouteModule = (app, { clients }) => {
   const assets = clients.assets;
 
-  app.get(
-    '/api/style-presets',
-    {
-      schema: {
-        summary: 'List style presets',
-        querystring: wireSchema(StylePresetListQuery),
-      },
-    },
-    async (request) => {
-      const q = request.query as Infer<typeof StylePresetListQuery>;
-      const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset, cursor: q.cursor }, request.principal);
-      return {
-        data: res.presets.map(stylePresetForm),
-        pagination: { limit: res.limit, offset: res.offset, total: res.total, nextCursor: res.nextCursor ?? null },
-      };
-    },
-  );
+  app.get('/api/style-presets', async (request) => {
+    const q = request.query as Infer<typeof StylePresetListQuery>;
+    const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset, cursor: q.cursor }, request.principal);
+    return {
+      data: res.presets.map(stylePresetForm),
+      pagination: { limit: res.limit, offset: res.offset, total: res.total, nextCursor: res.nextCursor ?? null },
+    };
+  });
 
-  app.get('/api/style-presets/:id', { schema: { summary: 'Get a style preset', params: wireSchema(IdParams) } }, async (request) => {
+  app.get('/api/style-presets/:id', async (request) => {
     const { id } = request.params as { id: string };
     return { data: stylePresetForm(await assets.getStylePreset({ identifier: id }, request.principal)) };
   });
 
-  app.post(
-    '/api/style-presets',
-    {
-      schema: {
-        summary: 'Create a style preset',
-        body: wireSchema(createBody),
+  app.post('/api/style-presets', async (request) => {
+    const b = request.body as CreateBody;
+    const p = await assets.createStylePreset(
+      {
+        name: str(b.name) ?? '',
+        prompt: str(b.prompt),
+        negativePrompt: str(b.negative_prompt),
+        systemInstruction: str(b.system_instruction),
+        aspectRatio: str(b.aspect_ratio),
       },
-    },
-    async (request) => {
-      const b = request.body as Infer<typeof createBody>;
-      const p = await assets.createStylePreset(
-        {
-          name: str(b.name) ?? '',
-          prompt: str(b.prompt),
-          negativePrompt: str(b.negative_prompt),
-          systemInstruction: str(b.system_instruction),
-          aspectRatio: str(b.aspect_ratio),
-        },
-        request.principal,
-      );
-      return { data: stylePresetForm(p) };
-    },
-  );
+      request.principal,
+    );
+    return { data: stylePresetForm(p) };
+  });
 
-  app.patch(
-    '/api/style-presets/:id',
-    {
-      schema: {
-        summary: 'Update a style preset (new_name renames; null clears prompt, negative_prompt, system_instruction, aspect_ratio)',
-        params: wireSchema(IdParams),
-        body: wireSchema(updateBody),
+  app.patch('/api/style-presets/:id', async (request) => {
+    const { id } = request.params as { id: string };
+    const b = (request.body ?? {}) as UpdateBody;
+    const p = await assets.updateStylePreset(
+      {
+        identifier: id,
+        presentFields: UPDATE_FIELDS.filter((k) => k in b),
+        newName: str(b.new_name),
+        prompt: str(b.prompt),
+        negativePrompt: str(b.negative_prompt),
+        systemInstruction: str(b.system_instruction),
+        aspectRatio: str(b.aspect_ratio),
       },
-    },
-    async (request) => {
-      const { id } = request.params as { id: string };
-      const b = (request.body ?? {}) as Infer<typeof updateBody>;
-      const p = await assets.updateStylePreset(
-        {
-          identifier: id,
-          presentFields: UPDATE_FIELDS.filter((k) => k in b),
-          newName: str(b.new_name),
-          prompt: str(b.prompt),
-          negativePrompt: str(b.negative_prompt),
-          systemInstruction: str(b.system_instruction),
-          aspectRatio: str(b.aspect_ratio),
-        },
-        request.principal,
-      );
-      return { data: stylePresetForm(p) };
-    },
-  );
+      request.principal,
+    );
+    return { data: stylePresetForm(p) };
+  });
 
-  app.delete('/api/style-presets/:id', { schema: { summary: 'Delete a style preset', params: wireSchema(IdParams) } }, async (request) => {
+  app.delete('/api/style-presets/:id', async (request) => {
     const { id } = request.params as { id: string };
     await assets.deleteStylePreset({ identifier: id }, request.principal);
     return { data: { deleted: true } };

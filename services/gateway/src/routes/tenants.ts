@@ -1,16 +1,8 @@
-import { ApiKeyBody, ApiKeyParams, type Infer, PROVIDERS, TenantBody, TenantParams, TenantUpdateBody } from '@imagegen/api-schemas';
+import { type ApiKeyBody, type Infer, PROVIDERS, type TenantBody, type TenantUpdateBody } from '@imagegen/api-schemas';
 import type { ProviderPoolUpdate } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { keyJson, tenantDetailJson, tenantJson } from '@imagegen/operations';
 import { badRequest } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
-
-/** A tenant body's schema, with allowed_models' distinct-items rule (zod arrays cannot say it). */
-function tenantSchema(body: typeof TenantBody | typeof TenantUpdateBody) {
-  const schema = wireSchema(body) as { properties: Record<string, Record<string, unknown>> };
-  schema.properties.allowed_models.uniqueItems = true;
-  return schema;
-}
 
 type PoolInput = string | string[] | null | undefined;
 
@@ -38,118 +30,76 @@ function poolUpdates(body: Infer<typeof TenantUpdateBody>): ProviderPoolUpdate[]
 const tenants: RouteModule = (app, { clients }) => {
   const tenancy = clients.tenancy;
 
-  app.get('/admin/tenants', { schema: { summary: 'List tenants' } }, async (req) => {
+  app.get('/admin/tenants', async (req) => {
     const r = await tenancy.listTenants({}, req.principal);
     return { data: r.tenants.map(tenantJson) };
   });
 
-  app.get<{ Params: { tenantId: string } }>(
-    '/admin/tenants/:tenantId',
-    {
-      schema: { summary: 'Get a tenant with its API keys', params: wireSchema(TenantParams) },
-    },
-    async (req) => ({ data: tenantDetailJson(await tenancy.getTenantDetail({ tenantId: req.params.tenantId }, req.principal)) }),
-  );
+  app.get<{ Params: { tenantId: string } }>('/admin/tenants/:tenantId', async (req) => ({
+    data: tenantDetailJson(await tenancy.getTenantDetail({ tenantId: req.params.tenantId }, req.principal)),
+  }));
 
-  app.post<{ Body: Infer<typeof TenantBody> }>(
-    '/admin/tenants',
-    {
-      schema: {
-        summary: 'Create a tenant (returns the full API keys once)',
-        body: tenantSchema(TenantBody),
+  app.post<{ Body: Infer<typeof TenantBody> }>('/admin/tenants', async (req) => {
+    const b = req.body;
+    const r = await tenancy.createTenant(
+      {
+        tenantId: b.tenant_id,
+        tenantName: b.tenant_name,
+        contactEmail: b.contact_email,
+        providerPools: poolUpdates(b),
+        monthlyQuotaMb: b.monthly_quota_mb,
+        rateLimitPerMinute: b.rate_limit_per_minute,
+        modelId: b.model_id,
+        allowedModels: b.allowed_models ?? [],
+        hasAllowedModels: b.allowed_models !== undefined,
+        apiKeys: (b.api_keys ?? []).map((k) => ({ keyName: k.key_name, type: k.type ?? 'live' })),
+        hasApiKeys: b.api_keys !== undefined,
+        notes: b.notes ?? undefined,
       },
-    },
-    async (req) => {
-      const b = req.body;
-      const r = await tenancy.createTenant(
-        {
-          tenantId: b.tenant_id,
-          tenantName: b.tenant_name,
-          contactEmail: b.contact_email,
-          providerPools: poolUpdates(b),
-          monthlyQuotaMb: b.monthly_quota_mb,
-          rateLimitPerMinute: b.rate_limit_per_minute,
-          modelId: b.model_id,
-          allowedModels: b.allowed_models ?? [],
-          hasAllowedModels: b.allowed_models !== undefined,
-          apiKeys: (b.api_keys ?? []).map((k) => ({ keyName: k.key_name, type: k.type ?? 'live' })),
-          hasApiKeys: b.api_keys !== undefined,
-          notes: b.notes ?? undefined,
-        },
-        req.principal,
-      );
-      return {
-        data: {
-          tenant: tenantJson(r.tenant),
-          apiKeys: r.apiKeys.map((k) => ({ apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt })),
-        },
-      };
-    },
-  );
+      req.principal,
+    );
+    return {
+      data: {
+        tenant: tenantJson(r.tenant),
+        apiKeys: r.apiKeys.map((k) => ({ apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt })),
+      },
+    };
+  });
 
-  app.patch<{ Params: { tenantId: string }; Body: Infer<typeof TenantUpdateBody> }>(
-    '/admin/tenants/:tenantId',
-    {
-      schema: {
-        summary: 'Update a tenant (activation, limits, models, provider credential pools)',
-        params: wireSchema(TenantParams),
-        body: tenantSchema(TenantUpdateBody),
+  app.patch<{ Params: { tenantId: string }; Body: Infer<typeof TenantUpdateBody> }>('/admin/tenants/:tenantId', async (req) => {
+    const b = req.body ?? {};
+    const r = await tenancy.updateTenant(
+      {
+        tenantId: req.params.tenantId,
+        tenantName: b.tenant_name,
+        contactEmail: b.contact_email,
+        isActive: b.is_active,
+        monthlyQuotaMb: b.monthly_quota_mb,
+        rateLimitPerMinute: b.rate_limit_per_minute,
+        notes: b.notes ?? undefined,
+        clearNotes: b.notes === null,
+        modelId: b.model_id,
+        allowedModels: b.allowed_models ?? [],
+        hasAllowedModels: b.allowed_models !== undefined,
+        providerPools: poolUpdates(b),
       },
-    },
-    async (req) => {
-      const b = req.body ?? {};
-      const r = await tenancy.updateTenant(
-        {
-          tenantId: req.params.tenantId,
-          tenantName: b.tenant_name,
-          contactEmail: b.contact_email,
-          isActive: b.is_active,
-          monthlyQuotaMb: b.monthly_quota_mb,
-          rateLimitPerMinute: b.rate_limit_per_minute,
-          notes: b.notes ?? undefined,
-          clearNotes: b.notes === null,
-          modelId: b.model_id,
-          allowedModels: b.allowed_models ?? [],
-          hasAllowedModels: b.allowed_models !== undefined,
-          providerPools: poolUpdates(b),
-        },
-        req.principal,
-      );
-      return { data: tenantDetailJson(r) };
-    },
-  );
+      req.principal,
+    );
+    return { data: tenantDetailJson(r) };
+  });
 
-  app.post<{ Params: { tenantId: string }; Body: Infer<typeof ApiKeyBody> }>(
-    '/admin/tenants/:tenantId/api-keys',
-    {
-      schema: {
-        summary: 'Create an API key (the full key is returned once)',
-        params: wireSchema(TenantParams),
-        body: wireSchema(ApiKeyBody),
-      },
-    },
-    async (req) => {
-      const k = await tenancy.createApiKey(
-        { tenantId: req.params.tenantId, keyName: req.body.key_name, type: req.body.type ?? 'live' },
-        req.principal,
-      );
-      return { data: { apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt } };
-    },
-  );
+  app.post<{ Params: { tenantId: string }; Body: Infer<typeof ApiKeyBody> }>('/admin/tenants/:tenantId/api-keys', async (req) => {
+    const k = await tenancy.createApiKey(
+      { tenantId: req.params.tenantId, keyName: req.body.key_name, type: req.body.type ?? 'live' },
+      req.principal,
+    );
+    return { data: { apiKey: k.apiKey, keyName: k.keyName, type: k.type, keyId: k.keyId, createdAt: k.createdAt } };
+  });
 
-  app.delete<{ Params: { tenantId: string; keyRef: string } }>(
-    '/admin/tenants/:tenantId/api-keys/:keyRef',
-    {
-      schema: {
-        summary: 'Revoke an API key by key id (key_...) or key name; effective within seconds',
-        params: wireSchema(ApiKeyParams),
-      },
-    },
-    async (req) => {
-      const k = await tenancy.revokeApiKey({ tenantId: req.params.tenantId, keyRef: req.params.keyRef }, req.principal);
-      return { data: { success: true, key: keyJson(k) } };
-    },
-  );
+  app.delete<{ Params: { tenantId: string; keyRef: string } }>('/admin/tenants/:tenantId/api-keys/:keyRef', async (req) => {
+    const k = await tenancy.revokeApiKey({ tenantId: req.params.tenantId, keyRef: req.params.keyRef }, req.principal);
+    return { data: { success: true, key: keyJson(k) } };
+  });
 };
 
 export default tenants;

@@ -1,10 +1,9 @@
-import { type Infer, UsageQuery } from '@imagegen/api-schemas';
+import type { Infer, UsageQuery } from '@imagegen/api-schemas';
 import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { profileJson, usageJson } from '@imagegen/operations';
 import { badRequest, type Principal } from '@imagegen/platform';
 
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
 
 /**
  * Usage and profile (SPEC 4.7), served by usage-metering over gRPC (and tenancy for the tenant name).
@@ -47,42 +46,18 @@ const usageRoutes: RouteModule = (app, { clients }) => {
     return quota;
   };
 
-  app.get(
-    '/api/usage',
-    {
-      attachValidation: true,
-      schema: {
-        summary: 'Monthly usage (newest first), the rolling 30 days and the quota',
-        description:
-          'Months are UTC calendar months with any activity; total_bytes counts original images stored that month ' +
-          '(deletes do not reduce it). recent covers the last 30 days. An invalid limit answers 400 Invalid limit.',
-        querystring: wireSchema(UsageQuery),
-      },
-    },
-    async (request) => {
-      if (request.validationError) throw badRequest('Invalid limit');
-      const { limit } = request.query as Infer<typeof UsageQuery>;
-      const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit }, request.principal);
-      return { data: usageJson(res) };
-    },
-  );
+  app.get('/api/usage', { attachValidation: true }, async (request) => {
+    if (request.validationError) throw badRequest('Invalid limit');
+    const { limit } = request.query as Infer<typeof UsageQuery>;
+    const res = await usage.getUsage({ tenantId: request.principal.tenantId ?? '', limit }, request.principal);
+    return { data: usageJson(res) };
+  });
 
-  app.get(
-    '/api/profile',
-    {
-      schema: {
-        summary: 'The tenant and its quota object',
-        description:
-          'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} ' +
-          '(integers; used MB of the current UTC month, rounded).',
-      },
-    },
-    async (request) => {
-      const tenantId = request.principal.tenantId as string;
-      const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
-      return profileJson(tenantId, name, quota);
-    },
-  );
+  app.get('/api/profile', async (request) => {
+    const tenantId = request.principal.tenantId as string;
+    const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
+    return profileJson(tenantId, name, quota);
+  });
 };
 
 export default usageRoutes;

@@ -1,17 +1,7 @@
-import {
-  IdParams,
-  type Infer,
-  WEBHOOK_DELIVERIES_LIMIT_DEFAULT,
-  WEBHOOKS_PER_TENANT_MAX,
-  WebhookBody,
-  WebhookDeleteQuery,
-  WebhookDeliveriesQuery,
-  WebhookUpdateBody,
-} from '@imagegen/api-schemas';
+import { type Infer, WEBHOOK_DELIVERIES_LIMIT_DEFAULT, type WebhookBody, type WebhookUpdateBody } from '@imagegen/api-schemas';
 import { deliveryForm, webhookCreatedJson, webhookJson } from '@imagegen/operations';
 import { badRequest, notFound, type Principal } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
-import { wireSchema } from '../validation.js';
 
 /**
  * Webhooks (SPEC 4.11, shapes designed here; see docs/design/usage.md):
@@ -40,77 +30,40 @@ const webhookRoutes: RouteModule = (app, { clients }) => {
     return { data: { deleted: true, id } };
   };
 
-  app.get('/api/webhooks', { schema: { summary: 'List webhook endpoints' } }, async (request) => {
+  app.get('/api/webhooks', async (request) => {
     const res = await webhooks.listWebhooks({}, request.principal);
     return { data: res.webhooks.map(webhookJson) };
   });
 
-  app.post<{ Body: Infer<typeof WebhookBody> }>(
-    '/api/webhooks',
-    {
-      schema: {
-        summary: 'Create a webhook endpoint (the signing secret is returned once, here)',
-        description:
-          'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
-          `At most ${WEBHOOKS_PER_TENANT_MAX} endpoints per tenant.`,
-        body: wireSchema(WebhookBody),
-      },
-    },
-    async (request, reply) => {
-      const b = request.body;
-      const res = await webhooks.createWebhook({ url: b.url, events: b.events ?? [], description: b.description }, request.principal);
-      return reply.status(201).send({ data: webhookCreatedJson(res) });
-    },
-  );
+  app.post<{ Body: Infer<typeof WebhookBody> }>('/api/webhooks', async (request, reply) => {
+    const b = request.body;
+    const res = await webhooks.createWebhook({ url: b.url, events: b.events ?? [], description: b.description }, request.principal);
+    return reply.status(201).send({ data: webhookCreatedJson(res) });
+  });
 
-  app.get('/api/webhooks/:id', { schema: { summary: 'Get a webhook endpoint', params: wireSchema(IdParams) } }, async (request) => {
+  app.get('/api/webhooks/:id', async (request) => {
     const id = webhookId((request.params as { id: string }).id);
     return { data: webhookJson(await webhooks.getWebhook({ id }, request.principal)) };
   });
 
-  app.patch<{ Body: Infer<typeof WebhookUpdateBody> }>(
-    '/api/webhooks/:id',
-    {
-      schema: {
-        summary: 'Enable/disable a webhook endpoint or change its description',
-        description:
-          'enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending ' +
-          'deliveries are sent at once); enabled:false pauses delivery.',
-        params: wireSchema(IdParams),
-        // An empty body is refused by the schema (zod has no minProperties), one with neither field below.
-        body: { ...wireSchema(WebhookUpdateBody), minProperties: 1 },
-      },
-    },
-    async (request) => {
-      const id = webhookId((request.params as { id: string }).id);
-      const b = request.body;
-      if (b.enabled === undefined && b.description === undefined)
-        throw badRequest('Invalid request payload', ['enabled or description is required']);
-      const w = await webhooks.updateWebhook(
-        { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
-        request.principal,
-      );
-      return { data: webhookJson(w) };
-    },
-  );
+  app.patch<{ Body: Infer<typeof WebhookUpdateBody> }>('/api/webhooks/:id', async (request) => {
+    const id = webhookId((request.params as { id: string }).id);
+    const b = request.body;
+    if (b.enabled === undefined && b.description === undefined)
+      throw badRequest('Invalid request payload', ['enabled or description is required']);
+    const w = await webhooks.updateWebhook(
+      { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
+      request.principal,
+    );
+    return { data: webhookJson(w) };
+  });
 
-  app.delete(
-    '/api/webhooks/:id',
-    { schema: { summary: 'Delete a webhook endpoint and its delivery log', params: wireSchema(IdParams) } },
-    async (request) => deleteById((request.params as { id: string }).id, request.principal),
-  );
+  app.delete('/api/webhooks/:id', async (request) => deleteById((request.params as { id: string }).id, request.principal));
 
   // SPEC 4.11 names DELETE on /api/webhooks itself: the endpoint is chosen by `id` or by `url` (query
   // or JSON body); by url every endpoint of the tenant with that URL is deleted.
   app.delete<{ Querystring: { id?: string; url?: string }; Body: { id?: number | string; url?: string } | undefined }>(
     '/api/webhooks',
-    {
-      schema: {
-        summary: 'Delete a webhook endpoint by id or by URL (query or body)',
-        description: 'Same as DELETE /api/webhooks/:id when `id` is given; with `url`, deletes every endpoint with that URL.',
-        querystring: wireSchema(WebhookDeleteQuery),
-      },
-    },
     async (request) => {
       const body = request.body && typeof request.body === 'object' ? request.body : {};
       const rawId = request.query.id ?? (body.id === undefined ? undefined : String(body.id));
@@ -131,39 +84,19 @@ const webhookRoutes: RouteModule = (app, { clients }) => {
     },
   );
 
-  app.get(
-    '/api/webhooks/:id/deliveries',
-    {
-      attachValidation: true,
-      schema: {
-        summary: 'Delivery log of a webhook endpoint (newest first, with every attempt)',
-        params: wireSchema(IdParams),
-        querystring: wireSchema(WebhookDeliveriesQuery),
-      },
-    },
-    async (request) => {
-      if (request.validationError) throw badRequest('Invalid limit');
-      const id = webhookId((request.params as { id: string }).id);
-      const { limit } = request.query as { limit?: number };
-      const res = await webhooks.listDeliveries({ webhookId: id, limit: limit ?? WEBHOOK_DELIVERIES_LIMIT_DEFAULT }, request.principal);
-      return { data: res.deliveries.map(deliveryForm) };
-    },
-  );
+  app.get('/api/webhooks/:id/deliveries', { attachValidation: true }, async (request) => {
+    if (request.validationError) throw badRequest('Invalid limit');
+    const id = webhookId((request.params as { id: string }).id);
+    const { limit } = request.query as { limit?: number };
+    const res = await webhooks.listDeliveries({ webhookId: id, limit: limit ?? WEBHOOK_DELIVERIES_LIMIT_DEFAULT }, request.principal);
+    return { data: res.deliveries.map(deliveryForm) };
+  });
 
-  app.post(
-    '/api/webhooks/:id/test',
-    {
-      schema: {
-        summary: 'Queue a signed webhook.test delivery to the endpoint',
-        params: wireSchema(IdParams),
-      },
-    },
-    async (request, reply) => {
-      const id = webhookId((request.params as { id: string }).id);
-      const d = await webhooks.testWebhook({ id }, request.principal);
-      return reply.status(202).send({ data: deliveryForm(d) });
-    },
-  );
+  app.post('/api/webhooks/:id/test', async (request, reply) => {
+    const id = webhookId((request.params as { id: string }).id);
+    const d = await webhooks.testWebhook({ id }, request.principal);
+    return reply.status(202).send({ data: deliveryForm(d) });
+  });
 };
 
 export default webhookRoutes;
