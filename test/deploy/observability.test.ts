@@ -162,6 +162,15 @@ describe('Grafana dashboard and Prometheus rules', () => {
         if (s.metric.includes(':')) expect(records.has(s.metric), `${q.where}: ${s.metric}`).toBe(true);
   });
 
+  it('no query names a deprecated OpenTelemetry HTTP attribute or metric (spans use the stable conventions, issue 41)', () => {
+    // Prometheus spellings of the pre-stable names: http.method -> http_method, http.server.duration -> http_server_duration...
+    const deprecated =
+      /\b(http_(method|status_code|target|url|scheme|flavor|host|user_agent)|net_(host|peer|sock)_\w+|http_(server|client)_duration\w*)\b/;
+    for (const q of [...dash, ...ruleQs]) expect(q.expr, `${q.where}: ${q.expr}`).not.toMatch(deprecated);
+    expect(JSON.stringify(dashboard)).not.toMatch(deprecated);
+    expect('sum by (http_status_code) (rate(http_server_duration_count[5m]))', 'the check can fail').toMatch(deprecated);
+  });
+
   it('the dashboard covers what the issue asks for, with multiwindow multi-burn-rate SLO alerts', () => {
     const used = new Set(dash.flatMap((q) => parse(q.expr).selectors.map((s) => s.metric)));
     for (const m of [

@@ -5,9 +5,11 @@ import { pathToFileURL } from 'node:url';
 import { type Attributes, type Context, context, type Span, type SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { InMemorySpanExporter, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Config } from './config.js';
+import { outgoingContextInjected, rememberServerSpan } from './trace-context.js';
 
 export { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 export type { InMemorySpanExporter, ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+export { traceResponse, withoutPropagatedHeaders } from './trace-context.js';
 
 /*
  * OpenTelemetry for every service (ARCHITECTURE rule 7). Inactive unless OTEL_EXPORTER_OTLP_ENDPOINT is
@@ -95,6 +97,7 @@ export async function startTelemetry(
     instrumentations: opts.instrumentations === false ? [] : await instrumentations(),
   });
   sdk.start();
+  outgoingContextInjected(opts.instrumentations !== false);
   const started: Started = {
     serviceName,
     holders: 0,
@@ -103,7 +106,10 @@ export async function startTelemetry(
       const p = (provider.getDelegate?.() ?? provider) as { forceFlush?: () => Promise<void> };
       await p.forceFlush?.();
     },
-    shutdown: () => sdk.shutdown(),
+    shutdown: () => {
+      outgoingContextInjected(false);
+      return sdk.shutdown();
+    },
   };
   state[KEY] = started;
   return handle(started);
@@ -189,7 +195,24 @@ function handle(s: Started): Telemetry {
   };
 }
 
+/**
+ * OTEL_SEMCONV_STABILITY_OPT_IN with `http` added (issue 41): the http and grpc instrumentations then name
+ * their attributes by the stable HTTP conventions (http.request.method, http.response.status_code, url.path,
+ * url.query, server.address, client.address...) instead of the deprecated ones (http.method, http.status_code,
+ * http.target, http.url, net.host.*, net.peer.*), as the undici and fastify instrumentations already do. An
+ * operator's `http/dup` (both sets, while migrating a dashboard) is kept.
+ */
+export function semconvStabilityOptIn(value: string | undefined): string {
+  const tokens = (value ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+  return tokens.includes('http') || tokens.includes('http/dup') ? tokens.join(',') : [...tokens, 'http'].join(',');
+}
+
 async function instrumentations() {
+  // Read by the instrumentations' constructors, so set before they are made.
+  process.env.OTEL_SEMCONV_STABILITY_OPT_IN = semconvStabilityOptIn(process.env.OTEL_SEMCONV_STABILITY_OPT_IN);
   const [{ HttpInstrumentation }, { GrpcInstrumentation }, { UndiciInstrumentation }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-grpc'),
@@ -199,8 +222,13 @@ async function instrumentations() {
   return [
     new HttpInstrumentation({
       ignoreIncomingRequestHook: (req) => untraced(req.url),
+      // The server span of each incoming request, for its traceresponse (an outgoing ClientRequest has getHeader).
+      requestHook: (span, req) => {
+        if (!('getHeader' in req)) rememberServerSpan(req, span);
+      },
     }),
-    new GrpcInstrumentation(),
+    // Readiness probes (imagegen.health.v1.Probe/Ready, every few seconds) are not traced, like the HTTP ones.
+    new GrpcInstrumentation({ ignoreGrpcMethods: ['Ready'] }),
     new UndiciInstrumentation(),
     new FastifyOtelInstrumentation({
       registerOnInitialization: true,

@@ -11,6 +11,7 @@ import {
   lazyChildLogger,
   type Principal,
   type ServiceContext,
+  traceResponse,
   transportFailure,
 } from '@imagegen/platform';
 import Ajv from 'ajv';
@@ -123,6 +124,9 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
 
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
+    // W3C Trace Context Level 2: this answer's trace and the gateway's server span in it, which records the request id.
+    const traced = traceResponse(req.raw, req.id);
+    if (traced) reply.header('traceresponse', traced);
     reply.header('x-content-type-options', 'nosniff');
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('text/html')) {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import replyFrom from '@fastify/reply-from';
-import { AppError, invalidPayload, type ServiceName } from '@imagegen/platform';
+import { AppError, invalidPayload, type ServiceName, withoutPropagatedHeaders } from '@imagegen/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { rawBodyProblems } from '../hostile-input.js';
 import type { RouteModule } from '../types.js';
@@ -16,6 +16,9 @@ const CHECKED_BODY_LIMIT = 32 * 1024 * 1024;
  * Responses are streamed unchanged (SSE-safe: no buffering, no idle timeout); request bodies are forwarded as
  * sent (JSON and form bodies after the edge checks, see below). These
  * routes use auth 'none' because both services authenticate their callers themselves.
+ * Trace context: the client's traceparent, tracestate and baggage are not copied; the tracing instrumentation
+ * writes them on the forwarded request (the proxy span's own traceparent, a child of the client's, with the
+ * client's tracestate and baggage), so the upstream joins the client's trace (issue 41).
  */
 const proxy: RouteModule = async (app, { ctx }) => {
   await app.register(replyFrom, {
@@ -65,7 +68,7 @@ const proxy: RouteModule = async (app, { ctx }) => {
     return reply.from(`${upstream}${request.url}`, {
       retryDelay: () => null,
       rewriteRequestHeaders: (req, headers) => {
-        const out: Record<string, string | string[] | undefined> = { ...headers };
+        const out: Record<string, string | string[] | undefined> = { ...withoutPropagatedHeaders(headers) };
         for (const h of Object.keys(out)) if (h.startsWith('x-forwarded-')) delete out[h];
         out['x-forwarded-for'] = req.ip;
         out['x-forwarded-proto'] = req.protocol;
