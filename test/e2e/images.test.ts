@@ -443,7 +443,9 @@ describe('the typed client (libs/client)', () => {
     const api = testClient(s.baseUrl, A.liveKey);
     const created = await api.POST('/api/images', { body: { prompt: 'a typed fox in snow', n: 2, session_id: 'typed-client' } });
     expect(created.response.status).toBe(200);
-    const ids = (created.data?.data.images ?? []).map((i) => i.record_id);
+    // 200 or, with Prefer: respond-async, 202: the typed answer is a union of both forms.
+    const result = created.data?.data;
+    const ids = (result && 'images' in result ? result.images : []).map((i) => i.record_id);
     expect(ids).toHaveLength(2);
 
     const seen: number[] = [];

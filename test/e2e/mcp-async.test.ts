@@ -40,7 +40,7 @@ async function tool(name: string, args: Record<string, unknown>) {
 /** Starts generate_image with async=true; returns its execution id. */
 async function startAsync(prompt: string, sessionId: string): Promise<string> {
   const started = await tool('generate_image', { prompt, async: true, session_id: sessionId });
-  expect(started.status).toBe('running');
+  expect(started.status).toBe('queued');
   return started.executionId as string;
 }
 

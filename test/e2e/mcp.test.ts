@@ -7,7 +7,7 @@ import { callTool, jsonOf, mcpClient, mintTokens } from './mcp-support.js';
 
 /**
  * The MCP endpoint through the gateway with the official SDK client (streamable HTTP and legacy SSE):
- * the 47 tools and their schemas, every tool's success and error path, scopes per tool, API key and
+ * the 49 tools and their schemas, every tool's success and error path, scopes per tool, API key and
  * OAuth authentication, session continuity, async generation and progress notifications.
  */
 
@@ -53,15 +53,17 @@ const TOOL_NAMES = [
   'list_active_executions',
   'get_execution',
   'wait_for_execution',
+  'cancel_execution',
   'get_usage',
   'get_profile',
   'list_webhooks',
   'create_webhook',
+  'update_webhook',
   'delete_webhook',
   'list_models',
 ];
 
-const ANALYTICS_TOOLS = ['get_usage', 'get_profile', 'list_webhooks', 'create_webhook', 'delete_webhook'];
+const ANALYTICS_TOOLS = ['get_usage', 'get_profile', 'list_webhooks', 'create_webhook', 'update_webhook', 'delete_webhook'];
 const ALL_SCOPES = [
   'images:generate',
   'images:edit',
@@ -115,7 +117,7 @@ afterAll(async () => {
 });
 
 describe('protocol', () => {
-  it('lists exactly the 47 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
+  it('lists exactly the 49 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
     const sse = await mcpClient(stack.baseUrl, a.testKey, 'sse');
     try {
       for (const client of [mcp, sse]) {
@@ -211,7 +213,7 @@ describe('protocol', () => {
       .filter((l) => l.startsWith('data: '))
       .map((l) => JSON.parse(l.slice(6)));
     expect(data[0].id).toBe(7);
-    expect(data[0].result.tools).toHaveLength(47);
+    expect(data[0].result.tools).toHaveLength(49);
     const get = await fetch(`${stack.baseUrl}/mcp`, { headers: { 'x-api-key': a.liveKey, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
   });
@@ -236,7 +238,7 @@ describe('protocol', () => {
       expect(res.status, url).toBe(200);
       const [msg] = await dataOf(res);
       expect(msg.id).toBe(3);
-      expect(msg.result.tools).toHaveLength(47);
+      expect(msg.result.tools).toHaveLength(49);
       const anonymous = await rpc(url, {});
       expect(anonymous.status, url).toBe(401);
       expect(((await anonymous.json()) as any).error).toBe('Invalid or missing API key');
@@ -419,7 +421,8 @@ describe('images', () => {
 
   it('generate_image async + wait_for_execution', async () => {
     const started = await expectOk(mcp, 'generate_image', { prompt: 'a slow owl [[delay:1500]]', async: true, session_id: 'mcp-async' });
-    expect(started.json.status).toBe('running');
+    expect(started.json.status).toBe('queued');
+    expect(started.json.position).toBeGreaterThanOrEqual(1);
     expect(started.json.session_id).toBe('mcp-async');
     const done = await expectOk(mcp, 'wait_for_execution', { execution_id: started.json.executionId, timeout_seconds: 30 });
     expect(done.json.done).toBe(true);
@@ -432,6 +435,16 @@ describe('images', () => {
     expect(done.json.result.images).toHaveLength(1);
     expect(done.images).toHaveLength(1);
     await expectError(mcp, 'wait_for_execution', { execution_id: 'no-such-execution' }, 'Execution not found');
+  });
+
+  it('cancel_execution: a queued job ends cancelled and never runs; a finished one is refused', async () => {
+    const slow = await expectOk(mcp, 'generate_image', { prompt: 'a slow heron [[delay:1500]]', async: true });
+    const cancelled = await expectOk(mcp, 'cancel_execution', { execution_id: slow.json.executionId });
+    expect(cancelled.json.execution.executionId).toBe(slow.json.executionId);
+    expect(['cancelled', 'running']).toContain(cancelled.json.execution.status);
+    await expectError(mcp, 'wait_for_execution', { execution_id: slow.json.executionId, timeout_seconds: 30 }, 'Execution cancelled');
+    await expectError(mcp, 'cancel_execution', { execution_id: slow.json.executionId }, 'Execution already cancelled');
+    await expectError(mcpB, 'cancel_execution', { execution_id: slow.json.executionId }, 'Execution not found');
   });
 
   it('edit_image keeps the session; unknown images are refused', async () => {

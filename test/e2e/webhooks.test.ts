@@ -1,3 +1,4 @@
+import { WEBHOOK_EVENT_TYPES } from '@imagegen/api-schemas/vocab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from '../../services/webhook-dispatcher/test/receiver.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
@@ -34,7 +35,7 @@ describe('webhook endpoints API', () => {
       id: expect.any(Number),
       url: rx.url('/crud'),
       description: 'ops pager',
-      events: ['quota.warning', 'quota.exceeded'],
+      events: [...WEBHOOK_EVENT_TYPES],
       enabled: true,
       disabledReason: null,
       consecutiveFailures: 0,
@@ -169,7 +170,7 @@ describe('webhook endpoints API', () => {
 describe('quota webhooks end to end', () => {
   it('sends quota.warning and quota.exceeded once when a real upload fills the quota, signed both ways', async () => {
     const T = await s.createTenant({ monthly_quota_mb: 1, rate_limit_per_minute: 100_000 });
-    const w = await create(T.liveKey, { url: rx.url('/quota') });
+    const w = await create(T.liveKey, { url: rx.url('/quota'), events: ['quota.warning', 'quota.exceeded'] });
     expect(w.status).toBe(201);
     const secret = w.body.data.secret as string;
 
@@ -185,6 +186,7 @@ describe('quota webhooks end to end', () => {
     const period = new Date().toISOString().slice(0, 7);
     expect(got.map((g) => g.body)).toEqual([
       {
+        id: got[0]?.r.headers['webhook-id'],
         event: 'quota.warning',
         threshold: 80,
         tenant_id: T.tenantId,
@@ -194,6 +196,7 @@ describe('quota webhooks end to end', () => {
         timestamp: expect.any(String),
       },
       {
+        id: got[1]?.r.headers['webhook-id'],
         event: 'quota.exceeded',
         threshold: 100,
         tenant_id: T.tenantId,

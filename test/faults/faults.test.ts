@@ -88,6 +88,61 @@ describe('faults under generation load', () => {
     assertNoUnexpectedDeath(j, killedByTest);
   }, 120_000);
 
+  it('generation killed with async jobs queued and running: each job completes once or ends failed, none lost or run twice', async () => {
+    const t = await j.createTenant();
+    const mark = `jobkill${Date.now()}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await j.api('/api/images', {
+        key: t.liveKey,
+        body: { prompt: `${mark} job${i}. [[delay:800]]` },
+        headers: { prefer: 'respond-async' },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      ids.push(r.body.data.executionId);
+    }
+    // Jobs running at the provider (the rest queued) when the process dies.
+    await waitFor(() => atSandbox(mark, 2), { message: 'jobs running at the provider', timeout: 30_000, interval: 50 });
+    killedByTest.add('generation');
+    await j.kill('generation', 'SIGKILL');
+    await restart('generation');
+    const executions = await waitFor(
+      async () => {
+        const all = await Promise.all(ids.map((id) => j.api(`/api/executions/${id}`, { key: t.liveKey })));
+        const list = all.map((r) => r.body.execution);
+        return list.every((e) => e.status === 'completed' || e.status === 'failed') && list;
+      },
+      { message: 'every job ended', timeout: 60_000 },
+    );
+    const completed = executions.filter((e: { status: string }) => e.status === 'completed');
+    const failed = executions.filter((e: { status: string }) => e.status === 'failed');
+    // The jobs that died with their process failed visibly; the queued ones ran on the new process.
+    expect(failed.length).toBeGreaterThan(0);
+    for (const e of failed) expect(e.error).toBe('Execution abandoned: the worker stopped');
+    expect(completed.length).toBeGreaterThan(0);
+    for (const e of completed) expect(e.result.data.images).toHaveLength(1);
+    // None ran twice: each job's prompt reached the provider at most once.
+    const seen = (await (await fetch(`${j.sandboxUrl}/_sandbox/requests?contains=${mark}`)).json()).requests as { prompt: string }[];
+    const perJob = new Map<string, number>();
+    for (const r of seen) {
+      const job = /job\d+\./.exec(r.prompt)?.[0] as string;
+      perJob.set(job, (perJob.get(job) ?? 0) + 1);
+    }
+    expect([...perJob.values()].filter((n) => n > 1)).toEqual([]);
+    expect(perJob.size).toBeLessThanOrEqual(ids.length);
+    // Listed and billed: exactly the completed jobs' images.
+    const month = await waitFor(
+      async () => {
+        const u = await j.api('/api/usage', { key: t.liveKey });
+        return u.body.data.months[0]?.total_images === completed.length && u.body.data.months[0];
+      },
+      { message: `usage to count the ${completed.length} completed jobs`, timeout: 30_000 },
+    );
+    expect(month.total_operations).toBe(completed.length);
+    expect((await j.api('/api/images?limit=100', { key: t.liveKey })).body.pagination.total).toBe(completed.length);
+    figures.push({ fault: 'generation killed with async jobs', jobs: ids.length, completed: completed.length, failed: failed.length });
+  }, 120_000);
+
   it('library killed mid-store: no file without a row survives, nothing is billed that was not answered 200', async () => {
     const t = await j.createTenant();
     const l = load(j, t, () => ({ prompt: 'library crash', n: 3 }));

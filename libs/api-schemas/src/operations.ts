@@ -3,7 +3,14 @@ import { AssetPagination, Deleted, data, PagePagination, StylePresetPagination, 
 import * as P from './params.js';
 import * as B from './requests.js';
 import * as R from './resources.js';
-import { MAX_BULK_DELETE, MAX_DOWNLOAD_IDS, type Scope, SEARCH_PRESET_NAME_MAX, WEBHOOKS_PER_TENANT_MAX } from './vocab.js';
+import {
+  MAX_BULK_DELETE,
+  MAX_DOWNLOAD_IDS,
+  type Scope,
+  SEARCH_PRESET_NAME_MAX,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOKS_PER_TENANT_MAX,
+} from './vocab.js';
 
 /**
  * Every REST and admin operation of the gateway, once: its operationId, tag, summary, credential, its request
@@ -64,6 +71,11 @@ export interface OperationSpec {
   bills?: boolean;
   /** Calls an image provider or fetches a URL (502, 504). */
   upstream?: boolean;
+  /**
+   * Extension (issue 37): with `Prefer: respond-async` it answers 202 JobAccepted at once, with Location and
+   * Preference-Applied, and runs as a queued job; GET /api/executions/:executionId then carries its result.
+   */
+  async?: boolean;
 }
 
 const list = <T extends z.ZodTypeAny>(item: T, pagination: z.ZodTypeAny) => z.object({ data: z.array(item), pagination });
@@ -145,6 +157,7 @@ const CATALOGUE = {
     ok: ok(data(R.MultiCharacterResult)),
     bills: true,
     upstream: true,
+    async: true,
     errors: [404],
   },
   'POST /api/characters/:identifier/generate': {
@@ -160,6 +173,7 @@ const CATALOGUE = {
     ok: ok(data(R.CharacterGenerateResult)),
     bills: true,
     upstream: true,
+    async: true,
   },
 
   // ---- products (SPEC 4.4) ----
@@ -227,6 +241,7 @@ const CATALOGUE = {
     ok: ok(data(R.ProductGenerateResult)),
     bills: true,
     upstream: true,
+    async: true,
   },
 
   // ---- scenes (SPEC 4.5) ----
@@ -509,6 +524,30 @@ const CATALOGUE = {
     params: P.ApiKeyParams,
     ok: ok(data(z.object({ success: z.literal(true), key: R.ApiKeyRecord }))),
   },
+  'POST /admin/tenants/:tenantId/api-keys/:keyRef/signing': {
+    operationId: 'setApiKeySigning',
+    tag: 'Admin',
+    summary: 'Require signed requests (X-Signature, X-Timestamp) for an API key, or no longer (extension)',
+    description:
+      'Turning it on answers the signing secret, this once (on a key already signed, the state without it: rotate for a new ' +
+      'secret); turning it off forgets the secrets. A signed key is refused by MCP and the OAuth sign-in, which cannot ' +
+      'verify signatures. The rules and the signed string: README, "Signed requests".',
+    auth: 'super_admin',
+    params: P.ApiKeyParams,
+    body: B.ApiKeySigningBody,
+    ok: ok(data(R.ApiKeySigning), "The key's signing state (signingSecret only when it was made by this request)"),
+  },
+  'POST /admin/tenants/:tenantId/api-keys/:keyRef/signing/rotate': {
+    operationId: 'rotateApiKeySigningSecret',
+    tag: 'Admin',
+    summary: "Rotate an API key's signing secret; the previous one is still accepted for a grace period (extension)",
+    description: 'The new secret is answered this once. 409 when the key does not require signed requests.',
+    auth: 'super_admin',
+    params: P.ApiKeyParams,
+    body: B.ApiKeySigningRotateBody,
+    ok: ok(data(R.ApiKeySigning), 'The new signing secret (shown once) and until when the previous one is accepted'),
+    errors: [409],
+  },
   'POST /admin/auth/login': {
     operationId: 'adminLogin',
     tag: 'Admin',
@@ -637,6 +676,7 @@ const CATALOGUE = {
     ok: ok(data(R.GenerateResult), 'The generated images'),
     bills: true,
     upstream: true,
+    async: true,
     errors: [404],
   },
   'POST /api/edit-image': {
@@ -652,6 +692,7 @@ const CATALOGUE = {
     ok: ok(R.EditResult, 'The edited image (flat object)'),
     bills: true,
     upstream: true,
+    async: true,
     errors: [404],
   },
   'POST /api/upload-for-editing': {
@@ -718,7 +759,20 @@ const CATALOGUE = {
     auth: 'tenant',
     scopes: ['sessions:read'],
     params: P.ExecutionParams,
-    ok: ok(flat({ success: z.literal(true), execution: R.ExecutionDetail })),
+    ok: ok(flat({ success: z.literal(true), execution: R.ExecutionWithResult })),
+  },
+  'POST /api/executions/:executionId/cancel': {
+    operationId: 'cancelExecution',
+    tag: 'Executions',
+    summary: 'Cancel a queued or running execution (extension)',
+    description:
+      'A queued job never runs; a running one stops at its next step and its provider call is aborted. It ends cancelled and nothing ' +
+      "of it is billed. 409 'Execution already <status>' once it has ended.",
+    auth: 'tenant',
+    scopes: ['images:generate'],
+    params: P.ExecutionParams,
+    ok: ok(flat({ success: z.literal(true), execution: R.Execution }), 'The execution, cancelled or being cancelled'),
+    errors: [409],
   },
   'GET /api/executions/:executionId/stream': {
     operationId: 'streamExecution',
@@ -771,7 +825,8 @@ const CATALOGUE = {
     tag: 'Webhooks',
     summary: 'Create a webhook endpoint (the signing secret is returned once, here)',
     description:
-      'url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). ' +
+      `url must be HTTPS and resolve to public IP addresses. events: the types it receives, of ${WEBHOOK_EVENT_TYPES.join(', ')} ` +
+      '(absent or empty: all; an unknown type is refused with 400; every payload is in the `webhooks` section). ' +
       `At most ${WEBHOOKS_PER_TENANT_MAX} endpoints per tenant.`,
     auth: 'tenant',
     scopes: ['analytics:read'],
@@ -810,10 +865,11 @@ const CATALOGUE = {
   'PATCH /api/webhooks/:id': {
     operationId: 'updateWebhook',
     tag: 'Webhooks',
-    summary: 'Enable/disable a webhook endpoint or change its description',
+    summary: 'Enable/disable a webhook endpoint, change its description or the event types it receives',
     description:
       'enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending ' +
-      'deliveries are sent at once); enabled:false pauses delivery.',
+      'deliveries are sent at once); enabled:false pauses delivery. events: the event types it receives from now on ' +
+      '(empty: all of them); deliveries already queued are sent as they are.',
     auth: 'tenant',
     scopes: ['analytics:read'],
     params: P.IdParams,
@@ -849,6 +905,21 @@ const CATALOGUE = {
     scopes: ['analytics:read'],
     params: P.IdParams,
     ok: ok(data(R.Delivery), 'A test delivery was queued', 202),
+  },
+  'POST /api/webhooks/:id/deliveries/:deliveryId/replay': {
+    operationId: 'replayWebhookDelivery',
+    tag: 'Webhooks',
+    summary: 'Extension (issue 37): send a delivery again, as a new delivery of the same event',
+    description:
+      'Queues a new delivery of the same event to the same endpoint: the same webhook-id (the event id) and the same body, ' +
+      'byte for byte, with fresh signatures, timestamps and attempts (retries and auto-disable as any delivery; held while ' +
+      "the endpoint is disabled). Its replayOf names the original. 409 'Delivery is still pending' while the original " +
+      "is being retried; 404 'Delivery not found' for another endpoint's delivery.",
+    auth: 'tenant',
+    scopes: ['analytics:read'],
+    idempotent: true,
+    params: P.WebhookDeliveryParams,
+    ok: ok(data(R.Delivery), 'The replay was queued', 202),
   },
 } satisfies Record<string, OperationSpec>;
 

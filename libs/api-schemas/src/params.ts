@@ -40,6 +40,9 @@ export const WebhookDeleteQuery = z
   .object({ id: z.string().max(20).optional(), url: z.string().max(WEBHOOK_URL_MAX).optional() })
   .passthrough();
 
+/** POST /api/webhooks/:id/deliveries/:deliveryId/replay (the service reports malformed ids as not found). */
+export const WebhookDeliveryParams = IdParams.extend({ deliveryId: z.string() }).passthrough();
+
 /** GET /api/webhooks/:id/deliveries. */
 export const WebhookDeliveriesQuery = z
   .object({

@@ -54,7 +54,6 @@ import {
   PROVIDER_KEY_MAX,
   PROVIDER_POOL_KEYS_MAX,
   QUALITIES,
-  QUOTA_EVENTS,
   REFERENCE_GROUPS_PER_REQUEST_MAX,
   REFERENCE_MODES,
   REFERENCE_URL_MAX,
@@ -69,6 +68,7 @@ import {
   SESSION_ID_MAX,
   SESSION_LOGS_LIMIT_DEFAULT,
   SESSION_LOGS_LIMIT_MAX,
+  SIGNING_GRACE_SECONDS_MAX,
   STYLE_PRESET_NAME_MAX,
   STYLE_PRESET_NEGATIVE_PROMPT_MAX,
   STYLE_PRESET_PROMPT_MAX,
@@ -82,6 +82,7 @@ import {
   USAGE_MONTHS_DEFAULT,
   USAGE_MONTHS_MAX,
   WEBHOOK_DESCRIPTION_MAX,
+  WEBHOOK_EVENT_TYPES,
   WEBHOOK_EVENTS_MAX,
   WEBHOOK_URL_MAX,
 } from './vocab.js';
@@ -535,16 +536,21 @@ export const UsageQuery = z
 export const WebhookBody = z
   .object({
     url: z.string().min(1).max(WEBHOOK_URL_MAX).describe('HTTPS URL resolving to public IP addresses'),
-    events: z.array(z.enum(QUOTA_EVENTS)).max(WEBHOOK_EVENTS_MAX).optional().describe('Default: both quota events'),
+    events: z
+      .array(z.enum(WEBHOOK_EVENT_TYPES))
+      .max(WEBHOOK_EVENTS_MAX)
+      .optional()
+      .describe(`The event types to receive (${WEBHOOK_EVENT_TYPES.join(', ')}); absent or empty: all of them`),
     description: z.string().max(WEBHOOK_DESCRIPTION_MAX).optional().describe(`Free text (max ${WEBHOOK_DESCRIPTION_MAX})`),
   })
   .passthrough();
 
-/** PATCH /api/webhooks/:id: enabled and/or description (null clears); at least one of them. */
+/** PATCH /api/webhooks/:id (and update_webhook): enabled, description (null clears) and/or events; at least one. */
 export const WebhookUpdateBody = z
   .object({
     enabled: z.boolean().optional().describe('true re-enables an endpoint disabled after failures; false pauses delivery'),
     description: WebhookBody.shape.description.unwrap().nullable().optional(),
+    events: WebhookBody.shape.events.describe('The event types to receive from now on (empty: all of them); absent: unchanged'),
   })
   .passthrough();
 
@@ -558,6 +564,28 @@ export const ApiKeyBody = z
   .object({
     key_name: z.string().min(1).max(KEY_NAME_MAX).describe(`1-${KEY_NAME_MAX} characters, unique per tenant`),
     type: z.enum(API_KEY_TYPES).optional().describe('Default live'),
+  })
+  .passthrough();
+
+/** POST /admin/tenants/:tenantId/api-keys/:keyRef/signing (signed requests, SPEC 5.8; extension). */
+export const ApiKeySigningBody = z
+  .object({
+    signature_required: z
+      .boolean()
+      .describe('true: every request with this key must be signed (the signing secret is answered once); false: no longer'),
+  })
+  .passthrough();
+
+/** POST /admin/tenants/:tenantId/api-keys/:keyRef/signing/rotate (extension). */
+export const ApiKeySigningRotateBody = z
+  .object({
+    grace_period_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(SIGNING_GRACE_SECONDS_MAX)
+      .optional()
+      .describe('How long the previous secret is still accepted (0: not at all); default SIGNING_SECRET_GRACE_MS (24 h)'),
   })
   .passthrough();
 

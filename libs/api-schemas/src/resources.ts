@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SearchFilters } from './requests.js';
-import { ADMIN_ROLES, MODEL_IDS, PROVIDERS, QUOTA_EVENTS, REFERENCE_MODES } from './vocab.js';
+import { ADMIN_ROLES, GENERATION_EVENTS, MODEL_IDS, PROVIDERS, QUOTA_EVENTS, REFERENCE_MODES } from './vocab.js';
 
 /**
  * The JSON form of every resource the REST API and the MCP tools answer with (SPEC 2), defined once. The
@@ -309,7 +309,7 @@ export const Execution = z.object({
   sessionId: z.string(),
   toolName: z.string(),
   toolSource: z.string(),
-  status: z.enum(['running', 'completed', 'failed']),
+  status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']),
   progressPercent: int().min(0).max(100),
   currentStep: nstr(),
   startedAt: ts(),
@@ -318,8 +318,39 @@ export const Execution = z.object({
   resultSummary: nstr(),
   error: nstr(),
   modelId: nstr(),
+  /** Extension (async jobs): a queued job's place in its tenant's queue (1 = next), else null. */
+  position: int().min(1).nullable(),
+  /** Extension: a cancel was asked for (POST /api/executions/:executionId/cancel) and the execution has not ended yet. */
+  cancelRequested: z.boolean(),
 });
 export const ExecutionDetail = Execution.extend({ logEntries: z.array(LogEntry) });
+
+/**
+ * Extension (async jobs, `Prefer: respond-async`): the answer of an async submit (202), and the result of a
+ * completed job: what the operation that submitted it answers synchronously.
+ */
+export const JobAccepted = z.object({
+  data: z.object({
+    executionId: z.string(),
+    status: z.literal('queued'),
+    position: int().min(1),
+    statusUrl: z.string().describe('GET: the execution, with its result once completed'),
+    streamUrl: z.string().describe('GET: server-sent events until it ends'),
+    cancelUrl: z.string().describe('POST: cancel it'),
+  }),
+});
+export const JobResult = z.union([
+  z.object({ data: GenerateResult }),
+  EditResult,
+  z.object({ data: CharacterGenerateResult }),
+  z.object({ data: MultiCharacterResult }),
+  z.object({ data: ProductGenerateResult }),
+]);
+export const ExecutionWithResult = ExecutionDetail.extend({
+  result: JobResult.optional().describe(
+    'Extension: a completed async job (or any completed generation) answers here what its operation answers synchronously',
+  ),
+});
 
 // ---- usage and profile ----
 
@@ -366,8 +397,19 @@ export const Webhook = z.object({
 });
 export const WebhookCreated = Webhook.extend({ secret: z.string().describe('whsec_...: shown once') });
 
-/** SPEC 6: the body of a quota webhook delivery (also the payload of a delivery record). */
+/**
+ * The bodies of webhook deliveries (SPEC 6 for the quota events; issue 37 for the others; also the payload of a
+ * delivery record): small, ids and URLs only, snake_case like SPEC 6's. Each starts with the event's `id` (also
+ * the webhook-id header: the same on every attempt, on every endpoint that receives the event and on a replay,
+ * so receivers deduplicate on it), its `event` type, the `tenant_id` and the `timestamp` the event occurred at.
+ */
+const webhookEventId = () =>
+  z.string().min(1).describe('The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it)');
+const apiUrl = (what: string) => z.string().describe(`${what} (PUBLIC_BASE_URL)`);
+
+/** SPEC 6: quota.warning and quota.exceeded (`id` since issue 37: absent in older delivery records). */
 export const QuotaWebhookPayload = z.object({
+  id: webhookEventId().optional(),
   event: z.enum(QUOTA_EVENTS),
   threshold: int().describe('80 or 100 (percent)'),
   tenant_id: z.string(),
@@ -377,7 +419,50 @@ export const QuotaWebhookPayload = z.object({
   timestamp: ts(),
   webhook_id: id().optional(),
 });
-export const TestWebhookPayload = z.object({ event: z.literal('webhook.test'), tenant_id: z.string(), timestamp: ts(), webhook_id: id() });
+/** generation.completed, generation.failed and generation.cancelled: an execution ended (generation's ExecutionFinished). */
+export const GenerationWebhookPayload = z.object({
+  id: webhookEventId(),
+  event: z.enum(GENERATION_EVENTS),
+  tenant_id: z.string(),
+  timestamp: ts(),
+  execution_id: z.string(),
+  session_id: z.string(),
+  tool_name: z.string().describe('The operation, e.g. generate_image, edit_image, generate_character_image'),
+  status: z.enum(['completed', 'failed', 'cancelled']),
+  duration_ms: int(),
+  image_ids: z.array(id()).describe('The images it made (completed; empty otherwise)'),
+  execution_url: apiUrl('GET /api/executions/:executionId'),
+  image_urls: z.array(z.string()).describe('GET /api/images/:id of each image, in the order of image_ids'),
+  error: nstr().describe('Why it failed (generation.failed); null otherwise'),
+});
+/** image.stored: an image was stored and listed (library's ImageStored; generated, edited, uploaded or a reference). */
+export const ImageStoredWebhookPayload = z.object({
+  id: webhookEventId(),
+  event: z.literal('image.stored'),
+  tenant_id: z.string(),
+  timestamp: ts(),
+  image_id: id(),
+  session_id: z.string(),
+  operation: z.string().describe('How it was made, e.g. generate, edit, upload'),
+  image_url: apiUrl('GET /api/images/:id'),
+});
+/** image.deleted: an image was deleted (library's ImageDeleted). */
+export const ImageDeletedWebhookPayload = z.object({
+  id: webhookEventId(),
+  event: z.literal('image.deleted'),
+  tenant_id: z.string(),
+  timestamp: ts(),
+  image_id: id(),
+  image_url: apiUrl('GET /api/images/:id (now 404)'),
+});
+/** POST /api/webhooks/:id/test (`id`, the delivery's, since issue 37). */
+export const TestWebhookPayload = z.object({
+  id: webhookEventId().optional(),
+  event: z.literal('webhook.test'),
+  tenant_id: z.string(),
+  timestamp: ts(),
+  webhook_id: id(),
+});
 
 export const Delivery = z.object({
   id: z.string(),
@@ -386,7 +471,15 @@ export const Delivery = z.object({
   status: z.string(),
   attemptCount: int(),
   attempts: z.array(z.object({ attempt: int(), attemptedAt: ts(), durationMs: int(), responseStatus: int().nullable(), error: nstr() })),
-  payload: z.union([QuotaWebhookPayload, TestWebhookPayload]),
+  eventId: z.string().describe("The event's id: the webhook-id header and the payload's id (a replay keeps it)"),
+  replayOf: nstr().describe('A replay: the id of the delivery it repeats'),
+  payload: z.union([
+    GenerationWebhookPayload,
+    ImageStoredWebhookPayload,
+    ImageDeletedWebhookPayload,
+    QuotaWebhookPayload,
+    TestWebhookPayload,
+  ]),
   lastError: nstr(),
   lastResponseStatus: int().nullable(),
   nextAttemptAt: ts().nullable(),
@@ -420,6 +513,7 @@ export const ApiKeyRecord = z.object({
   lastUsedAt: ts().nullable(),
   revokedAt: ts().nullable(),
   usageCount: int(),
+  signatureRequired: z.boolean().describe('every request with this key must carry X-Signature and X-Timestamp (extension)'),
 });
 export const CreatedApiKey = z.object({
   keyId: z.string(),
@@ -436,6 +530,17 @@ export const TenantDetail = z.object({
   providerCredentials: z.object({ provA: providerPool, provB: providerPool }),
 });
 export const TenantCreated = z.object({ tenant: Tenant, apiKeys: z.array(CreatedApiKey) });
+/** A key's signed-request state (SPEC 5.8, extension). */
+export const ApiKeySigning = z.object({
+  keyId: z.string(),
+  keyName: z.string(),
+  signatureRequired: z.boolean(),
+  signingSecret: nstr().describe(
+    'the signing secret (the HMAC-SHA256 key, the whole string as UTF-8): only in the answer that made it (turning signatures on, a rotation), never again; else null',
+  ),
+  secretCreatedAt: ts().nullable(),
+  previousSecretExpiresAt: ts().nullable().describe('after a rotation: until when the previous secret is still accepted'),
+});
 
 export const AdminUser = z.object({
   userId: z.string(),
@@ -519,10 +624,11 @@ export const DownloadedImages = z.object({
   ),
 });
 
-/** generate_image with async: true, as soon as the execution exists. */
+/** generate_image with async: true: the queued job (issue 37). */
 export const GenerationStarted = z.object({
   executionId: z.string(),
-  status: z.literal('running'),
+  status: z.literal('queued'),
+  position: int().min(1),
   session_id: z.string(),
   message: z.string(),
 });

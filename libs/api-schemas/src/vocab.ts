@@ -95,8 +95,15 @@ export const ID_MAX = Number.MAX_SAFE_INTEGER;
 /** Paging (limit, offset, page) travels as int32 over gRPC. */
 export const INT32_MAX = 2_147_483_647;
 
-/** SPEC 4.11: the events a webhook can subscribe to. */
+/** SPEC 4.11 and 6: the quota events (the only ones a webhook could subscribe to before issue 37). */
 export const QUOTA_EVENTS = ['quota.warning', 'quota.exceeded'] as const;
+/** The generation outcomes a webhook can subscribe to (generation's ExecutionFinished, by its status). */
+export const GENERATION_EVENTS = ['generation.completed', 'generation.failed', 'generation.cancelled'] as const;
+/** The image events a webhook can subscribe to (library's ImageStored and ImageDeleted). */
+export const IMAGE_EVENTS = ['image.stored', 'image.deleted'] as const;
+/** Every event type a webhook endpoint can subscribe to (issue 37); an endpoint gets all of them by default. */
+export const WEBHOOK_EVENT_TYPES = [...GENERATION_EVENTS, ...IMAGE_EVENTS, ...QUOTA_EVENTS] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** The twelve OAuth scopes of SPEC 5, with the wording the sign-in page shows. Issued by oauth, checked by mcp. */
 export const SCOPES = {
@@ -212,6 +219,13 @@ export const DISPLAY_NAME_MAX = 100;
 export const API_KEY_TYPES = ['live', 'test'] as const;
 /** Active API keys of one tenant (and api_keys of POST /admin/tenants): at most 10. */
 export const API_KEYS_PER_TENANT_MAX = 10;
+/**
+ * Signed requests (SPEC 5.8, extension): X-Timestamp may be at most 5 minutes from the server's clock, either way;
+ * a signature is refused when seen again within that window.
+ */
+export const SIGNATURE_MAX_SKEW_MS = 5 * 60_000;
+/** The grace period of a rotated signing secret, when the rotation names one: 0 (none) to 7 days, in seconds. */
+export const SIGNING_GRACE_SECONDS_MAX = 7 * 86_400;
 /** A provider credential pool: at most 5 keys per provider. */
 export const PROVIDER_POOL_KEYS_MAX = 5;
 /** One provider key: 1-1000 characters. */

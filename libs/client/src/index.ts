@@ -1,12 +1,16 @@
 import createClient, { type Client, type ClientOptions, type Middleware } from 'openapi-fetch';
 import type { components, operations, paths, webhooks } from './schema.js';
+import { signingMiddleware } from './signing.js';
 
+export { type SignedParts, signedBytes, signingMiddleware, signRequest } from './signing.js';
 /**
  * A typed client of the imagegen REST and admin API, generated from the gateway's OpenAPI document
  * (`pnpm client` regenerates src/schema.ts): every path, parameter, body and answer is typed, errors included.
  *
  *   const api = imagegenClient({ baseUrl: 'http://localhost:8080', apiKey: process.env.IMAGEGEN_KEY });
  *   const { data, error, response } = await api.POST('/api/images', { body: { prompt: 'a red fox in snow' } });
+ *
+ * With `signingSecret` (an API key that requires signed requests), every request is signed (signing.ts).
  */
 export type { components, operations, paths, webhooks };
 export type ImagegenClient = Client<paths>;
@@ -15,6 +19,11 @@ export interface ImagegenClientOptions extends Omit<ClientOptions, 'headers'> {
   baseUrl: string;
   /** Tenant API key (sk_live_... or sk_test_...), sent as X-API-Key. */
   apiKey?: string;
+  /**
+   * The API key's signing secret, when the key requires signed requests: every request then carries X-Timestamp and
+   * X-Signature (signed after every other middleware ran).
+   */
+  signingSecret?: string;
   /** Admin session token (Authorization: Bearer) for /admin routes. */
   adminSessionToken?: string;
   /** Legacy admin token (X-Admin-Token). */
@@ -25,13 +34,14 @@ export interface ImagegenClientOptions extends Omit<ClientOptions, 'headers'> {
 }
 
 export function imagegenClient(opts: ImagegenClientOptions): ImagegenClient {
-  const { apiKey, adminSessionToken, adminToken, headers, middleware, ...rest } = opts;
+  const { apiKey, signingSecret, adminSessionToken, adminToken, headers, middleware, ...rest } = opts;
   const h: Record<string, string> = { ...headers };
   if (apiKey) h['x-api-key'] = apiKey;
   if (adminSessionToken) h.authorization = `Bearer ${adminSessionToken}`;
   if (adminToken) h['x-admin-token'] = adminToken;
   const client = createClient<paths>({ ...rest, headers: h });
   for (const m of middleware ?? []) client.use(m);
+  if (signingSecret) client.use(signingMiddleware(signingSecret));
   return client;
 }
 

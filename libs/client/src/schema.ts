@@ -460,6 +460,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/tenants/{tenantId}/api-keys/{keyRef}/signing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Require signed requests (X-Signature, X-Timestamp) for an API key, or no longer (extension)
+         * @description Turning it on answers the signing secret, this once (on a key already signed, the state without it: rotate for a new secret); turning it off forgets the secrets. A signed key is refused by MCP and the OAuth sign-in, which cannot verify signatures. The rules and the signed string: README, "Signed requests". Needs the super_admin role.
+         */
+        post: operations["setApiKeySigning"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenantId}/api-keys/{keyRef}/signing/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an API key's signing secret; the previous one is still accepted for a grace period (extension)
+         * @description The new secret is answered this once. 409 when the key does not require signed requests. Needs the super_admin role.
+         */
+        post: operations["rotateApiKeySigningSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/auth/login": {
         parameters: {
             query?: never;
@@ -753,6 +793,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/executions/{executionId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued or running execution (extension)
+         * @description A queued job never runs; a running one stops at its next step and its provider call is aborted. It ends cancelled and nothing of it is billed. 409 'Execution already <status>' once it has ended.
+         */
+        post: operations["cancelExecution"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/executions/{executionId}/stream": {
         parameters: {
             query?: never;
@@ -825,7 +885,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint (the signing secret is returned once, here)
-         * @description url must be HTTPS and resolve to public IP addresses. events: quota.warning and/or quota.exceeded (default both). At most 10 endpoints per tenant.
+         * @description url must be HTTPS and resolve to public IP addresses. events: the types it receives, of generation.completed, generation.failed, generation.cancelled, image.stored, image.deleted, quota.warning, quota.exceeded (absent or empty: all; an unknown type is refused with 400; every payload is in the `webhooks` section). At most 10 endpoints per tenant.
          */
         post: operations["createWebhook"];
         /**
@@ -854,8 +914,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Enable/disable a webhook endpoint or change its description
-         * @description enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending deliveries are sent at once); enabled:false pauses delivery.
+         * Enable/disable a webhook endpoint, change its description or the event types it receives
+         * @description enabled:true re-enables an endpoint disabled after 5 consecutive failures (the failure count resets and pending deliveries are sent at once); enabled:false pauses delivery. events: the event types it receives from now on (empty: all of them); deliveries already queued are sent as they are.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -888,6 +948,26 @@ export interface paths {
         put?: never;
         /** Queue a signed webhook.test delivery to the endpoint */
         post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{deliveryId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extension (issue 37): send a delivery again, as a new delivery of the same event
+         * @description Queues a new delivery of the same event to the same endpoint: the same webhook-id (the event id) and the same body, byte for byte, with fresh signatures, timestamps and attempts (retries and auto-disable as any delivery; held while the endpoint is disabled). Its replayOf names the original. 409 'Delivery is still pending' while the original is being retried; 404 'Delivery not found' for another endpoint's delivery.
+         */
+        post: operations["replayWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1012,6 +1092,108 @@ export interface webhooks {
         put?: never;
         /** quota.warning (80%) or quota.exceeded (100%): sent at most once per billing period per threshold */
         post: operations["quotaThresholdWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    generationCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** generation.completed: an execution (generate, edit, a character, product or scene generation) completed, with its images */
+        post: operations["generationCompletedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    generationFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** generation.failed: an execution (generate, edit, a character, product or scene generation) failed, with its error */
+        post: operations["generationFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    generationCancelled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** generation.cancelled: an execution (generate, edit, a character, product or scene generation) was cancelled */
+        post: operations["generationCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    imageStored: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** image.stored: an image was stored and listed (generated, edited, uploaded, a reference) */
+        post: operations["imageStoredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    imageDeleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** image.deleted: an image was deleted */
+        post: operations["imageDeletedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** webhook.test: sent by POST /api/webhooks/:id/test (whatever the endpoint subscribes to) */
+        post: operations["webhookTestWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2242,6 +2424,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -2299,6 +2483,40 @@ export interface operations {
                     };
                 };
             };
+            /** @description Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl) */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The execution (statusUrl) */
+                    Location: string;
+                    /** @description respond-async */
+                    "Preference-Applied": "respond-async";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            executionId: string;
+                            /** @constant */
+                            status: "queued";
+                            position: number;
+                            /** @description GET: the execution, with its result once completed */
+                            statusUrl: string;
+                            /** @description GET: server-sent events until it ends */
+                            streamUrl: string;
+                            /** @description POST: cancel it */
+                            cancelUrl: string;
+                        };
+                    };
+                };
+            };
             400: components["responses"]["TenantError400"];
             401: components["responses"]["TenantError401"];
             402: components["responses"]["TenantError402"];
@@ -2323,6 +2541,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
+                Prefer?: string;
             };
             path: {
                 /** @description numeric id or URL-encoded name */
@@ -2379,6 +2599,40 @@ export interface operations {
                             thumbnailSizeBytes: number;
                             prompt: string;
                             message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl) */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The execution (statusUrl) */
+                    Location: string;
+                    /** @description respond-async */
+                    "Preference-Applied": "respond-async";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            executionId: string;
+                            /** @constant */
+                            status: "queued";
+                            position: number;
+                            /** @description GET: the execution, with its result once completed */
+                            statusUrl: string;
+                            /** @description GET: server-sent events until it ends */
+                            streamUrl: string;
+                            /** @description POST: cancel it */
+                            cancelUrl: string;
                         };
                     };
                 };
@@ -2733,6 +2987,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
+                Prefer?: string;
             };
             path: {
                 /** @description numeric id or URL-encoded name */
@@ -2803,6 +3059,40 @@ export interface operations {
                                 thumbnail_url: string;
                             }[];
                             message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl) */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The execution (statusUrl) */
+                    Location: string;
+                    /** @description respond-async */
+                    "Preference-Applied": "respond-async";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            executionId: string;
+                            /** @constant */
+                            status: "queued";
+                            position: number;
+                            /** @description GET: the execution, with its result once completed */
+                            statusUrl: string;
+                            /** @description GET: server-sent events until it ends */
+                            streamUrl: string;
+                            /** @description POST: cancel it */
+                            cancelUrl: string;
                         };
                     };
                 };
@@ -3930,6 +4220,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -4069,6 +4361,40 @@ export interface operations {
                                 session_id: string;
                             };
                             executionId: string;
+                        };
+                    };
+                };
+            };
+            /** @description Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl) */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The execution (statusUrl) */
+                    Location: string;
+                    /** @description respond-async */
+                    "Preference-Applied": "respond-async";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            executionId: string;
+                            /** @constant */
+                            status: "queued";
+                            position: number;
+                            /** @description GET: the execution, with its result once completed */
+                            statusUrl: string;
+                            /** @description GET: server-sent events until it ends */
+                            streamUrl: string;
+                            /** @description POST: cancel it */
+                            cancelUrl: string;
                         };
                     };
                 };
@@ -4686,6 +5012,8 @@ export interface operations {
                                 lastUsedAt: string | null;
                                 revokedAt: string | null;
                                 usageCount: number;
+                                /** @description every request with this key must carry X-Signature and X-Timestamp (extension) */
+                                signatureRequired: boolean;
                             }[];
                             providerCredentials: {
                                 provA: {
@@ -4790,6 +5118,8 @@ export interface operations {
                                 lastUsedAt: string | null;
                                 revokedAt: string | null;
                                 usageCount: number;
+                                /** @description every request with this key must carry X-Signature and X-Timestamp (extension) */
+                                signatureRequired: boolean;
                             }[];
                             providerCredentials: {
                                 provA: {
@@ -4914,6 +5244,8 @@ export interface operations {
                                 lastUsedAt: string | null;
                                 revokedAt: string | null;
                                 usageCount: number;
+                                /** @description every request with this key must carry X-Signature and X-Timestamp (extension) */
+                                signatureRequired: boolean;
                             };
                         };
                     };
@@ -4923,6 +5255,117 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    setApiKeySigning: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+                keyRef: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true: every request with this key must be signed (the signing secret is answered once); false: no longer */
+                    signature_required: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The key's signing state (signingSecret only when it was made by this request) */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            keyId: string;
+                            keyName: string;
+                            signatureRequired: boolean;
+                            /** @description the signing secret (the HMAC-SHA256 key, the whole string as UTF-8): only in the answer that made it (turning signatures on, a rotation), never again; else null */
+                            signingSecret: string | null;
+                            secretCreatedAt: string | null;
+                            /** @description after a rotation: until when the previous secret is still accepted */
+                            previousSecretExpiresAt: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    rotateApiKeySigningSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+                keyRef: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the previous secret is still accepted (0: not at all); default SIGNING_SECRET_GRACE_MS (24 h) */
+                    grace_period_seconds?: number;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The new signing secret (shown once) and until when the previous one is accepted */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            keyId: string;
+                            keyName: string;
+                            signatureRequired: boolean;
+                            /** @description the signing secret (the HMAC-SHA256 key, the whole string as UTF-8): only in the answer that made it (turning signatures on, a rotation), never again; else null */
+                            signingSecret: string | null;
+                            secretCreatedAt: string | null;
+                            /** @description after a rotation: until when the previous secret is still accepted */
+                            previousSecretExpiresAt: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
@@ -5618,6 +6061,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;
@@ -5684,6 +6129,40 @@ export interface operations {
                         aspectRatio: string;
                         sessionId: string;
                         executionId: string;
+                    };
+                };
+            };
+            /** @description Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl) */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The execution (statusUrl) */
+                    Location: string;
+                    /** @description respond-async */
+                    "Preference-Applied": "respond-async";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            executionId: string;
+                            /** @constant */
+                            status: "queued";
+                            position: number;
+                            /** @description GET: the execution, with its result once completed */
+                            statusUrl: string;
+                            /** @description GET: server-sent events until it ends */
+                            streamUrl: string;
+                            /** @description POST: cancel it */
+                            cancelUrl: string;
+                        };
                     };
                 };
             };
@@ -5826,7 +6305,7 @@ export interface operations {
                             toolName: string;
                             toolSource: string;
                             /** @enum {string} */
-                            status: "running" | "completed" | "failed";
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
                             progressPercent: number;
                             currentStep: string | null;
                             /** Format: date-time */
@@ -5836,6 +6315,8 @@ export interface operations {
                             resultSummary: string | null;
                             error: string | null;
                             modelId: string | null;
+                            position: number | null;
+                            cancelRequested: boolean;
                             logEntries: {
                                 /** Format: date-time */
                                 timestamp: string;
@@ -5937,7 +6418,7 @@ export interface operations {
                             toolName: string;
                             toolSource: string;
                             /** @enum {string} */
-                            status: "running" | "completed" | "failed";
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
                             progressPercent: number;
                             currentStep: string | null;
                             /** Format: date-time */
@@ -5947,6 +6428,8 @@ export interface operations {
                             resultSummary: string | null;
                             error: string | null;
                             modelId: string | null;
+                            position: number | null;
+                            cancelRequested: boolean;
                         }[];
                         total: number;
                         totalIsExact: boolean;
@@ -5995,7 +6478,7 @@ export interface operations {
                             toolName: string;
                             toolSource: string;
                             /** @enum {string} */
-                            status: "running" | "completed" | "failed";
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
                             progressPercent: number;
                             currentStep: string | null;
                             /** Format: date-time */
@@ -6005,6 +6488,8 @@ export interface operations {
                             resultSummary: string | null;
                             error: string | null;
                             modelId: string | null;
+                            position: number | null;
+                            cancelRequested: boolean;
                             logEntries: {
                                 /** Format: date-time */
                                 timestamp: string;
@@ -6012,6 +6497,99 @@ export interface operations {
                                 /** @enum {string} */
                                 level: "info" | "warn" | "error";
                             }[];
+                            /** @description Extension: a completed async job (or any completed generation) answers here what its operation answers synchronously */
+                            result?: {
+                                data: {
+                                    images: {
+                                        record_id: number;
+                                        full_url: string;
+                                        thumbnail_url: string;
+                                        width: number;
+                                        height: number;
+                                        size_bytes: number;
+                                        format: string;
+                                        mime_type: string;
+                                        prompt: string;
+                                        negative_prompt: string | null;
+                                        has_synthid: boolean;
+                                        /** Format: date-time */
+                                        created_at: string;
+                                        aspect_ratio: string;
+                                        model_id: string;
+                                        resolution_tier: string;
+                                        parent_image_id: number | null;
+                                    }[];
+                                    metadata: {
+                                        requested: number;
+                                        generated: number;
+                                        session_id: string;
+                                    };
+                                    executionId: string;
+                                };
+                            } | {
+                                thumbnailUrl: string;
+                                fullUrl: string;
+                                width: number;
+                                height: number;
+                                sizeBytes: number;
+                                format: string;
+                                prompt: string;
+                                parentImageId: number;
+                                recordId: number;
+                                /** Format: date-time */
+                                createdAt: string;
+                                aspectRatio: string;
+                                sessionId: string;
+                                executionId: string;
+                            } | {
+                                data: {
+                                    imageId: number;
+                                    sessionId: string;
+                                    fullUrl: string;
+                                    thumbnailUrl: string;
+                                    objectKey: string;
+                                    width: number;
+                                    height: number;
+                                    format: string;
+                                    sizeBytes: number;
+                                    thumbnailSizeBytes: number;
+                                    prompt: string;
+                                    message: string;
+                                };
+                            } | {
+                                data: {
+                                    imageId: number;
+                                    sessionId: string;
+                                    fullUrl: string;
+                                    thumbnailUrl: string;
+                                    width: number;
+                                    height: number;
+                                    prompt: string;
+                                    characterCount: number;
+                                    message: string;
+                                };
+                            } | {
+                                data: {
+                                    imageId: number;
+                                    sessionId: string;
+                                    fullUrl: string;
+                                    thumbnailUrl: string;
+                                    width: number;
+                                    height: number;
+                                    format: string;
+                                    sizeBytes: number;
+                                    prompt: string;
+                                    productId: number;
+                                    productName: string;
+                                    scenePrompt?: string;
+                                    images: {
+                                        id: number;
+                                        url: string;
+                                        thumbnail_url: string;
+                                    }[];
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -6021,6 +6599,69 @@ export interface operations {
             403: components["responses"]["TenantError403"];
             404: components["responses"]["TenantError404"];
             414: components["responses"]["TenantError414"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    cancelExecution: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                executionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The execution, cancelled or being cancelled */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        execution: {
+                            executionId: string;
+                            sessionId: string;
+                            toolName: string;
+                            toolSource: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            progressPercent: number;
+                            currentStep: string | null;
+                            /** Format: date-time */
+                            startedAt: string;
+                            completedAt: string | null;
+                            durationMs: number | null;
+                            resultSummary: string | null;
+                            error: string | null;
+                            modelId: string | null;
+                            position: number | null;
+                            cancelRequested: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            404: components["responses"]["TenantError404"];
+            409: components["responses"]["TenantError409"];
+            413: components["responses"]["TenantError413"];
+            414: components["responses"]["TenantError414"];
+            415: components["responses"]["TenantError415"];
             429: components["responses"]["TenantError429"];
             500: components["responses"]["TenantError500"];
             503: components["responses"]["TenantError503"];
@@ -6250,8 +6891,8 @@ export interface operations {
                 "application/json": {
                     /** @description HTTPS URL resolving to public IP addresses */
                     url: string;
-                    /** @description Default: both quota events */
-                    events?: ("quota.warning" | "quota.exceeded")[];
+                    /** @description The event types to receive (generation.completed, generation.failed, generation.cancelled, image.stored, image.deleted, quota.warning, quota.exceeded); absent or empty: all of them */
+                    events?: ("generation.completed" | "generation.failed" | "generation.cancelled" | "image.stored" | "image.deleted" | "quota.warning" | "quota.exceeded")[];
                     /** @description Free text (max 200) */
                     description?: string;
                 } & {
@@ -6478,6 +7119,8 @@ export interface operations {
                     /** @description true re-enables an endpoint disabled after failures; false pauses delivery */
                     enabled?: boolean;
                     description?: string | null;
+                    /** @description The event types to receive from now on (empty: all of them); absent: unchanged */
+                    events?: ("generation.completed" | "generation.failed" | "generation.cancelled" | "image.stored" | "image.deleted" | "quota.warning" | "quota.exceeded")[];
                 } & {
                     [key: string]: unknown;
                 };
@@ -6573,7 +7216,61 @@ export interface operations {
                                 responseStatus: number | null;
                                 error: string | null;
                             }[];
+                            /** @description The event's id: the webhook-id header and the payload's id (a replay keeps it) */
+                            eventId: string;
+                            /** @description A replay: the id of the delivery it repeats */
+                            replayOf: string | null;
                             payload: {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @enum {string} */
+                                event: "generation.completed" | "generation.failed" | "generation.cancelled";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                execution_id: string;
+                                session_id: string;
+                                /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                                tool_name: string;
+                                /** @enum {string} */
+                                status: "completed" | "failed" | "cancelled";
+                                duration_ms: number;
+                                /** @description The images it made (completed; empty otherwise) */
+                                image_ids: number[];
+                                /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                                execution_url: string;
+                                /** @description GET /api/images/:id of each image, in the order of image_ids */
+                                image_urls: string[];
+                                /** @description Why it failed (generation.failed); null otherwise */
+                                error: string | null;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.stored";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                session_id: string;
+                                /** @description How it was made, e.g. generate, edit, upload */
+                                operation: string;
+                                /** @description GET /api/images/:id (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.deleted";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                /** @description GET /api/images/:id (now 404) (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
                                 /** @enum {string} */
                                 event: "quota.warning" | "quota.exceeded";
                                 /** @description 80 or 100 (percent) */
@@ -6586,6 +7283,8 @@ export interface operations {
                                 timestamp: string;
                                 webhook_id?: number;
                             } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
                                 /** @constant */
                                 event: "webhook.test";
                                 tenant_id: string;
@@ -6653,7 +7352,61 @@ export interface operations {
                                 responseStatus: number | null;
                                 error: string | null;
                             }[];
+                            /** @description The event's id: the webhook-id header and the payload's id (a replay keeps it) */
+                            eventId: string;
+                            /** @description A replay: the id of the delivery it repeats */
+                            replayOf: string | null;
                             payload: {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @enum {string} */
+                                event: "generation.completed" | "generation.failed" | "generation.cancelled";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                execution_id: string;
+                                session_id: string;
+                                /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                                tool_name: string;
+                                /** @enum {string} */
+                                status: "completed" | "failed" | "cancelled";
+                                duration_ms: number;
+                                /** @description The images it made (completed; empty otherwise) */
+                                image_ids: number[];
+                                /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                                execution_url: string;
+                                /** @description GET /api/images/:id of each image, in the order of image_ids */
+                                image_urls: string[];
+                                /** @description Why it failed (generation.failed); null otherwise */
+                                error: string | null;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.stored";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                session_id: string;
+                                /** @description How it was made, e.g. generate, edit, upload */
+                                operation: string;
+                                /** @description GET /api/images/:id (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.deleted";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                /** @description GET /api/images/:id (now 404) (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
                                 /** @enum {string} */
                                 event: "quota.warning" | "quota.exceeded";
                                 /** @description 80 or 100 (percent) */
@@ -6666,6 +7419,8 @@ export interface operations {
                                 timestamp: string;
                                 webhook_id?: number;
                             } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
                                 /** @constant */
                                 event: "webhook.test";
                                 tenant_id: string;
@@ -6690,6 +7445,152 @@ export interface operations {
             413: components["responses"]["TenantError413"];
             414: components["responses"]["TenantError414"];
             415: components["responses"]["TenantError415"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    replayWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replay was queued */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description true when this is the stored answer of an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            webhookId: number;
+                            event: string;
+                            status: string;
+                            attemptCount: number;
+                            attempts: {
+                                attempt: number;
+                                /** Format: date-time */
+                                attemptedAt: string;
+                                durationMs: number;
+                                responseStatus: number | null;
+                                error: string | null;
+                            }[];
+                            /** @description The event's id: the webhook-id header and the payload's id (a replay keeps it) */
+                            eventId: string;
+                            /** @description A replay: the id of the delivery it repeats */
+                            replayOf: string | null;
+                            payload: {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @enum {string} */
+                                event: "generation.completed" | "generation.failed" | "generation.cancelled";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                execution_id: string;
+                                session_id: string;
+                                /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                                tool_name: string;
+                                /** @enum {string} */
+                                status: "completed" | "failed" | "cancelled";
+                                duration_ms: number;
+                                /** @description The images it made (completed; empty otherwise) */
+                                image_ids: number[];
+                                /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                                execution_url: string;
+                                /** @description GET /api/images/:id of each image, in the order of image_ids */
+                                image_urls: string[];
+                                /** @description Why it failed (generation.failed); null otherwise */
+                                error: string | null;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.stored";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                session_id: string;
+                                /** @description How it was made, e.g. generate, edit, upload */
+                                operation: string;
+                                /** @description GET /api/images/:id (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id: string;
+                                /** @constant */
+                                event: "image.deleted";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                image_id: number;
+                                /** @description GET /api/images/:id (now 404) (PUBLIC_BASE_URL) */
+                                image_url: string;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
+                                /** @enum {string} */
+                                event: "quota.warning" | "quota.exceeded";
+                                /** @description 80 or 100 (percent) */
+                                threshold: number;
+                                tenant_id: string;
+                                billing_period: string;
+                                current_usage_mb: number;
+                                quota_mb: number;
+                                /** Format: date-time */
+                                timestamp: string;
+                                webhook_id?: number;
+                            } | {
+                                /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                                id?: string;
+                                /** @constant */
+                                event: "webhook.test";
+                                tenant_id: string;
+                                /** Format: date-time */
+                                timestamp: string;
+                                webhook_id: number;
+                            };
+                            lastError: string | null;
+                            lastResponseStatus: number | null;
+                            nextAttemptAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            completedAt: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            404: components["responses"]["TenantError404"];
+            409: components["responses"]["TenantError409"];
+            413: components["responses"]["TenantError413"];
+            414: components["responses"]["TenantError414"];
+            415: components["responses"]["TenantError415"];
+            422: components["responses"]["TenantError422"];
             429: components["responses"]["TenantError429"];
             500: components["responses"]["TenantError500"];
             503: components["responses"]["TenantError503"];
@@ -7152,6 +8053,12 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
                 /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
                 "X-Webhook-Signature": string;
                 /** @description Unix seconds; reject deliveries older than 5 minutes */
@@ -7164,17 +8071,19 @@ export interface operations {
             content: {
                 /**
                  * @example {
+                 *       "id": "0f6a9c1e-5a2b-4d7e-9a51-3c2d1e0f9b8a",
                  *       "event": "quota.warning",
                  *       "threshold": 80,
                  *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
                  *       "billing_period": "2026-11",
                  *       "current_usage_mb": 8192.5,
-                 *       "quota_mb": 10240,
-                 *       "timestamp": "2026-11-25T12:00:00.000Z",
-                 *       "webhook_id": 7
+                 *       "quota_mb": 10240
                  *     }
                  */
                 "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
                     /** @enum {string} */
                     event: "quota.warning" | "quota.exceeded";
                     /** @description 80 or 100 (percent) */
@@ -7186,6 +8095,391 @@ export interface operations {
                     /** Format: date-time */
                     timestamp: string;
                     webhook_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    generationCompletedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "5b1e7c3a-2f4d-4e8b-a6c9-1d0e2f3a4b5c",
+                 *       "event": "generation.completed",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "execution_id": "exec_8c1d3f2a",
+                 *       "session_id": "sess_4e5f6a7b",
+                 *       "tool_name": "generate_image",
+                 *       "status": "completed",
+                 *       "duration_ms": 5230,
+                 *       "image_ids": [
+                 *         1042
+                 *       ],
+                 *       "execution_url": "https://imagegen.example.com/api/executions/exec_8c1d3f2a",
+                 *       "image_urls": [
+                 *         "https://imagegen.example.com/api/images/1042"
+                 *       ],
+                 *       "error": null
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "generation.completed";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    execution_id: string;
+                    session_id: string;
+                    /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                    tool_name: string;
+                    /** @constant */
+                    status: "completed";
+                    duration_ms: number;
+                    /** @description The images it made (completed; empty otherwise) */
+                    image_ids: number[];
+                    /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                    execution_url: string;
+                    /** @description GET /api/images/:id of each image, in the order of image_ids */
+                    image_urls: string[];
+                    error: null;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    generationFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "5b1e7c3a-2f4d-4e8b-a6c9-1d0e2f3a4b5c",
+                 *       "event": "generation.failed",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "execution_id": "exec_8c1d3f2a",
+                 *       "session_id": "sess_4e5f6a7b",
+                 *       "tool_name": "generate_image",
+                 *       "status": "failed",
+                 *       "duration_ms": 5230,
+                 *       "image_ids": [],
+                 *       "execution_url": "https://imagegen.example.com/api/executions/exec_8c1d3f2a",
+                 *       "image_urls": [],
+                 *       "error": "Upstream provider error"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "generation.failed";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    execution_id: string;
+                    session_id: string;
+                    /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                    tool_name: string;
+                    /** @constant */
+                    status: "failed";
+                    duration_ms: number;
+                    /** @description The images it made (completed; empty otherwise) */
+                    image_ids: number[];
+                    /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                    execution_url: string;
+                    /** @description GET /api/images/:id of each image, in the order of image_ids */
+                    image_urls: string[];
+                    /** @description Why it failed (generation.failed); null otherwise */
+                    error: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    generationCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "5b1e7c3a-2f4d-4e8b-a6c9-1d0e2f3a4b5c",
+                 *       "event": "generation.cancelled",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "execution_id": "exec_8c1d3f2a",
+                 *       "session_id": "sess_4e5f6a7b",
+                 *       "tool_name": "generate_image",
+                 *       "status": "cancelled",
+                 *       "duration_ms": 5230,
+                 *       "image_ids": [],
+                 *       "execution_url": "https://imagegen.example.com/api/executions/exec_8c1d3f2a",
+                 *       "image_urls": [],
+                 *       "error": null
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "generation.cancelled";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    execution_id: string;
+                    session_id: string;
+                    /** @description The operation, e.g. generate_image, edit_image, generate_character_image */
+                    tool_name: string;
+                    /** @constant */
+                    status: "cancelled";
+                    duration_ms: number;
+                    /** @description The images it made (completed; empty otherwise) */
+                    image_ids: number[];
+                    /** @description GET /api/executions/:executionId (PUBLIC_BASE_URL) */
+                    execution_url: string;
+                    /** @description GET /api/images/:id of each image, in the order of image_ids */
+                    image_urls: string[];
+                    error: null;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    imageStoredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "7d2c4e6f-8a1b-4c3d-9e0f-a1b2c3d4e5f6",
+                 *       "event": "image.stored",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "image_id": 1042,
+                 *       "session_id": "sess_4e5f6a7b",
+                 *       "operation": "generate",
+                 *       "image_url": "https://imagegen.example.com/api/images/1042"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "image.stored";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    image_id: number;
+                    session_id: string;
+                    /** @description How it was made, e.g. generate, edit, upload */
+                    operation: string;
+                    /** @description GET /api/images/:id (PUBLIC_BASE_URL) */
+                    image_url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    imageDeletedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
+                 *       "event": "image.deleted",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "image_id": 1042,
+                 *       "image_url": "https://imagegen.example.com/api/images/1042"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "image.deleted";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    image_id: number;
+                    /** @description GET /api/images/:id (now 404) (PUBLIC_BASE_URL) */
+                    image_url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; reject deliveries older than 5 minutes */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown) */
+                "webhook-signature": string;
+                /** @description sha256=<hex HMAC-SHA256 of the body with the webhook secret> */
+                "X-Webhook-Signature": string;
+                /** @description Unix seconds; reject deliveries older than 5 minutes */
+                "X-Webhook-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                 *       "event": "webhook.test",
+                 *       "tenant_id": "acme",
+                 *       "timestamp": "2026-11-25T12:00:00.000Z",
+                 *       "webhook_id": 7
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The event id, also the webhook-id header: the same on retries, endpoints and replays (deduplicate on it) */
+                    id: string;
+                    /** @constant */
+                    event: "webhook.test";
+                    tenant_id: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                    webhook_id: number;
                 };
             };
         };

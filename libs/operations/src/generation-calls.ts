@@ -112,7 +112,7 @@ export function uploadForEditingAnswer(r: ImageRecord, sessionId: string, execut
 }
 
 /** What GenerateImages answers for a completed execution `e` whose images are `images` (its order). */
-function generatedAnswer(e: Execution, images: ImageRecord[]): GenerateImagesResponse {
+export function generatedAnswer(e: Execution, images: ImageRecord[]): GenerateImagesResponse {
   return {
     images: images.map(toGeneratedImage),
     requested: e.imagesRequested || images.length,

@@ -1,5 +1,6 @@
 export * from './clients.js';
 export * from './generation-calls.js';
+export * from './job-results.js';
 export * from './policies/idempotency.js';
 export * from './policies/rate-limits.js';
 export * from './policies/tenant-slots.js';

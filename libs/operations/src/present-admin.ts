@@ -1,5 +1,5 @@
 import type * as Api from '@imagegen/api-schemas';
-import type { AdminUser, ApiKeyRecord, Invitation, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
+import type { AdminUser, ApiKeyRecord, ApiKeySigning, Invitation, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
 import type { Delivery } from '@imagegen/contracts/webhooks/v1/webhooks';
 import type { z } from 'zod';
 
@@ -40,6 +40,19 @@ export function keyJson(k: ApiKeyRecord): Json<'ApiKeyRecord'> {
     lastUsedAt: k.lastUsedAt ?? null,
     usageCount: k.usageCount,
     revokedAt: k.revokedAt ?? null,
+    signatureRequired: k.signatureRequired,
+  };
+}
+
+/** A key's signed-request state; the secret only in the answer that made it. */
+export function keySigningJson(k: ApiKeySigning): Json<'ApiKeySigning'> {
+  return {
+    keyId: k.keyId,
+    keyName: k.keyName,
+    signatureRequired: k.signatureRequired,
+    signingSecret: k.signingSecret ?? null,
+    secretCreatedAt: k.secretCreatedAt ?? null,
+    previousSecretExpiresAt: k.previousSecretExpiresAt ?? null,
   };
 }
 
@@ -111,6 +124,8 @@ export function deliveryForm(d: Delivery): Json<'Delivery'> {
     id: d.id,
     webhookId: d.webhookId,
     event: d.event,
+    eventId: d.eventId,
+    replayOf: d.replayOf ?? null,
     status: d.status,
     attemptCount: d.attemptCount,
     nextAttemptAt: d.nextAttemptAt ?? null,

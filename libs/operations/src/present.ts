@@ -416,6 +416,8 @@ export function executionJson(e: Execution, withLogs = false): Json<'Execution'>
     resultSummary: e.resultSummary ?? null,
     error: e.error ?? null,
     modelId: e.modelId || null,
+    position: e.status === 'queued' && e.position > 0 ? e.position : null,
+    cancelRequested: e.cancelRequested && (e.status === 'queued' || e.status === 'running'),
     ...(withLogs
       ? {
           logEntries: e.logEntries.map((l) => ({

@@ -237,6 +237,10 @@ function execution(over: Partial<Execution>): Execution {
     logCount: 3,
     imageIds: [],
     imagesRequested: 0,
+    position: 0,
+    operation: '',
+    presentation: '',
+    cancelRequested: false,
     ...over,
   };
 }

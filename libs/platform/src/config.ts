@@ -80,6 +80,7 @@ const schema = z.object({
   ALLOW_LOOPBACK_FETCH: bool,
   WEBHOOK_CA_FILE: optionalString,
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
+  SIGNING_SECRET_GRACE_MS: int(86_400_000),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
@@ -105,6 +106,10 @@ const schema = z.object({
   PROVA_TIMEOUT_MS: positive(120_000),
   PROVB_TIMEOUT_MS: positive(240_000),
   UPLOAD_FETCH_TIMEOUT_MS: positive(30_000),
+  JOBS_RUNNING_PER_TENANT: positive(4),
+  JOBS_QUEUED_PER_TENANT: positive(1000),
+  JOB_WORKERS: positive(8),
+  JOB_POLL_MS: positive(500),
   USAGE_TENANT_CACHE_MS: int(5000),
   USAGE_CONSUMER_CONCURRENCY: int(64, 1),
   USAGE_CONSUMER_PARALLEL_BATCHES: int(2, 1),
@@ -150,6 +155,8 @@ export interface Config {
   allowLoopbackFetch: boolean;
   webhookCaFile?: string;
   apiKeyCacheTtlMs: number;
+  /** Tenancy: how long a rotated request-signing secret is still accepted (SIGNING_SECRET_GRACE_MS, 24 h). */
+  signingSecretGraceMs: number;
   dbPoolMax: number;
   /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
   sessionJsonCacheMb: number;
@@ -185,6 +192,14 @@ export interface Config {
     provATimeoutMs: number;
     provBTimeoutMs: number;
     uploadTimeoutMs: number;
+    /** Async jobs (services/generation/src/jobs/): each tenant's queued jobs running at once (JOBS_RUNNING_PER_TENANT, 4). */
+    jobsRunningPerTenant: number;
+    /** A tenant's queued jobs at most (JOBS_QUEUED_PER_TENANT, 1000): beyond it a submit answers 429. */
+    jobsQueuedPerTenant: number;
+    /** Queued jobs one generation process runs at once (JOB_WORKERS, 8). */
+    jobWorkers: number;
+    /** How often a process looks for queued jobs and for cancels of the jobs it runs (JOB_POLL_MS, 500). */
+    jobPollMs: number;
   };
   /** usage-metering: tenant quota cache lifetime and the consumer's parallelism. */
   usage: { tenantCacheMs: number; consumerConcurrency: number; consumerParallelBatches: number; batchLingerMs: number };
@@ -326,6 +341,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowLoopbackFetch: e.ALLOW_LOOPBACK_FETCH,
     webhookCaFile: e.WEBHOOK_CA_FILE,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
+    signingSecretGraceMs: e.SIGNING_SECRET_GRACE_MS,
     dbPoolMax: e.DB_POOL_MAX,
     sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,
@@ -356,6 +372,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       provATimeoutMs: e.PROVA_TIMEOUT_MS,
       provBTimeoutMs: e.PROVB_TIMEOUT_MS,
       uploadTimeoutMs: e.UPLOAD_FETCH_TIMEOUT_MS,
+      jobsRunningPerTenant: e.JOBS_RUNNING_PER_TENANT,
+      jobsQueuedPerTenant: e.JOBS_QUEUED_PER_TENANT,
+      jobWorkers: e.JOB_WORKERS,
+      jobPollMs: e.JOB_POLL_MS,
     },
     usage: {
       tenantCacheMs: e.USAGE_TENANT_CACHE_MS,

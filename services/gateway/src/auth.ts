@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { SESSION_ID_MAX } from '@imagegen/api-schemas/vocab';
 import { AppError, forbidden, onTenantChanged, type Principal, unauthorized } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { checkSignatureHeaders, registerRequestSignatures, type SigningKeys } from './request-signature.js';
 import type { GatewayDeps, RouteAuth } from './types.js';
 
 /** What the gateway knows about the API key of a tenant request (rate limiting reads rateLimitPerMinute). */
@@ -50,6 +51,8 @@ interface CacheEntry {
   keyName?: string;
   tenantActive?: boolean;
   rateLimitPerMinute?: number;
+  /** Set only for a key that requires signed requests (request-signature.ts): its secrets. */
+  signing?: SigningKeys;
 }
 
 /** Which protection a route gets: the catalogue's (operation-policy.ts), or its own config; none when no route matched. */
@@ -77,7 +80,8 @@ function sessionIdOf(request: FastifyRequest): string | undefined {
 /**
  * The auth hook (SPEC 5). Tenant keys: X-API-Key wins over Authorization: Bearer; validation order
  * format, cache (by sha256 of the key, TTL API_KEY_CACHE_TTL_MS), stored lookup through tenancy,
- * tenant active, cache refresh. A cache hit makes no gRPC call; uses served from the cache are
+ * tenant active, cache refresh, then (a key that requires signed requests) the signature headers, whose body
+ * check follows in preParsing (request-signature.ts). A cache hit makes no gRPC call; uses served from the cache are
  * reported to tenancy in batches. Admin: Authorization: Bearer <session token> (checked on every
  * request, no cache, so deactivation and logout apply at once) or the legacy X-Admin-Token.
  */
@@ -92,6 +96,7 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
 
   app.decorateRequest('apiKeyInfo', null);
   app.decorateRequest('adminUser', null);
+  registerRequestSignatures(app, deps);
 
   const remember = (hash: string, e: CacheEntry) => {
     if (ttl <= 0) return;
@@ -107,7 +112,7 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
     let p = inflight.get(hash);
     if (p) return p;
     p = tenancy
-      .authenticateApiKey({ keyHash: hash }, { requestId, source: 'gateway' }, { timeoutMs: 10_000 })
+      .authenticateApiKey({ keyHash: hash, verifiesSignatures: true }, { requestId, source: 'gateway' }, { timeoutMs: 10_000 })
       .then(
         (r): CacheEntry => ({
           expires: Date.now() + ttl,
@@ -117,6 +122,15 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
           keyName: r.keyName,
           tenantActive: r.tenantActive,
           rateLimitPerMinute: r.rateLimitPerMinute,
+          signing: r.signatureRequired
+            ? {
+                keyId: r.keyId,
+                secrets: r.signingSecrets.map((x) => ({
+                  key: Buffer.from(x.secret, 'utf8'),
+                  until: x.expiresAt ? Date.parse(x.expiresAt) : Number.POSITIVE_INFINITY,
+                })),
+              }
+            : undefined,
         }),
         (err: unknown): CacheEntry => {
           if (err instanceof AppError && err.status === 401) return { expires: Date.now() + ttl };
@@ -167,6 +181,8 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
   const finishTenant = (request: FastifyRequest, hash: string, e: CacheEntry) => {
     if (!e.tenantId) throw unauthorized();
     if (!e.tenantActive) throw forbidden('Tenant account is inactive');
+    // Signed requests (SPEC 5.8, extension): the headers and the clock here, the body in preParsing.
+    if (e.signing) checkSignatureHeaders(request, e.signing);
     request.apiKeyInfo = {
       keyId: e.keyId as string,
       keyName: e.keyName as string,

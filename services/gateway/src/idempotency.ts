@@ -68,6 +68,7 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
     if (claim.state === 'done') {
       reply.header('idempotent-replayed', 'true');
       if (claim.response.contentType) reply.header('content-type', claim.response.contentType);
+      for (const [name, value] of Object.entries(claim.response.headers ?? {})) reply.header(name, value);
       return reply.status(claim.response.status).send(claim.response.body);
     }
     req.idempotency = { id, owner: claim.owner, fingerprint, release: holdClaim(store, id, claim.owner, ctx.logger) };
@@ -85,6 +86,7 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
         const response: StoredResponse = {
           status,
           contentType: reply.getHeader('content-type') as string | undefined,
+          headers: replayedHeaders(reply),
           body: payload == null ? '' : payload.toString(),
         };
         await store.complete(claim.id, claim.owner, claim.fingerprint, response, IDEMPOTENCY_TTL_MS);
@@ -106,4 +108,15 @@ export async function registerIdempotency(app: FastifyInstance<any, any, any, an
     claim.release();
     await store.release(claim.id, claim.owner).catch(() => {});
   });
+}
+
+/** The answer headers a replay repeats besides its content type: where an accepted job is, and what was applied. */
+const REPLAYED_HEADERS = ['location', 'preference-applied'];
+function replayedHeaders(reply: FastifyReply): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const v = reply.getHeader(name);
+    if (typeof v === 'string') out[name] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
 }

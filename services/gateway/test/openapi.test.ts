@@ -121,7 +121,13 @@ describe('the OpenAPI document (/docs/json)', () => {
     expect(hook.requestBody.content['application/json'].schema.required).toEqual(
       expect.arrayContaining(['event', 'threshold', 'tenant_id', 'billing_period', 'current_usage_mb', 'quota_mb', 'timestamp']),
     );
-    expect(hook.parameters.map((p: Json) => p.name)).toEqual(['X-Webhook-Signature', 'X-Webhook-Timestamp']);
+    expect(hook.parameters.map((p: Json) => p.name)).toEqual([
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-signature',
+      'X-Webhook-Signature',
+      'X-Webhook-Timestamp',
+    ]);
     expect(doc.paths['/health'].get.responses['200'].content['application/json'].schema.required).toEqual(['status', 'timestamp']);
     for (const p of ['/oauth/authorize', '/oauth/token', '/oauth/register', '/.well-known/oauth-protected-resource', '/mcp']) {
       expect(doc.paths[p], p).toBeDefined();

@@ -1,4 +1,5 @@
 import {
+  AppError,
   type DirectPublisher,
   dependencyUnavailable,
   invalidPayload,
@@ -68,6 +69,18 @@ export class ExecutionTracker {
   static async start(sql: Sql, e: NewExecution, eventsPrefix: string, logger: Logger, outbox?: DirectPublisher): Promise<ExecutionTracker> {
     const startedAt = e.startedAt ?? new Date();
     await createExecution(sql, { ...e, startedAt });
+    return ExecutionTracker.attach(sql, { ...e, startedAt }, eventsPrefix, logger, outbox);
+  }
+
+  /** The tracker of an execution that exists and runs here (a queued job this process claimed). */
+  static attach(
+    sql: Sql,
+    e: Pick<NewExecution, 'executionId' | 'tenantId' | 'sessionId' | 'toolName' | 'keyType'> & { startedAt: Date },
+    eventsPrefix: string,
+    logger: Logger,
+    outbox?: DirectPublisher,
+  ): ExecutionTracker {
+    const startedAt = e.startedAt;
     const facts = { sessionId: e.sessionId, toolName: e.toolName, keyType: e.keyType, startedAt };
     // Lazy: only failures log, and a pino child (its bindings through redaction) would cost every execution.
     return new ExecutionTracker(
@@ -195,6 +208,13 @@ export class ExecutionTracker {
             return undefined;
           });
     if (status === 'completed') return;
+    if (status === 'cancelling') {
+      // A cancel came before the completion: the job ends cancelled and its images are discarded (never billed).
+      this.finished = false;
+      this.pending = earlier.lines;
+      await this.cancel();
+      throw executionCancelled();
+    }
     const unavailable = dependencyUnavailable();
     if (status === 'failed') {
       this.logger.warn('execution was failed by the orphan reaper before it completed (its process was presumed dead)');
@@ -206,6 +226,36 @@ export class ExecutionTracker {
       await this.fail(unavailable, 0);
     }
     throw unavailable;
+  }
+
+  /** Writes the final 'cancelled' state (a cancel was asked for); the library discards its pending images. */
+  async cancel(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    const remaining = await this.remainingLines();
+    try {
+      await retrying(
+        () =>
+          finishExecution(this.sql, {
+            tenantId: this.tenantId,
+            executionId: this.executionId,
+            status: 'cancelled',
+            message: 'Cancelled',
+            resultSummary: 'Cancelled',
+            error: 'Execution cancelled',
+            imageIds: [],
+            eventsPrefix: this.eventsPrefix,
+            outbox: this.outbox,
+            execution: this.facts,
+            earlier: remaining.lines,
+          }),
+        COMPLETE_RETRY_MS,
+      );
+    } catch (err) {
+      // Still running with its cancel asked for: the orphan reaper or a retried cancel ends it.
+      this.logger.warn({ err }, 'could not mark the execution cancelled');
+    }
+    remaining.settle();
   }
 
   /**
@@ -254,6 +304,9 @@ export class ExecutionTracker {
     if (waitMs > 0) await Promise.race([landed, new Promise((r) => setTimeout(r, waitMs))]);
   }
 }
+
+/** What a call whose execution was cancelled answers (POST /api/executions/:id/cancel). */
+export const executionCancelled = () => new AppError(409, { error: 'Execution cancelled' });
 
 /** How long a log line waits for others to go out with it (or with the final write). */
 export const LOG_BATCH_MS = 50;

@@ -5,8 +5,9 @@ import {
   SESSION_LOGS_LIMIT_MAX,
 } from '@imagegen/api-schemas/vocab';
 import type { GenerationServiceService } from '@imagegen/contracts/generation/v1/generation';
-import { type Handlers, notFound } from '@imagegen/platform';
+import { type Handlers, invalidPayload, notFound } from '@imagegen/platform';
 import { requestedExecutionId } from './executions.js';
+import { cancelExecution } from './jobs/queue.js';
 import { type GenerationPipeline, type PipelineDeps, requireTenant } from './pipeline.js';
 import type { CircuitBreaker } from './providers/breaker.js';
 import { getExecution, listActiveExecutions, listSessionExecutions } from './store.js';
@@ -18,6 +19,8 @@ export function generationHandlers(
   deps: PipelineDeps,
   pipeline: GenerationPipeline,
   breakers: CircuitBreaker[],
+  /** Tells this process's job runner that a job was queued (it claims at once when it has room). */
+  onQueued: () => void = () => {},
 ): Handlers<typeof GenerationServiceService> {
   return {
     generateImages: (req, { principal, signal }) => {
@@ -31,6 +34,27 @@ export function generationHandlers(
     uploadForEditing: (req, { principal, signal }) => {
       requireTenant(principal);
       return uploadForEditing(pipeline, deps, { ...req, executionId: requestedExecutionId(req.executionId) }, principal, signal);
+    },
+
+    async submitJob(req, { principal }) {
+      requireTenant(principal);
+      const generate = req.generate ?? (req.edit ? await pipeline.editAsGenerate(req.edit, principal) : undefined);
+      if (!generate) throw invalidPayload(['a generate or edit request is required']);
+      const r = await pipeline.submit({ ...generate, executionId: requestedExecutionId(generate.executionId) }, principal, {
+        operation: req.operation,
+        presentation: req.presentation,
+      });
+      onQueued();
+      return { executionId: r.executionId, status: 'queued', position: r.position, sessionId: r.sessionId };
+    },
+
+    async cancelExecution(req, { principal }) {
+      const tenantId = requireTenant(principal);
+      if (!req.executionId) throw notFound('Execution not found');
+      const e = await cancelExecution(deps.sql, tenantId, req.executionId, { eventsPrefix: deps.config.eventsPrefix, outbox: deps.outbox });
+      // Running here: aborted at once (another replica's runner sees the mark at its next poll).
+      if (e.status === 'running') deps.cancels?.abort(req.executionId);
+      return e;
     },
 
     async getExecution(req, { principal }) {

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { IMAGES_PER_SESSION_MAX } from '@imagegen/api-schemas/vocab';
-import type {
-  EditImageRequest,
-  EditImageResponse,
-  GeneratedImage,
-  GenerateImagesRequest,
-  GenerateImagesResponse,
+import {
+  type EditImageRequest,
+  type EditImageResponse,
+  type GeneratedImage,
+  type GenerateImagesRequest,
+  GenerateImagesRequest as GenerateImagesRequestCodec,
+  type GenerateImagesResponse,
 } from '@imagegen/contracts/generation/v1/generation';
 import type { GetImageDataResponse, ImageRecord } from '@imagegen/contracts/library/v1/library';
 import { toGeneratedImage } from '@imagegen/operations';
@@ -27,7 +28,9 @@ import {
 import sharp from 'sharp';
 import type { Composer } from './compose.js';
 import type { Collaborators } from './deps.js';
-import { ExecutionTracker } from './executions.js';
+import { ExecutionTracker, executionCancelled } from './executions.js';
+import type { CancelRegistry } from './jobs/cancels.js';
+import { type ClaimedJob, enqueueJob } from './jobs/queue.js';
 import { closestRatio, PROVB_SIZE_FOR_RATIO, type Provider, parseSize, ratioOfSize, tierOf, upstreamModel } from './models.js';
 import type { GeneratePlan } from './plan.js';
 import type { ProviderClient } from './providers/client.js';
@@ -47,6 +50,8 @@ export interface PipelineDeps {
   composer: Composer;
   /** This process's id in the liveness table (see failOrphanedExecutions); absent in some service tests. */
   instanceId?: string;
+  /** The cancels of the executions this process runs (jobs/runner.ts); absent in some service tests. */
+  cancels?: CancelRegistry;
 }
 
 export const TOOL_SOURCE_DEFAULT = 'tenant_api';
@@ -155,7 +160,8 @@ export class GenerationPipeline {
     }
   }
 
-  async generate(req: GenerateImagesRequest, principal: Principal, signal?: AbortSignal): Promise<GenerateImagesResponse> {
+  /** Validates a generate request as its caller (the rules of SPEC 4.1); what running it needs. */
+  private async prepare(req: GenerateImagesRequest, principal: Principal) {
     const tenantId = requireTenant(principal);
     const tenant = await this.deps.collaborators.getTenant(principal, tenantId);
     if (!tenant.isActive) throw forbidden('Tenant account is inactive');
@@ -163,43 +169,132 @@ export class GenerationPipeline {
     const sessionId = plan.sessionId ?? randomUUID();
     const isEdit = plan.imageToEditId !== undefined;
     const toolName = req.toolName || (isEdit ? 'edit_image' : 'generate_image');
-    const p = withSession(principal, sessionId);
+    const firstLog = `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`;
+    return { tenantId, plan, sessionId, toolName, firstLog, p: withSession(principal, sessionId) };
+  }
+
+  /** The look-ups a run needs besides the execution: the session's room, the provider keys, an edit's source. */
+  private lookups(plan: GeneratePlan, p: Principal, tenantId: string, sessionId: string, sessionIsNew: boolean) {
     const { collaborators } = this.deps;
+    return [
+      // A session the call did not name is new and empty: nothing to look up (the library writes its row with
+      // the first image stored in it).
+      sessionIsNew ? Promise.resolve({ remaining: NEW_SESSION_ROOM }) : collaborators.touchSession(p, tenantId, sessionId),
+      collaborators.getProviderKeys(p, tenantId, plan.model.provider),
+      plan.imageToEditId !== undefined ? collaborators.getImageData(p, plan.imageToEditId) : Promise.resolve(undefined),
+    ] as const;
+  }
+
+  /** A synchronous call: its execution starts running here at once (the gateway caps these per tenant). */
+  async generate(req: GenerateImagesRequest, principal: Principal, signal?: AbortSignal): Promise<GenerateImagesResponse> {
+    const { tenantId, plan, sessionId, toolName, firstLog, p } = await this.prepare(req, principal);
     // Independent look-ups run side by side with the execution's creation.
-    const [execR, sessionR, keysR, sourceR] = await Promise.allSettled([
-      this.startExecution(
-        principal,
+    const [execR, ...looked] = await Promise.allSettled([
+      this.startExecution(principal, tenantId, sessionId, toolName, plan.model.id, firstLog, req.executionId),
+      ...this.lookups(plan, p, tenantId, sessionId, plan.sessionId === undefined),
+    ]);
+    if (execR.status === 'rejected') throw execR.reason;
+    return this.execute(execR.value, plan, req, p, looked, signal);
+  }
+
+  /**
+   * An async job (SubmitJob): validated now, queued durably, run by whichever replica claims it (runJob). The
+   * request kept is the one the job runs, with its session and execution ids filled in.
+   */
+  async submit(
+    req: GenerateImagesRequest,
+    principal: Principal,
+    job: { operation: string; presentation: string },
+  ): Promise<{ executionId: string; position: number; sessionId: string }> {
+    const { tenantId, plan, sessionId, toolName, firstLog } = await this.prepare(req, principal);
+    const executionId = req.executionId ?? randomUUID();
+    const request = GenerateImagesRequestCodec.encode({ ...req, sessionId, toolName, executionId }).finish();
+    const { position } = await enqueueJob(
+      this.deps.sql,
+      {
+        executionId,
         tenantId,
         sessionId,
         toolName,
-        plan.model.id,
-        `${isEdit ? `Editing image ${plan.imageToEditId}` : `Generating ${plan.n} image(s)`} with ${plan.model.id}`,
-        req.executionId,
-      ),
-      // A session the call did not name is new and empty: nothing to look up (the library writes its row with
-      // the first image stored in it).
-      plan.sessionId === undefined ? Promise.resolve({ remaining: NEW_SESSION_ROOM }) : collaborators.touchSession(p, tenantId, sessionId),
-      collaborators.getProviderKeys(p, tenantId, plan.model.provider),
-      plan.imageToEditId !== undefined ? collaborators.getImageData(p, plan.imageToEditId) : Promise.resolve(undefined),
-    ]);
-    if (execR.status === 'rejected') throw execR.reason;
-    const exec = execR.value;
+        toolSource: principal.source || TOOL_SOURCE_DEFAULT,
+        modelId: plan.model.id,
+        keyType: principal.keyType ?? 'live',
+        request,
+        principal: {
+          tenantId,
+          keyType: principal.keyType,
+          scopes: principal.scopes,
+          source: principal.source,
+          sessionId,
+          requestId: principal.requestId,
+        },
+        operation: job.operation,
+        presentation: job.presentation,
+        firstLog: `Queued: ${firstLog}`,
+      },
+      this.deps.config.generation.jobsQueuedPerTenant,
+    );
+    return { executionId, position, sessionId };
+  }
+
+  /** Runs a queued job this process claimed (jobs/runner.ts); its outcome is written to its execution. */
+  async runJob(job: ClaimedJob, signal: AbortSignal): Promise<void> {
+    const exec = ExecutionTracker.attach(this.deps.sql, job, this.deps.config.eventsPrefix, this.deps.logger, this.deps.outbox);
+    const req = GenerateImagesRequestCodec.decode(job.request);
+    const principal: Principal = { ...job.principal, requestId: job.principal.requestId || job.executionId };
+    let prepared: Awaited<ReturnType<GenerationPipeline['prepare']>>;
     try {
-      for (const r of [sessionR, keysR, sourceR]) if (r.status === 'rejected') throw r.reason;
-      const prepared: Prepared = {
-        remaining: (sessionR as PromiseFulfilledResult<{ remaining: number }>).value.remaining,
-        keys: (keysR as PromiseFulfilledResult<string[]>).value,
-        source: (sourceR as PromiseFulfilledResult<GetImageDataResponse | undefined>).value,
-      };
-      const images = await this.run(plan, req, p, tenantId, sessionId, exec, prepared, signal);
-      return { images, requested: plan.n, generated: images.length, sessionId, executionId: exec.executionId };
+      // Checked again: the tenant may have changed (deactivated, a model withdrawn) while the job waited.
+      prepared = await this.prepare(req, principal);
     } catch (err) {
       await exec.fail(err);
+      return;
+    }
+    const { plan, p, tenantId, sessionId } = prepared;
+    exec.step('started', 5, `Started: ${prepared.firstLog}`);
+    // The job's session was fixed at submit (touching makes its row when it is new).
+    const looked = await Promise.allSettled(this.lookups(plan, p, tenantId, sessionId, false));
+    await this.execute(exec, plan, req, p, looked, signal).catch(() => {});
+  }
+
+  /**
+   * Runs an execution that exists (its look-ups settled) and ends it: completed, cancelled when `cancel` fired
+   * (409 'Execution cancelled' to a waiting caller), else failed with the error rethrown.
+   */
+  private async execute(
+    exec: ExecutionTracker,
+    plan: GeneratePlan,
+    req: GenerateImagesRequest,
+    p: Principal,
+    looked: PromiseSettledResult<unknown>[],
+    signal?: AbortSignal,
+  ): Promise<GenerateImagesResponse> {
+    const cancel = this.deps.cancels?.track(exec.executionId);
+    const stop = cancel ? (signal ? AbortSignal.any([signal, cancel.signal]) : cancel.signal) : signal;
+    try {
+      for (const r of looked) if (r.status === 'rejected') throw r.reason;
+      const [session, keys, source] = looked.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
+        { remaining: number },
+        string[],
+        GetImageDataResponse | undefined,
+      ];
+      const prepared: Prepared = { remaining: session.remaining, keys, source };
+      const images = await this.run(plan, req, p, exec.tenantId, p.sessionId as string, exec, prepared, stop, cancel?.signal);
+      return { images, requested: plan.n, generated: images.length, sessionId: p.sessionId as string, executionId: exec.executionId };
+    } catch (err) {
+      if (cancel?.signal.aborted) {
+        await exec.cancel();
+        throw executionCancelled();
+      }
+      await exec.fail(err);
       throw err;
+    } finally {
+      cancel?.done();
     }
   }
 
-  async edit(req: EditImageRequest, principal: Principal, signal?: AbortSignal): Promise<EditImageResponse> {
+  /** EditImage as the generate request it runs (n = 1, image_to_edit_id); 400 with every problem of the body. */
+  async editAsGenerate(req: EditImageRequest, principal: Principal): Promise<GenerateImagesRequest> {
     const details: string[] = [];
     if (req.imageId === undefined || req.imageId === null) details.push('image_id is required');
     else if (!Number.isInteger(req.imageId) || req.imageId < 1) details.push('image_id must be a positive integer');
@@ -226,7 +321,11 @@ export class GenerationPipeline {
       }
       throw invalidPayload(details);
     }
-    const res = await this.generate(generateReq, principal, signal);
+    return generateReq;
+  }
+
+  async edit(req: EditImageRequest, principal: Principal, signal?: AbortSignal): Promise<EditImageResponse> {
+    const res = await this.generate(await this.editAsGenerate(req, principal), principal, signal);
     return { image: res.images[0], sessionId: res.sessionId, executionId: res.executionId };
   }
 
@@ -239,6 +338,8 @@ export class GenerationPipeline {
     exec: ExecutionTracker,
     prepared: Prepared,
     signal?: AbortSignal,
+    /** A cancel of the execution: aborts the provider call too. */
+    cancel?: AbortSignal,
   ): Promise<GeneratedImage[]> {
     const { collaborators } = this.deps;
     if (prepared.remaining < plan.n) {
@@ -311,7 +412,7 @@ export class GenerationPipeline {
     if (model.provider === 'provA') {
       // One picture per generateContent call: n calls side by side.
       const settled = await Promise.allSettled(
-        Array.from({ length: plan.n }, () => client.generate(tenantId, keys, { ...providerReq, n: 1 }, attemptLog)),
+        Array.from({ length: plan.n }, () => client.generate(tenantId, keys, { ...providerReq, n: 1 }, attemptLog, cancel)),
       );
       for (const s of settled) {
         if (s.status === 'fulfilled') results.push(s.value);
@@ -321,7 +422,7 @@ export class GenerationPipeline {
         }
       }
     } else {
-      results.push(await client.generate(tenantId, keys, providerReq, attemptLog));
+      results.push(await client.generate(tenantId, keys, providerReq, attemptLog, cancel));
     }
     const raw = results.flatMap((r) => r.images).slice(0, plan.n);
     if (raw.length === 0) throw firstError ?? new AppError(502, { error: 'Image generation failed: the provider returned no image' });

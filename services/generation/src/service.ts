@@ -20,6 +20,8 @@ import type { Composer } from './compose.js';
 import { type Collaborators, grpcCollaborators, withTenantCache } from './deps.js';
 import { drainPendingFailures } from './executions.js';
 import { generationHandlers } from './grpc.js';
+import { type CancelRegistry, cancelRegistry } from './jobs/cancels.js';
+import { JobRunner } from './jobs/runner.js';
 import type { Provider } from './models.js';
 import { GenerationPipeline, type PipelineDeps } from './pipeline.js';
 import { type BreakerInfo, CircuitBreaker } from './providers/breaker.js';
@@ -135,6 +137,7 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       providers,
       composer: opts.composer ?? createAssetsComposer(ctx),
       instanceId,
+      cancels: cancelRegistry(),
     };
     const pipeline = new GenerationPipeline(deps);
     // Stopped after the gRPC server: the failed states its last calls left are written before the pool closes.
@@ -155,17 +158,40 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
       );
     }
     const dbReady = dbReadiness(sql);
+    const jobs = new JobRunner({
+      sql,
+      instanceId,
+      logger,
+      cancels: deps.cancels as CancelRegistry,
+      run: (job, signal) => pipeline.runJob(job, signal),
+      workers: ctx.config.generation.jobWorkers,
+      runningPerTenant: ctx.config.generation.jobsRunningPerTenant,
+      pollMs: ctx.config.generation.jobPollMs,
+    });
     const grpc = await step(
       'grpc server',
       () =>
         startGrpcServer({
           host: ctx.config.grpcHost,
           port: ctx.config.grpcPort,
-          services: [bind(GenerationServiceService, generationHandlers(deps, pipeline, [breakers.provA, breakers.provB]))],
+          services: [
+            bind(
+              GenerationServiceService,
+              generationHandlers(deps, pipeline, [breakers.provA, breakers.provB], () => jobs.wake()),
+            ),
+          ],
           logger,
           ready: dbReady,
         }),
       (g) => g.stop(ctx.config.shutdownGraceMs),
+    );
+
+    // Queued jobs: claimed here while this process has room (stopped first: its running jobs finish or are left
+    // to the orphan reaper).
+    await step(
+      'job runner',
+      () => jobs.start(),
+      () => jobs.stop(ctx.config.shutdownGraceMs),
     );
 
     // The orphan reaper: an execution whose process died is failed within about DEAD_AFTER_MS + REAPER_MS,

@@ -4,7 +4,7 @@ import { type AppError, conflict, type DirectPublisher, NO_FLUSH_CTE, outboxInse
 
 /** SQL of the generation schema: executions and their log lines. Every query filters by tenant. */
 
-export type ExecutionStatus = 'running' | 'completed' | 'failed';
+export type ExecutionStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 
 export interface NewExecution {
   executionId: string;
@@ -40,10 +40,15 @@ interface Row {
   /** Read by getExecution only (lists leave them out). */
   image_ids?: (string | number)[] | null;
   images_requested?: number | null;
+  operation: string;
+  presentation: string;
+  cancel_requested: boolean;
+  /** Queued jobs: their place in the tenant's queue (read by getExecution only). */
+  position?: number | null;
 }
 
 const COLUMNS = `execution_id, session_id, tool_name, tool_source, status, progress_percent, current_step, model_id,
-  started_at, completed_at, duration_ms, result_summary, error, log_count`;
+  started_at, completed_at, duration_ms, result_summary, error, log_count, operation, presentation, cancel_requested`;
 
 function toExecution(r: Row, logs: LogEntry[] = []): Execution {
   return {
@@ -64,6 +69,10 @@ function toExecution(r: Row, logs: LogEntry[] = []): Execution {
     logCount: r.log_count,
     imageIds: (r.image_ids ?? []).map(Number),
     imagesRequested: r.images_requested ?? 0,
+    position: r.position ?? 0,
+    operation: r.operation,
+    presentation: r.presentation,
+    cancelRequested: r.cancel_requested,
   };
 }
 
@@ -150,7 +159,7 @@ export interface ExecutionFacts {
 export interface Finish {
   tenantId: string;
   executionId: string;
-  status: 'completed' | 'failed';
+  status: 'completed' | 'failed' | 'cancelled';
   message: string;
   resultSummary?: string;
   error?: string;
@@ -200,6 +209,8 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
         keyType: f.execution.keyType,
         images: f.imageIds.length,
         imageIds: f.imageIds,
+        // What a failed (or cancelled) execution's caller is told (the generation.failed webhook shows it).
+        error: f.status === 'completed' ? undefined : f.error,
       }).finish(),
     },
     'done',
@@ -211,7 +222,7 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
         status = ${f.status},
         progress_percent = CASE WHEN ${f.status} = 'completed' THEN 100
           ELSE GREATEST(progress_percent, COALESCE(${progress}::int, progress_percent)) END,
-        current_step = ${f.status === 'completed' ? 'completed' : 'failed'},
+        current_step = ${f.status},
         completed_at = ${completedAt},
         updated_at = clock_timestamp(),
         duration_ms = ${durationMs},
@@ -222,7 +233,10 @@ export async function finishExecution(sql: Sql, f: Finish): Promise<boolean> {
         images_requested = ${f.status === 'completed' ? (f.requested ?? f.imageIds.length) : null}::int,
         model_id = COALESCE(${modelId}, model_id),
         log_count = log_count + ${lines.length}
-      WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId} AND status = 'running'
+      -- A queued job ends here only when cancelled; a cancel asked for stops a completion (the job ends cancelled).
+      WHERE execution_id = ${f.executionId} AND tenant_id = ${f.tenantId}
+        AND status IN ('running', ${f.status === 'cancelled' ? 'queued' : 'running'})
+        AND (${f.status !== 'completed'} OR NOT cancel_requested)
       RETURNING execution_id, tenant_id
     ), line AS (
       INSERT INTO execution_logs (execution_id, tenant_id, logged_at, level, message)
@@ -251,8 +265,11 @@ async function logsFor(sql: Sql, tenantId: string, ids: string[]): Promise<Map<s
 }
 
 export async function getExecution(sql: Sql, tenantId: string, executionId: string, includeLogs: boolean): Promise<Execution | undefined> {
-  const [row] = (await sql`SELECT ${sql.unsafe(COLUMNS)}, image_ids, images_requested FROM executions
-    WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`) as unknown as Row[];
+  // A queued job's position: the tenant's queued jobs ahead of it, plus one (at most JOBS_QUEUED_PER_TENANT rows).
+  const [row] = (await sql`SELECT ${sql.unsafe(COLUMNS)}, image_ids, images_requested,
+      CASE WHEN e.status = 'queued' THEN (SELECT count(*)::int + 1 FROM executions q WHERE q.tenant_id = e.tenant_id
+        AND q.status = 'queued' AND (q.queued_at, q.execution_id) < (e.queued_at, e.execution_id)) END AS position
+    FROM executions e WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`) as unknown as Row[];
   if (!row) return undefined;
   const logs = includeLogs ? ((await logsFor(sql, tenantId, [executionId])).get(executionId) ?? []) : [];
   return toExecution(row, logs);
@@ -297,18 +314,38 @@ export async function listSessionExecutions(
   return { executions: rows.map((r) => toExecution(r, logs.get(r.execution_id) ?? [])), ...total };
 }
 
+/**
+ * The tenant's running and queued executions, newest first. Two index scans (executions_running, executions_queued),
+ * each bounded by the page, merged: one `status IN (...)` scan would read the tenant's whole history.
+ */
 export async function listActiveExecutions(sql: Sql, tenantId: string, limit: number): Promise<ExecutionList> {
-  const [rows, total] = await Promise.all([
-    sql`SELECT ${sql.unsafe(COLUMNS)} FROM executions
-      WHERE tenant_id = ${tenantId} AND status = 'running' ORDER BY started_at DESC LIMIT ${limit}` as unknown as Promise<Row[]>,
+  const [rows, running, queued] = await Promise.all([
+    sql`SELECT * FROM (
+        (SELECT ${sql.unsafe(COLUMNS)} FROM executions WHERE tenant_id = ${tenantId} AND status = 'running'
+          ORDER BY started_at DESC LIMIT ${limit})
+        UNION ALL
+        (SELECT ${sql.unsafe(COLUMNS)} FROM executions WHERE tenant_id = ${tenantId} AND status = 'queued'
+          ORDER BY queued_at DESC, execution_id DESC LIMIT ${limit})
+      ) active ORDER BY started_at DESC LIMIT ${limit}` as unknown as Promise<Row[]>,
     cappedTotal(sql, sql`FROM executions WHERE tenant_id = ${tenantId} AND status = 'running'`),
+    cappedTotal(sql, sql`FROM executions WHERE tenant_id = ${tenantId} AND status = 'queued'`),
   ]);
-  return { executions: rows.map((r) => toExecution(r)), ...total };
+  const total = running.total + queued.total;
+  return {
+    executions: rows.map((r) => toExecution(r)),
+    total: Math.min(total, TOTAL_CAP),
+    totalIsExact: running.totalIsExact && queued.totalIsExact && total <= TOTAL_CAP,
+  };
 }
 
-/** The execution's status, or undefined when there is none. */
-export async function executionStatus(sql: Sql, tenantId: string, executionId: string): Promise<ExecutionStatus | undefined> {
-  const [r] = await sql`SELECT status FROM executions WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`;
+/** The execution's status ('cancelling' when it runs and a cancel was asked for), or undefined when there is none. */
+export async function executionStatus(
+  sql: Sql,
+  tenantId: string,
+  executionId: string,
+): Promise<ExecutionStatus | 'cancelling' | undefined> {
+  const [r] = await sql`SELECT status, cancel_requested FROM executions WHERE tenant_id = ${tenantId} AND execution_id = ${executionId}`;
+  if (r?.status === 'running' && r.cancel_requested) return 'cancelling';
   return r?.status as ExecutionStatus | undefined;
 }
 

@@ -4,11 +4,10 @@ import { createClient, onTenantChanged, type StartService, startSteps } from '@i
 import { createAuthenticator } from './auth.js';
 import { buildMcpApp } from './http.js';
 import { createToolLimiter, toolLimiterSettings } from './rate-limit.js';
-import { AsyncRuns } from './tools/framework.js';
 
 /**
  * The MCP server (@modelcontextprotocol/sdk): /mcp (streamable HTTP, stateless), /sse + /messages
- * (legacy), 47 tools calling the other services over gRPC. HTTP only; the gateway forwards to `httpUrl`.
+ * (legacy), 49 tools calling the other services over gRPC. HTTP only; the gateway forwards to `httpUrl`.
  */
 export const start: StartService = (ctx) =>
   startSteps({ logger: ctx.logger }, async (step) => {
@@ -68,7 +67,6 @@ export const start: StartService = (ctx) =>
             clients,
             logger,
             publicBaseUrl: config.publicBaseUrl,
-            runs: new AsyncRuns(),
             limiter: limits.limiter,
             generationSlots: { store: slots, max: config.tenantLimits.maxGenerationsInFlight },
             idempotency,

@@ -7,7 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { McpAuth } from '../src/auth.js';
-import { AsyncRuns, defineTool, ERROR_META, registerTools, type ToolDef } from '../src/tools/framework.js';
+import { defineTool, ERROR_META, registerTools, type ToolDef } from '../src/tools/framework.js';
 import { ALL_TOOLS } from '../src/tools/index.js';
 import { TOOL_OUTPUTS } from '../src/tools/outputs.js';
 
@@ -50,12 +50,7 @@ const clients = new Proxy({} as Clients, {
 async function connect(tools: ToolDef[] = ALL_TOOLS, scopes?: string[]) {
   const server = new McpServer({ name: 'imagegen-test', version: '1.0.0' }, { capabilities: { tools: {} } });
   const auth: McpAuth = { kind: scopes ? 'oauth' : 'api_key', tenantId: 't1', keyType: 'live', scopes };
-  registerTools(
-    server,
-    tools,
-    { clients, logger, publicBaseUrl: 'http://localhost', runs: new AsyncRuns(), idempotency: memoryIdempotencyStore() },
-    () => auth,
-  );
+  registerTools(server, tools, { clients, logger, publicBaseUrl: 'http://localhost', idempotency: memoryIdempotencyStore() }, () => auth);
   const [a, b] = InMemoryTransport.createLinkedPair();
   const client = new Client({ name: 'imagegen-test', version: '1.0.0' });
   await server.connect(a);
@@ -72,7 +67,7 @@ describe('outputSchema', () => {
   it('every tool publishes one, an object schema the SDK validator compiles', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(47);
+    expect(tools).toHaveLength(49);
     expect(Object.keys(TOOL_OUTPUTS).sort()).toEqual(tools.map((t) => t.name).sort());
     const ajv = new AjvJsonSchemaValidator();
     for (const t of tools) {

@@ -644,7 +644,9 @@ export function createState(): SandboxState {
 
 export async function buildSandboxApp(state: SandboxState, logger?: Logger): Promise<FastifyInstance> {
   // No request logging: the recorded requests (GET /_sandbox/requests) are the sandbox's log.
-  const app = Fastify({ bodyLimit: 128 * 1024 * 1024 }) as unknown as FastifyInstance;
+  // forceCloseConnections: a stop ends requests still waiting out a [[delay]] (a client that gave up on one leaves it
+  // open, and a graceful close would wait for it).
+  const app = Fastify({ bodyLimit: 128 * 1024 * 1024, forceCloseConnections: true }) as unknown as FastifyInstance;
   app.addHook('onError', async (req, _reply, err) => {
     logger?.warn({ err, url: req.url }, 'sandbox request failed');
   });

@@ -46,6 +46,11 @@ export interface ApiKey {
   lastUsedAt: Date | null;
   createdAt: Date;
   revokedAt: Date | null;
+  /** Signed requests (SPEC 5.8, extension): every request with this key carries X-Signature and X-Timestamp. */
+  signatureRequired: boolean;
+  signingSecretCreatedAt: Date | null;
+  /** Until when the previous (rotated) signing secret is still accepted; null when there is none. */
+  previousSigningSecretExpiresAt: Date | null;
 }
 
 /** An active key found by its hash, with what the gateway needs of its tenant. */
@@ -56,6 +61,13 @@ export interface KeyAuthentication {
   keyName: string;
   tenantActive: boolean;
   rateLimitPerMinute: number;
+  signatureRequired: boolean;
+}
+
+/** The signing secrets of a key that requires signed requests: the current one, and the previous one in its grace. */
+export interface SigningSecrets {
+  current: string;
+  previous?: { secret: string; expiresAt: Date };
 }
 
 /** A tenant's pool of keys for one provider (the keys themselves stay encrypted). */

@@ -4,6 +4,7 @@
  */
 import { adminAuthHandlers } from './handlers/admin-auth.js';
 import { adminUserHandlers } from './handlers/admin-users.js';
+import { apiKeySigningHandlers } from './handlers/api-key-signing.js';
 import { apiKeyHandlers } from './handlers/api-keys.js';
 import { handlerContext, type TenancyDeps, type TenancyHandlers } from './handlers/context.js';
 import { invitationHandlers } from './handlers/invitations.js';
@@ -15,6 +16,7 @@ export function createHandlers(deps: TenancyDeps): TenancyHandlers {
   const c = handlerContext(deps);
   return {
     ...apiKeyHandlers(c),
+    ...apiKeySigningHandlers(c),
     ...tenantHandlers(c),
     ...adminAuthHandlers(c),
     ...adminUserHandlers(c),

@@ -45,7 +45,14 @@ export const start: StartService = (ctx) =>
     );
     // Readiness (the ops /readyz and the gRPC Probe/Ready the gateway's /readyz asks): the database answers.
     const ready = dbReadiness(sql);
-    const handlers = createHandlers({ sql, credentialsKey, eventsPrefix: config.eventsPrefix, usage, dummyPasswordHash });
+    const handlers = createHandlers({
+      sql,
+      credentialsKey,
+      eventsPrefix: config.eventsPrefix,
+      usage,
+      dummyPasswordHash,
+      signingSecretGraceMs: config.signingSecretGraceMs,
+    });
     const grpc = await step(
       'grpc server',
       () =>

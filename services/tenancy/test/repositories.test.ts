@@ -71,6 +71,7 @@ describe('tenancy repositories', () => {
       keyName: 'main',
       tenantActive: false,
       rateLimitPerMinute: 5,
+      signatureRequired: false,
     });
     expect(await apiKeys.countActiveKeys(sql, 'repo')).toBe(1);
     expect((await apiKeys.findKeyByRef(sql, 'repo', 'main'))?.keyId).toBe('key_1');

@@ -20,7 +20,9 @@ import {
 } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
-import { sha256Hex } from '../src/crypto.js';
+import { decryptSecret, sha256Hex } from '../src/crypto.js';
+import { SIGNED_KEY_ELSEWHERE } from '../src/handlers/api-keys.js';
+import { readSigningSecrets } from '../src/repositories/api-keys.js';
 import { start } from '../src/service.js';
 
 const logger = createLogger('tenancy-test', 'silent');
@@ -46,8 +48,13 @@ function context(env: Record<string, string>): ServiceContext {
   };
 }
 
+const credentialsKey = randomBytes(32);
+/** SIGNING_SECRET_GRACE_MS of the service under test. */
+const GRACE_MS = 90_000;
+
 const baseEnv = () => ({
-  CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+  CREDENTIALS_KEY: credentialsKey.toString('base64'),
+  SIGNING_SECRET_GRACE_MS: String(GRACE_MS),
   ADMIN_EMAIL: 'Boss@Example.com',
   ADMIN_PASSWORD: 'a very long password',
 });
@@ -245,5 +252,124 @@ describe('tenancy service', () => {
     expect(after.locked_until).toBeTruthy();
     expect(await sessionsOf(u.user_id)).toBe(sessionsBefore); // no session was made
     await client.unlockAdminUser({ userId: u.user_id }, p);
+  });
+});
+
+/**
+ * Signed requests (SPEC 5.8, extension): the signing state of a key, its secrets encrypted at rest, rotation with the
+ * configured grace period (SIGNING_SECRET_GRACE_MS) or the one the rotation names, and what AuthenticateApiKey gives
+ * a caller that verifies signatures (the gateway) and refuses one that does not (mcp, the OAuth sign-in).
+ */
+describe('signed requests', () => {
+  let keyHash = '';
+  let keyId = '';
+
+  beforeAll(async () => {
+    const t = await client.createTenant(
+      {
+        tenantId: 'signer',
+        tenantName: 'Signer',
+        contactEmail: 'ops@signer.test',
+        providerPools: [{ provider: 'provA', keys: ['k'], remove: false }],
+        allowedModels: [],
+        hasAllowedModels: false,
+        apiKeys: [
+          { keyName: 'main', type: 'live' },
+          { keyName: 'spare', type: 'test' },
+        ],
+        hasApiKeys: true,
+      },
+      p,
+    );
+    keyHash = sha256Hex(t.apiKeys[0].apiKey);
+    keyId = t.apiKeys[0].keyId;
+  });
+
+  it('a key without the flag: authenticated as before, no secrets, rotation refused (409)', async () => {
+    const a = await client.authenticateApiKey({ keyHash }, p);
+    expect(a).toMatchObject({ keyId, signatureRequired: false, signingSecrets: [] });
+    await expect(client.rotateApiKeySigningSecret({ tenantId: 'signer', keyRef: 'main' }, p)).rejects.toMatchObject({
+      status: 409,
+      body: { error: 'Signed requests are not enabled for this API key' },
+    });
+  });
+
+  it('turning it on: the secret once, encrypted at rest, given only to a caller that verifies signatures', async () => {
+    const on = await client.setApiKeySigning({ tenantId: 'Signer', keyRef: 'main', signatureRequired: true }, p);
+    expect(on).toMatchObject({ keyId, keyName: 'main', signatureRequired: true, previousSecretExpiresAt: undefined });
+    const secret = on.signingSecret as string;
+    expect(secret).toMatch(/^sigsec_[\w-]{43}$/);
+    const again = await client.setApiKeySigning({ tenantId: 'signer', keyRef: keyId, signatureRequired: true }, p);
+    expect(again.signingSecret).toBeUndefined();
+
+    const [row] = await sql<{ signing_secret: Buffer }[]>`SELECT signing_secret FROM api_keys WHERE key_id = ${keyId}`;
+    expect(row.signing_secret.toString('latin1')).not.toContain(secret.slice(7));
+    expect(decryptSecret(credentialsKey, row.signing_secret, `signer:${keyId}:signing`)).toBe(secret);
+
+    await expect(client.authenticateApiKey({ keyHash }, p)).rejects.toMatchObject({ status: 401, body: { error: SIGNED_KEY_ELSEWHERE } });
+    const a = await client.authenticateApiKey({ keyHash, verifiesSignatures: true }, p);
+    expect(a).toMatchObject({ signatureRequired: true, signingSecrets: [{ secret }] });
+    expect(a.signingSecrets[0].expiresAt).toBeUndefined();
+
+    const detail = await client.getTenantDetail({ tenantId: 'signer' }, p);
+    expect(detail.apiKeys.map((k) => [k.keyName, k.signatureRequired])).toEqual([
+      ['main', true],
+      ['spare', false],
+    ]);
+    await waitFor(() => received.some((m) => TenantChanged.decode(m.data).reason === 'api_key_signing'), {
+      message: 'TenantChanged api_key_signing',
+    });
+  });
+
+  it('rotation keeps the previous secret for SIGNING_SECRET_GRACE_MS, or the grace the rotation names (0: none)', async () => {
+    const before = (await client.authenticateApiKey({ keyHash, verifiesSignatures: true }, p)).signingSecrets[0].secret;
+    const r = await client.rotateApiKeySigningSecret({ tenantId: 'signer', keyRef: 'main' }, p);
+    expect(r.signingSecret).not.toBe(before);
+    expect(Date.parse(r.previousSecretExpiresAt as string) - Date.parse(r.secretCreatedAt as string)).toBeGreaterThanOrEqual(
+      GRACE_MS - 1000,
+    );
+    expect(Date.parse(r.previousSecretExpiresAt as string) - Date.parse(r.secretCreatedAt as string)).toBeLessThanOrEqual(GRACE_MS + 1000);
+    const both = await client.authenticateApiKey({ keyHash, verifiesSignatures: true }, p);
+    expect(both.signingSecrets.map((x) => x.secret)).toEqual([r.signingSecret, before]);
+    expect(both.signingSecrets[1].expiresAt).toBe(r.previousSecretExpiresAt);
+
+    // A previous secret past its grace is not given out (the row keeps it until the next change).
+    await sql`UPDATE api_keys SET previous_signing_secret_expires_at = now() - interval '1 second' WHERE key_id = ${keyId}`;
+    expect((await readSigningSecrets(sql, credentialsKey, 'signer', keyId))?.previous).toBeUndefined();
+
+    const none = await client.rotateApiKeySigningSecret({ tenantId: 'signer', keyRef: 'main', gracePeriodSeconds: 0 }, p);
+    expect(none.previousSecretExpiresAt).toBeUndefined();
+    const [row] = await sql<
+      { previous_signing_secret: Buffer | null }[]
+    >`SELECT previous_signing_secret FROM api_keys WHERE key_id = ${keyId}`;
+    expect(row.previous_signing_secret).toBeNull();
+    expect((await client.authenticateApiKey({ keyHash, verifiesSignatures: true }, p)).signingSecrets).toEqual([
+      { secret: none.signingSecret },
+    ]);
+    await expect(
+      client.rotateApiKeySigningSecret({ tenantId: 'signer', keyRef: 'main', gracePeriodSeconds: 7 * 86_400 + 1 }, p),
+    ).rejects.toMatchObject({ status: 400, body: { details: ['grace_period_seconds must be an integer between 0 and 604800'] } });
+  });
+
+  it('unknown, revoked and other tenants keys are 404; turning it off forgets the secrets', async () => {
+    await expect(client.setApiKeySigning({ tenantId: 'signer', keyRef: 'nope', signatureRequired: true }, p)).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'API key not found' },
+    });
+    await expect(client.setApiKeySigning({ tenantId: 'other', keyRef: keyId, signatureRequired: true }, p)).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'Tenant not found' },
+    });
+    await client.revokeApiKey({ tenantId: 'signer', keyRef: 'spare' }, p);
+    await expect(client.setApiKeySigning({ tenantId: 'signer', keyRef: 'spare', signatureRequired: true }, p)).rejects.toMatchObject({
+      status: 404,
+    });
+
+    const off = await client.setApiKeySigning({ tenantId: 'signer', keyRef: 'main', signatureRequired: false }, p);
+    expect(off).toEqual({ keyId, keyName: 'main', signatureRequired: false });
+    const [row] =
+      await sql`SELECT signing_secret, signing_secret_created_at, previous_signing_secret FROM api_keys WHERE key_id = ${keyId}`;
+    expect(row).toEqual({ signing_secret: null, signing_secret_created_at: null, previous_signing_secret: null });
+    expect(await client.authenticateApiKey({ keyHash }, p)).toMatchObject({ signatureRequired: false, signingSecrets: [] });
   });
 });

@@ -117,7 +117,8 @@ export function decodeUsageEvent(s: ReturnType<typeof usageSubjects>, m: EventMe
       stored: false,
       operations: completed ? 1 : 0,
       hourOperations: completed ? 1 : 0,
-      failedOperations: completed ? 0 : 1,
+      // A cancelled execution (issue 37) is neither an operation nor a failure: nothing of it counts.
+      failedOperations: e.status === 'failed' ? 1 : 0,
       durationMs: completed ? Math.max(0, e.durationMs) : 0,
       durationCount: completed ? 1 : 0,
     };

@@ -89,7 +89,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
       const res = await safeFetch(url, {
         method: 'POST',
         body: d.payload,
-        headers: signedHeaders(secret, d.id, d.payload),
+        headers: signedHeaders(secret, d.eventId, d.payload),
         requireHttps: true,
         maxRedirects: 0,
         timeoutMs: o.timeoutMs,

@@ -1,18 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import {
-  QUOTA_EVENTS,
   WEBHOOK_DELIVERIES_LIMIT_DEFAULT,
   WEBHOOK_DELIVERIES_LIMIT_MAX,
   WEBHOOK_DESCRIPTION_MAX,
+  WEBHOOK_EVENT_TYPES,
   WEBHOOK_URL_MAX,
   WEBHOOKS_PER_TENANT_MAX,
 } from '@imagegen/api-schemas/vocab';
 import type { WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
-import { badRequest, type CallContext, type Handlers, notFound, resolvePublicAddress, SafeFetchError, type Sql } from '@imagegen/platform';
+import {
+  badRequest,
+  type CallContext,
+  conflict,
+  type Handlers,
+  notFound,
+  resolvePublicAddress,
+  SafeFetchError,
+  type Sql,
+} from '@imagegen/platform';
+import { testPayload } from './payloads.js';
 import { generateSecret, type SecretBox, secretHint } from './signing.js';
 import {
   countEndpoints,
   deleteEndpoint,
+  getDelivery,
   getEndpoint,
   insertDelivery,
   insertEndpoint,
@@ -20,12 +31,13 @@ import {
   listEndpoints,
   setDescription,
   setEnabled,
+  setEvents,
   toDelivery,
   toWebhook,
 } from './store.js';
 
 // The service's own checks, with the API's vocabulary (@imagegen/api-schemas/vocab).
-export const WEBHOOK_EVENTS = QUOTA_EVENTS;
+export const WEBHOOK_EVENTS = WEBHOOK_EVENT_TYPES;
 export const MAX_WEBHOOKS_PER_TENANT = WEBHOOKS_PER_TENANT_MAX;
 export const MAX_URL_LENGTH = WEBHOOK_URL_MAX;
 export const MAX_DESCRIPTION_LENGTH = WEBHOOK_DESCRIPTION_MAX;
@@ -67,6 +79,7 @@ export async function validateWebhookUrl(raw: string, allowLoopback: boolean): P
   return url.href;
 }
 
+/** The subscription asked for: every type when none is named; an unknown type is a 400 naming the known ones. */
 function checkEvents(events: string[]): string[] {
   if (events.length === 0) return [...WEBHOOK_EVENTS];
   const bad = events.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
@@ -125,10 +138,12 @@ export function webhookHandlers(deps: {
     async updateWebhook(req, ctx) {
       const tenantId = tenantOf(ctx);
       const description = checkDescription(req.description);
+      const events = req.events ? checkEvents(req.events.events) : undefined;
       const row = await sql.begin(async (tx) => {
         let r = await getEndpoint(tx, tenantId, req.id);
         if (!r) return undefined;
         if (description !== undefined) r = await setDescription(tx, tenantId, req.id, description || null);
+        if (events !== undefined) r = await setEvents(tx, tenantId, req.id, events);
         if (req.enabled !== undefined) r = await setEnabled(tx, tenantId, req.id, req.enabled);
         return r;
       });
@@ -149,13 +164,30 @@ export function webhookHandlers(deps: {
       const tenantId = tenantOf(ctx);
       const ep = await getEndpoint(sql, tenantId, req.id);
       if (!ep) throw webhookNotFound();
-      const payload = JSON.stringify({
-        event: 'webhook.test',
-        tenant_id: tenantId,
-        webhook_id: Number(ep.id),
-        timestamp: new Date().toISOString(),
+      const id = randomUUID();
+      const payload = testPayload(id, tenantId, Number(ep.id));
+      const row = await insertDelivery(sql, { id, eventId: id, endpointId: Number(ep.id), tenantId, event: 'webhook.test', payload });
+      deps.wake();
+      return toDelivery(row as Record<string, unknown>);
+    },
+
+    async replayDelivery(req, ctx) {
+      const tenantId = tenantOf(ctx);
+      if (!(await getEndpoint(sql, tenantId, req.webhookId))) throw webhookNotFound();
+      const row0 = await getDelivery(sql, tenantId, req.webhookId, req.deliveryId);
+      if (!row0) throw notFound('Delivery not found');
+      const original = toDelivery(row0);
+      if (original.status === 'pending') throw conflict('Delivery is still pending');
+      // A new delivery of the same event: the same webhook-id and body; attempts, signatures and timestamps its own.
+      const row = await insertDelivery(sql, {
+        id: randomUUID(),
+        endpointId: req.webhookId,
+        tenantId,
+        event: original.event,
+        eventId: original.eventId,
+        replayOf: original.id,
+        payload: original.payload,
       });
-      const row = await insertDelivery(sql, { id: randomUUID(), endpointId: Number(ep.id), tenantId, event: 'webhook.test', payload });
       deps.wake();
       return toDelivery(row as Record<string, unknown>);
     },

@@ -25,17 +25,20 @@ export function standardSignature(secret: string, id: string, timestamp: number,
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
-/** Every header of one attempt; the timestamp is the attempt's (unix seconds). */
-export function signedHeaders(secret: string, deliveryId: string, body: string, now = Date.now()): Record<string, string> {
+/**
+ * Every header of one attempt; the timestamp is the attempt's (unix seconds). `webhookId` is the event's id: the
+ * same on every attempt, endpoint and replay of the event (Standard Webhooks' message id, what receivers dedupe on).
+ */
+export function signedHeaders(secret: string, webhookId: string, body: string, now = Date.now()): Record<string, string> {
   const ts = Math.floor(now / 1000);
   return {
     'content-type': 'application/json',
     'user-agent': 'imagegen-webhooks/1.0',
     'x-webhook-signature': legacySignature(secret, body),
     'x-webhook-timestamp': String(ts),
-    'webhook-id': deliveryId,
+    'webhook-id': webhookId,
     'webhook-timestamp': String(ts),
-    'webhook-signature': standardSignature(secret, deliveryId, ts, body),
+    'webhook-signature': standardSignature(secret, webhookId, ts, body),
   };
 }
 

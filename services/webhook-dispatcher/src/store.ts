@@ -44,9 +44,14 @@ function toAttempt(r: Row): DeliveryAttempt {
   };
 }
 
+/** The webhook-id of a delivery: its event's id (a delivery made before migration 002 has none: its own id). */
+const eventIdOf = (r: Row): string => (r.event_id ?? r.id) as string;
+
 export function toDelivery(r: Row, attempts: DeliveryAttempt[] = []): Delivery {
   return {
     id: r.id,
+    eventId: eventIdOf(r),
+    replayOf: r.replay_of ?? undefined,
     webhookId: Number(r.endpoint_id),
     event: r.event,
     status: r.status,
@@ -108,6 +113,13 @@ export async function setEnabled(tx: TransactionSql, tenantId: string, id: numbe
   return r;
 }
 
+export async function setEvents(db: Db, tenantId: string, id: number, events: string[]): Promise<Row | undefined> {
+  const [r] = await db`
+    UPDATE endpoints SET events = ${events}, updated_at = now()
+    WHERE tenant_id = ${tenantId} AND id = ${id} RETURNING *`;
+  return r;
+}
+
 export async function setDescription(db: Db, tenantId: string, id: number, description: string | null): Promise<Row | undefined> {
   const [r] = await db`
     UPDATE endpoints SET description = ${description}, updated_at = now()
@@ -115,15 +127,36 @@ export async function setDescription(db: Db, tenantId: string, id: number, descr
   return r;
 }
 
+/**
+ * Queues a delivery. `sourceEventId` (a bus event) makes it once per endpoint and event; `eventId` is the
+ * webhook-id header and the payload's id (the bus event's id, or the delivery's own for a test delivery).
+ */
 export async function insertDelivery(
   db: Db,
-  d: { id: string; endpointId: number; tenantId: string; event: string; sourceEventId?: string; payload: string },
+  d: {
+    id: string;
+    endpointId: number;
+    tenantId: string;
+    event: string;
+    eventId: string;
+    sourceEventId?: string;
+    replayOf?: string;
+    payload: string;
+  },
 ): Promise<Row | undefined> {
   const [r] = await db`
-    INSERT INTO deliveries (id, endpoint_id, tenant_id, event, source_event_id, payload, next_attempt_at)
-    VALUES (${d.id}, ${d.endpointId}, ${d.tenantId}, ${d.event}, ${d.sourceEventId ?? null}, ${d.payload}, now())
+    INSERT INTO deliveries (id, endpoint_id, tenant_id, event, event_id, source_event_id, replay_of, payload, next_attempt_at)
+    VALUES (${d.id}, ${d.endpointId}, ${d.tenantId}, ${d.event}, ${d.eventId}, ${d.sourceEventId ?? null},
+      ${d.replayOf ?? null}, ${d.payload}, now())
     ON CONFLICT (endpoint_id, source_event_id) DO NOTHING
     RETURNING *`;
+  return r;
+}
+
+/** One delivery of an endpoint of the tenant (undefined for a malformed id, another endpoint's or tenant's). */
+export async function getDelivery(db: Db, tenantId: string, endpointId: number, id: string): Promise<Row | undefined> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
+  const [r] = await db`SELECT * FROM deliveries WHERE tenant_id = ${tenantId} AND endpoint_id = ${endpointId} AND id = ${id}`;
   return r;
 }
 
@@ -143,14 +176,25 @@ export async function listDeliveries(db: Db, tenantId: string, endpointId: numbe
   return rows.map((r) => toDelivery(r, byDelivery.get(r.id) ?? []));
 }
 
-/** Endpoints of a tenant subscribed to an event (enabled or not: a disabled endpoint gets it on re-enable). */
-export async function subscribedEndpoints(db: Db, tenantId: string, event: string): Promise<{ id: number }[]> {
-  const rows = await db`SELECT id FROM endpoints WHERE tenant_id = ${tenantId} AND ${event} = ANY(events) ORDER BY id`;
+/**
+ * Endpoints of a tenant subscribed to an event (enabled or not: a disabled endpoint gets it on re-enable). With
+ * `occurredAt`, only the endpoints that existed when it occurred (give or take the clocks' skew): an endpoint
+ * created while the consumer catches up (after a deploy or an outage) is not sent the events before it.
+ */
+export async function subscribedEndpoints(db: Db, tenantId: string, event: string, occurredAt?: string): Promise<{ id: number }[]> {
+  const at = occurredAt && !Number.isNaN(Date.parse(occurredAt)) ? new Date(occurredAt) : null;
+  const rows = await db`
+    SELECT id FROM endpoints
+    WHERE tenant_id = ${tenantId} AND ${event} = ANY(events)
+      AND (${at}::timestamptz IS NULL OR created_at <= ${at}::timestamptz + interval '5 seconds')
+    ORDER BY id`;
   return rows.map((r) => ({ id: Number(r.id) }));
 }
 
 export interface ClaimedDelivery {
   id: string;
+  /** The webhook-id header. */
+  eventId: string;
   endpointId: number;
   tenantId: string;
   event: string;
@@ -194,11 +238,12 @@ export async function claimDue(sql: Sql, batch: number, leaseMs: number): Promis
         ORDER BY d2.endpoint_id, d2.next_attempt_at, d2.created_at
       ) c
       WHERE d.id = c.id
-      RETURNING d.id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
+      RETURNING d.id, d.event_id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
   });
   return (rows as Row[])
     .map((r) => ({
       id: r.id as string,
+      eventId: eventIdOf(r),
       endpointId: Number(r.endpoint_id),
       tenantId: r.tenant_id as string,
       event: r.event as string,
@@ -231,8 +276,8 @@ export async function nextDueAt(sql: Sql): Promise<Date | undefined> {
   return r?.at ?? undefined;
 }
 
-/** Retention: finished deliveries (and their attempts) after 30 days; dedupe rows after 14 days. */
-export async function pruneOld(sql: Sql, consumer: string): Promise<void> {
+/** Retention: finished deliveries (and their attempts) after 30 days; the consumers' dedupe rows after 14 days. */
+export async function pruneOld(sql: Sql, consumers: string[]): Promise<void> {
   await sql`DELETE FROM deliveries WHERE status <> 'pending' AND completed_at < now() - interval '30 days'`;
-  await sql`DELETE FROM processed_events WHERE consumer = ${consumer} AND processed_at < now() - interval '14 days'`;
+  await sql`DELETE FROM processed_events WHERE consumer = ANY(${consumers}) AND processed_at < now() - interval '14 days'`;
 }

@@ -99,3 +99,14 @@ export function verifyStandard(secret: string, r: Received, toleranceS = 300): b
         s.startsWith('v1,') && s.slice(3).length === expected.length && timingSafeEqual(Buffer.from(s.slice(3)), Buffer.from(expected)),
     );
 }
+
+/**
+ * Verifies a delivery as a receiver would with the `standardwebhooks` package (`new Webhook(secret).verify(body,
+ * headers)`: the webhook-id, webhook-timestamp (5 minutes' tolerance) and webhook-signature headers) and answers
+ * its parsed body, or throws. The package is not installed in this workspace; this is the same check written
+ * against the Standard Webhooks specification (verifyStandard), the one place to swap the package in.
+ */
+export function verifyWebhook(secret: string, r: Received): Record<string, unknown> {
+  if (!verifyStandard(secret, r)) throw new Error(`webhook verification failed (webhook-id ${r.headers['webhook-id']})`);
+  return JSON.parse(r.body) as Record<string, unknown>;
+}

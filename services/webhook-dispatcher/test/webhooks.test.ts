@@ -1,6 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { QuotaCrossed } from '@imagegen/contracts/events/v1/events';
+import {
+  GenerationWebhookPayload,
+  ImageDeletedWebhookPayload,
+  ImageStoredWebhookPayload,
+  QuotaWebhookPayload,
+  TestWebhookPayload,
+} from '@imagegen/api-schemas';
+import { WEBHOOK_EVENT_TYPES } from '@imagegen/api-schemas/vocab';
+import { ExecutionFinished, ImageDeleted, ImageStored, QuotaCrossed } from '@imagegen/contracts/events/v1/events';
 import { type Webhook, WebhookServiceService } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
   type Client,
@@ -25,7 +33,7 @@ import { waitFor } from '../../../test/support/wait.js';
 import { DEFAULT_POLICY, retryDelayMs, startDispatcher } from '../src/dispatcher.js';
 import { startWebhookDispatcher, type WebhookOptions } from '../src/service.js';
 import { legacySignature, SecretBox, standardSignature } from '../src/signing.js';
-import { type Receiver, startReceiver, verifyLegacy, verifyStandard } from './receiver.js';
+import { type Received, type Receiver, startReceiver, verifyLegacy, verifyStandard, verifyWebhook } from './receiver.js';
 
 const principal = (tenantId: string): Principal => ({ requestId: randomUUID(), tenantId, source: 'tenant_api' });
 
@@ -63,6 +71,47 @@ function publishQuota(tenantId: string, threshold: number, id = randomUUID(), cu
   return events.publish({ id, subject: subjectFor(ctx.config.eventsPrefix, 'usage.quota_crossed'), data, headers: {} });
 }
 
+/** Publishes a generation or library event as its owner's outbox relay would (the id is the event id). */
+function publishEvent(
+  name: 'generation.execution_finished' | 'library.image_stored' | 'library.image_deleted',
+  data: Uint8Array,
+  id = randomUUID(),
+) {
+  return events.publish({ id, subject: subjectFor(ctx.config.eventsPrefix, name), data, headers: {} }).then(() => id);
+}
+const now = () => new Date().toISOString();
+const finished = (tenantId: string, p: Partial<ExecutionFinished>) =>
+  ExecutionFinished.encode(
+    ExecutionFinished.fromPartial({ tenantId, sessionId: 's-1', toolName: 'generate_image', durationMs: 1200, occurredAt: now(), ...p }),
+  ).finish();
+const stored = (tenantId: string, imageId: number, occurredAt = now()) =>
+  ImageStored.encode(
+    ImageStored.fromPartial({ tenantId, imageId, sessionId: 's-1', operation: 'generate', sizeBytes: 1000, occurredAt }),
+  ).finish();
+const deleted = (tenantId: string, imageId: number) =>
+  ImageDeleted.encode(ImageDeleted.fromPartial({ tenantId, imageId, sizeBytes: 1000, occurredAt: now() })).finish();
+
+/** Each event type's body schema (resources.ts: the OpenAPI `webhooks` section's source), closed to other fields. */
+const PAYLOAD_SCHEMA = {
+  'generation.completed': GenerationWebhookPayload,
+  'generation.failed': GenerationWebhookPayload,
+  'generation.cancelled': GenerationWebhookPayload,
+  'image.stored': ImageStoredWebhookPayload,
+  'image.deleted': ImageDeletedWebhookPayload,
+  'quota.warning': QuotaWebhookPayload,
+  'quota.exceeded': QuotaWebhookPayload,
+  'webhook.test': TestWebhookPayload,
+} as const;
+
+/** A received delivery, verified (Standard Webhooks), checked against its schema, its id the webhook-id: its body. */
+function checked(secret: string, r: Received): Record<string, any> {
+  const body = verifyWebhook(secret, r);
+  PAYLOAD_SCHEMA[body.event as keyof typeof PAYLOAD_SCHEMA].strict().parse(body);
+  expect(body.id).toBe(r.headers['webhook-id']);
+  expect(verifyLegacy(secret, r)).toBe(true);
+  return body;
+}
+
 beforeAll(async () => {
   db = await createTestDatabase(undefined, 'webhooks');
   sql = createDb(db.url, { schema: 'webhooks', max: 2 });
@@ -72,6 +121,7 @@ beforeAll(async () => {
     EVENTS_PREFIX: `wh${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ALLOW_LOOPBACK_FETCH: '1',
+    PUBLIC_BASE_URL: 'https://imagegen.test',
     WEBHOOK_CA_FILE: rx.caFile,
     CREDENTIALS_KEY: randomBytes(32).toString('base64'),
   } as NodeJS.ProcessEnv);
@@ -106,7 +156,7 @@ describe('webhook endpoints', () => {
     expect(created.webhook).toMatchObject({
       url: rx.url('/crud'),
       description: 'ops',
-      events: ['quota.warning', 'quota.exceeded'],
+      events: [...WEBHOOK_EVENT_TYPES],
       enabled: true,
       consecutiveFailures: 0,
       secretHint: `${created.secret.slice(0, 10)}...`,
@@ -209,7 +259,7 @@ describe('delivery', () => {
     await publishQuota(tenant, 100, randomUUID(), 999);
     const isMarker = (r: { body: string }) => JSON.parse(r.body).current_usage_mb === 999;
     await waitFor(() => rx.on('/a').some(isMarker) && rx.on('/b').some(isMarker), { message: 'the marker event at /a and /b' });
-    const markerDelivery = rx.on('/a').find(isMarker)?.headers['webhook-id'];
+    const markerEvent = rx.on('/a').find(isMarker)?.headers['webhook-id'];
     const on = (path: string) => rx.on(path).filter((r) => !isMarker(r));
     expect(on('/a')).toHaveLength(2);
     expect(on('/b')).toHaveLength(1);
@@ -219,6 +269,7 @@ describe('delivery', () => {
       .map((r) => JSON.parse(r.body))
       .sort((x, y) => x.threshold - y.threshold);
     expect(bodies[0]).toEqual({
+      id: warnId,
       event: 'quota.warning',
       threshold: 80,
       tenant_id: tenant,
@@ -239,12 +290,16 @@ describe('delivery', () => {
       expect(verifyStandard(b.secret, r)).toBe(false);
     }
     expect(verifyStandard(b.secret, on('/b')[0])).toBe(true);
+    // The event's id is the webhook-id on every endpoint that receives it (and the body's id).
+    const exceeded = on('/a').find((r) => JSON.parse(r.body).threshold === 100);
+    expect(on('/b')[0].headers['webhook-id']).toBe(exceeded?.headers['webhook-id']);
+    expect(JSON.parse(on('/b')[0].body).id).toBe(on('/b')[0].headers['webhook-id']);
     // Tampered body fails both.
     const t = { ...on('/a')[0], body: on('/a')[0].body.replace('80', '81') };
     expect(verifyLegacy(a.secret, t)).toBe(false);
     expect(verifyStandard(a.secret, t)).toBe(false);
 
-    const log = (await client.listDeliveries({ webhookId: a.webhook.id }, p)).deliveries.filter((d) => d.id !== markerDelivery);
+    const log = (await client.listDeliveries({ webhookId: a.webhook.id }, p)).deliveries.filter((d) => d.eventId !== markerEvent);
     expect(log).toHaveLength(2);
     expect(log.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
     expect(log[0].attempts, JSON.stringify(log)).toHaveLength(1);
@@ -253,7 +308,8 @@ describe('delivery', () => {
       on('/a')
         .map((r) => r.headers['webhook-id'])
         .sort(),
-    ).toEqual(log.map((d) => d.id).sort());
+    ).toEqual(log.map((d) => d.eventId).sort());
+    expect(log.find((d) => d.event === 'quota.warning')?.eventId).toBe(warnId);
     const wh = await client.getWebhook({ id: a.webhook.id }, p);
     expect(wh).toMatchObject({ lastDeliveryStatus: 'success', lastResponseStatus: 200, consecutiveFailures: 0 });
     expect(wh.lastDeliveryAt).toBeTruthy();
@@ -452,6 +508,210 @@ describe('delivery', () => {
       });
     }
     expect((await client.listDeliveries({ webhookId: w.webhook.id, limit: 200 }, p)).deliveries).toEqual([]);
+  });
+});
+
+describe('every event type (issue 37)', () => {
+  it('delivers generation.* and image.* events with small signed payloads; a filtered endpoint gets only its types', async () => {
+    const tenant = 'types';
+    const p = principal(tenant);
+    const all = await createWh({ url: rx.url('/types-all'), events: [] }, p);
+    const del = await createWh({ url: rx.url('/types-del'), events: ['image.deleted'] }, p);
+    const ends = await createWh({ url: rx.url('/types-ends'), events: ['generation.failed', 'generation.cancelled'] }, p);
+    await createWh({ url: rx.url('/types-other'), events: [] }, principal('types-other'));
+    expect(all.webhook.events).toEqual([...WEBHOOK_EVENT_TYPES]);
+
+    const completed = await publishEvent(
+      'generation.execution_finished',
+      finished(tenant, { executionId: 'e-1', status: 'completed', imageIds: [11, 12], images: 2 }),
+    );
+    await publishEvent(
+      'generation.execution_finished',
+      finished(tenant, { executionId: 'e-1', status: 'completed', imageIds: [11, 12] }),
+      completed,
+    ); // a duplicate
+    const storedId = await publishEvent('library.image_stored', stored(tenant, 11));
+    // An event from before the endpoints existed (a consumer catching up): nobody gets it.
+    await publishEvent('library.image_stored', stored(tenant, 10, new Date(Date.now() - 3_600_000).toISOString()));
+    const failed = await publishEvent(
+      'generation.execution_finished',
+      finished(tenant, { executionId: 'e-2', status: 'failed', error: 'Upstream provider error' }),
+    );
+    const cancelled = await publishEvent(
+      'generation.execution_finished',
+      finished(tenant, { executionId: 'e-3', status: 'cancelled', toolName: 'edit_image' }),
+    );
+    await publishEvent('library.image_stored', stored('types-nobody', 13)); // a tenant without endpoints
+    const deletedId = await publishEvent('library.image_deleted', deleted(tenant, 11));
+    // The marker, last: consumed in order and delivered oldest first per endpoint, so anything sent wrongly to an
+    // endpoint before it would have reached it first.
+    const marker = await publishEvent('library.image_deleted', deleted(tenant, 99));
+    const got = (path: string) => rx.on(path).map((r) => r.headers['webhook-id']);
+    await waitFor(() => got('/types-all').includes(marker) && got('/types-del').includes(marker), {
+      message: 'the marker at both endpoints',
+    });
+    await waitFor(() => got('/types-ends').includes(cancelled), { message: 'generation.cancelled at the filtered endpoint' });
+
+    expect(got('/types-all')).toEqual([completed, storedId, failed, cancelled, deletedId, marker]);
+    expect(got('/types-del')).toEqual([deletedId, marker]);
+    expect(got('/types-ends')).toEqual([failed, cancelled]);
+    expect(rx.on('/types-other')).toEqual([]);
+
+    const bodies = rx.on('/types-all').map((r) => checked(all.secret, r));
+    const base = { tenant_id: tenant, timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) };
+    expect(bodies).toEqual([
+      {
+        id: completed,
+        event: 'generation.completed',
+        ...base,
+        execution_id: 'e-1',
+        session_id: 's-1',
+        tool_name: 'generate_image',
+        status: 'completed',
+        duration_ms: 1200,
+        image_ids: [11, 12],
+        execution_url: 'https://imagegen.test/api/executions/e-1',
+        image_urls: ['https://imagegen.test/api/images/11', 'https://imagegen.test/api/images/12'],
+        error: null,
+      },
+      {
+        id: storedId,
+        event: 'image.stored',
+        ...base,
+        image_id: 11,
+        session_id: 's-1',
+        operation: 'generate',
+        image_url: 'https://imagegen.test/api/images/11',
+      },
+      expect.objectContaining({
+        id: failed,
+        event: 'generation.failed',
+        status: 'failed',
+        image_ids: [],
+        image_urls: [],
+        error: 'Upstream provider error',
+      }),
+      expect.objectContaining({ id: cancelled, event: 'generation.cancelled', status: 'cancelled', tool_name: 'edit_image', error: null }),
+      { id: deletedId, event: 'image.deleted', ...base, image_id: 11, image_url: 'https://imagegen.test/api/images/11' },
+      expect.objectContaining({ id: marker, event: 'image.deleted', image_id: 99 }),
+    ]);
+    for (const r of rx.on('/types-del')) checked(del.secret, r);
+    for (const r of rx.on('/types-ends')) checked(ends.secret, r);
+    // The same event reaches each endpoint with the same id and body (signed with each endpoint's own secret).
+    expect(rx.on('/types-ends')[0].body).toBe(rx.on('/types-all')[2].body);
+    expect(verifyStandard(all.secret, rx.on('/types-ends')[0])).toBe(false);
+
+    const log = await waitFor(async () => {
+      const l = (await client.listDeliveries({ webhookId: all.webhook.id }, p)).deliveries;
+      return l.every((d) => d.status === 'succeeded') && l;
+    });
+    expect(log.map((d) => d.eventId).sort()).toEqual([completed, storedId, failed, cancelled, deletedId, marker].sort());
+    for (const d of log) expect(d).toMatchObject({ attemptCount: 1, replayOf: undefined });
+  });
+
+  it("changes an endpoint's event types on update, and refuses unknown ones", async () => {
+    const p = principal('filters');
+    const w = await createWh({ url: rx.url('/filters'), events: ['image.deleted', 'image.deleted'] }, p);
+    expect(w.webhook.events).toEqual(['image.deleted']);
+    const bad = {
+      status: 400,
+      body: { error: 'Invalid request payload', details: [`events must contain only ${WEBHOOK_EVENT_TYPES.join(', ')}`] },
+    };
+    await expect(client.createWebhook({ url: rx.url('/filters-x'), events: ['generation.done'] }, p)).rejects.toMatchObject(bad);
+    await expect(client.updateWebhook({ id: w.webhook.id, events: { events: ['image.stored', 'nope'] } }, p)).rejects.toMatchObject(bad);
+    expect((await client.getWebhook({ id: w.webhook.id }, p)).events).toEqual(['image.deleted']);
+
+    const u = await client.updateWebhook({ id: w.webhook.id, events: { events: ['generation.completed'] } }, p);
+    expect(u.events).toEqual(['generation.completed']);
+    // Only the new subscription applies: the deletion is not sent, the completion after it is.
+    await publishEvent('library.image_deleted', deleted('filters', 5));
+    const done = await publishEvent(
+      'generation.execution_finished',
+      finished('filters', { executionId: 'e-f', status: 'completed', imageIds: [6] }),
+    );
+    await waitFor(() => rx.on('/filters').length > 0, { message: 'the completion' });
+    expect(rx.on('/filters').map((r) => r.headers['webhook-id'])).toEqual([done]);
+    // Other fields are left alone; an empty list means every type.
+    const again = await client.updateWebhook({ id: w.webhook.id, description: 'x', events: { events: [] } }, p);
+    expect(again).toMatchObject({ description: 'x', events: [...WEBHOOK_EVENT_TYPES] });
+    expect((await client.updateWebhook({ id: w.webhook.id, enabled: false }, p)).events).toEqual([...WEBHOOK_EVENT_TYPES]);
+    await expect(client.updateWebhook({ id: w.webhook.id, events: { events: [] } }, principal('filters-other'))).rejects.toMatchObject({
+      status: 404,
+    });
+  });
+
+  it('replays a delivery as a new delivery of the same event id and body, freshly signed', async () => {
+    const p = principal('replay');
+    const w = await createWh({ url: rx.url('/replay'), events: ['image.stored'] }, p);
+    const ev = await publishEvent('library.image_stored', stored('replay', 21));
+    const [original] = await waitFor(async () => {
+      const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+      return l[0]?.status === 'succeeded' && l;
+    });
+    expect(original).toMatchObject({ eventId: ev, event: 'image.stored', attemptCount: 1 });
+
+    const replay = await client.replayDelivery({ webhookId: w.webhook.id, deliveryId: original.id }, p);
+    expect(replay).toMatchObject({
+      eventId: ev,
+      replayOf: original.id,
+      event: 'image.stored',
+      status: 'pending',
+      attemptCount: 0,
+      payload: original.payload,
+    });
+    expect(replay.id).not.toBe(original.id);
+    await waitFor(() => rx.on('/replay').length === 2, { message: 'the replay received' });
+    const [first, second] = rx.on('/replay');
+    expect(second.headers['webhook-id']).toBe(ev);
+    expect(second.body).toBe(first.body);
+    expect(checked(w.secret, second)).toEqual(checked(w.secret, first));
+    const log = await waitFor(async () => {
+      const l = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+      return l.every((d) => d.status === 'succeeded') && l;
+    });
+    expect(log.map((d) => [d.id, d.replayOf])).toEqual([
+      [replay.id, original.id],
+      [original.id, undefined],
+    ]);
+
+    // Not found: a malformed id, another endpoint's delivery, another tenant's endpoint. A pending one: 409.
+    const other = await createWh({ url: rx.url('/replay-other'), events: [] }, p);
+    for (const [webhookId, deliveryId] of [
+      [w.webhook.id, 'not-a-uuid'],
+      [w.webhook.id, randomUUID()],
+      [other.webhook.id, original.id],
+    ] as const) {
+      await expect(client.replayDelivery({ webhookId, deliveryId }, p)).rejects.toMatchObject({
+        status: 404,
+        body: { error: 'Delivery not found' },
+      });
+    }
+    await expect(client.replayDelivery({ webhookId: w.webhook.id, deliveryId: original.id }, principal('replay-x'))).rejects.toMatchObject({
+      status: 404,
+      body: { error: 'Webhook not found' },
+    });
+    await client.updateWebhook({ id: other.webhook.id, enabled: false }, p);
+    const held = await client.testWebhook({ id: other.webhook.id }, p);
+    await expect(client.replayDelivery({ webhookId: other.webhook.id, deliveryId: held.id }, p)).rejects.toMatchObject({
+      status: 409,
+      body: { error: 'Delivery is still pending' },
+    });
+  });
+
+  it('a delivery queued before event ids existed keeps its own id as webhook-id', async () => {
+    const p = principal('legacy');
+    const w = await createWh({ url: rx.url('/legacy'), events: [] }, p);
+    const id = randomUUID();
+    const body = JSON.stringify({ event: 'quota.warning', threshold: 80, tenant_id: 'legacy' });
+    await sql`
+      INSERT INTO deliveries (id, endpoint_id, tenant_id, event, source_event_id, payload, next_attempt_at)
+      VALUES (${id}, ${w.webhook.id}, 'legacy', 'quota.warning', ${randomUUID()}, ${body}, now())`;
+    await client.updateWebhook({ id: w.webhook.id, enabled: true }, p); // wakes the loop
+    await waitFor(() => rx.on('/legacy').length === 1, { message: 'the legacy delivery' });
+    expect(rx.on('/legacy')[0].headers['webhook-id']).toBe(id);
+    expect(verifyStandard(w.secret, rx.on('/legacy')[0])).toBe(true);
+    const [d] = (await client.listDeliveries({ webhookId: w.webhook.id }, p)).deliveries;
+    expect(d).toMatchObject({ id, eventId: id });
   });
 });
 

@@ -1,5 +1,5 @@
 import { OPERATIONS, type OperationSpec } from '../operations.js';
-import { outlinePaths, quotaWebhook } from './outline.js';
+import { outlinePaths, webhookEntries } from './outline.js';
 import { requestSchemas } from './request-schemas.js';
 import { errorResponses, responsesOf, schemaOf } from './responses.js';
 
@@ -7,7 +7,7 @@ import { errorResponses, responsesOf, schemaOf } from './responses.js';
  * The gateway's OpenAPI 3.1 document, built from the operation catalogue alone (no gateway, no fastify): every
  * operation with its operationId, tag, summary, security, parameters and body (the schemas its route validates
  * with, `requestSchemas`; a body its route checks only in part is shown with every rule) and one response per
- * status it can answer; then the OAuth endpoints, /mcp and the quota webhook (outline.ts). The gateway serves it
+ * status it can answer; then the OAuth endpoints, /mcp and the webhooks (outline.ts). The gateway serves it
  * at /docs/json, `pnpm client` writes it to libs/client/openapi.json, and test/support/contract.ts holds every
  * answer of the end-to-end suite to it.
  */
@@ -22,6 +22,15 @@ const SECURITY: Record<OperationSpec['auth'], Json[]> = {
 };
 
 const HEADER_PARAMS: Record<string, Json> = {
+  preferAsync: {
+    name: 'Prefer',
+    in: 'header',
+    required: false,
+    description:
+      'respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; ' +
+      'GET /api/executions/{executionId} carries the result once completed.',
+    schema: { type: 'string' },
+  },
   idempotencyKey: {
     name: 'Idempotency-Key',
     in: 'header',
@@ -107,6 +116,7 @@ function operationObject(method: string, url: string, spec: OperationSpec): Json
   if (spec.idempotent) parameters.push(HEADER_PARAMS.idempotencyKey);
   if (spec.upstream && spec.auth === 'tenant') parameters.push(HEADER_PARAMS.sessionId);
   if (spec.conditional) parameters.push(HEADER_PARAMS.ifNoneMatch);
+  if (spec.async) parameters.push(HEADER_PARAMS.preferAsync);
   if (parameters.length) op.parameters = parameters;
   return op;
 }
@@ -165,7 +175,7 @@ export function buildOpenapiDocument(): Json {
       { name: 'MCP' },
       { name: 'Health' },
     ],
-    webhooks: quotaWebhook(),
+    webhooks: webhookEntries(),
   };
   // A copy: nothing shares an object with the schemas the gateway validates and serializes with.
   return JSON.parse(JSON.stringify(doc));

@@ -1,12 +1,19 @@
+import { z } from 'zod';
 import { jsonSchema } from '../json-schema.js';
-import { QuotaWebhookPayload } from '../resources.js';
-import { SCOPES } from '../vocab.js';
+import {
+  GenerationWebhookPayload,
+  ImageDeletedWebhookPayload,
+  ImageStoredWebhookPayload,
+  QuotaWebhookPayload,
+  TestWebhookPayload,
+} from '../resources.js';
+import { QUOTA_EVENTS, SCOPES } from '../vocab.js';
 import { errorContent, errorSchema } from './responses.js';
 
 /**
  * What the document describes besides the catalogue: the OAuth 2.1 endpoints (served by the oauth service through
- * the gateway's proxy) and /mcp (JSON-RPC), as far as OpenAPI can describe them, and the quota webhook the
- * platform sends to tenants' endpoints.
+ * the gateway's proxy) and /mcp (JSON-RPC), as far as OpenAPI can describe them, and the webhooks the platform
+ * sends to tenants' endpoints.
  */
 
 type Json = Record<string, unknown>;
@@ -237,53 +244,156 @@ export function outlinePaths(): Record<string, Json> {
   };
 }
 
-export function quotaWebhook(): Json {
-  return {
-    quotaThreshold: {
-      post: {
-        operationId: 'quotaThresholdWebhook',
-        tags: ['Webhooks'],
-        summary: 'quota.warning (80%) or quota.exceeded (100%): sent at most once per billing period per threshold',
-        parameters: [
-          {
-            name: 'X-Webhook-Signature',
-            in: 'header',
+/** The headers of every webhook delivery: Standard Webhooks' three, and SPEC 6's two (one whsec_ secret signs both). */
+const WEBHOOK_HEADERS: Json[] = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: "The event's id (the body's `id`): the same on every attempt, endpoint and replay of the event; deduplicate on it",
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds of this attempt; reject deliveries older than 5 minutes',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      'Standard Webhooks: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded ' +
+      'part of the secret after whsec_> (any Standard Webhooks library verifies it with the secret as shown)',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=$' },
+  },
+  {
+    name: 'X-Webhook-Signature',
+    in: 'header',
+    required: true,
+    description: 'sha256=<hex HMAC-SHA256 of the body with the webhook secret>',
+    schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+  },
+  {
+    name: 'X-Webhook-Timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds; reject deliveries older than 5 minutes',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+];
+
+const EXAMPLE_IDS = { tenant_id: 'acme', timestamp: '2026-11-25T12:00:00.000Z' };
+const BASE = 'https://imagegen.example.com';
+
+/** The webhook entries: per event type (the quota pair in one), what is sent, with which headers. */
+const WEBHOOKS: { key: string; events: string[]; summary: string; schema: z.ZodTypeAny; example: Json }[] = [
+  {
+    key: 'quotaThreshold',
+    events: [...QUOTA_EVENTS],
+    summary: 'quota.warning (80%) or quota.exceeded (100%): sent at most once per billing period per threshold',
+    schema: QuotaWebhookPayload.required({ id: true }),
+    example: {
+      id: '0f6a9c1e-5a2b-4d7e-9a51-3c2d1e0f9b8a',
+      event: 'quota.warning',
+      threshold: 80,
+      ...EXAMPLE_IDS,
+      billing_period: '2026-11',
+      current_usage_mb: 8192.5,
+      quota_mb: 10240,
+    },
+  },
+  ...(['completed', 'failed', 'cancelled'] as const).map((status) => ({
+    key: `generation${status[0]?.toUpperCase()}${status.slice(1)}`,
+    events: [`generation.${status}`],
+    summary: `generation.${status}: an execution (generate, edit, a character, product or scene generation) ${
+      status === 'completed' ? 'completed, with its images' : status === 'failed' ? 'failed, with its error' : 'was cancelled'
+    }`,
+    schema: GenerationWebhookPayload.extend({
+      event: z.literal(`generation.${status}` as const),
+      status: z.literal(status),
+      ...(status === 'failed' ? {} : { error: z.null() }),
+    }),
+    example: {
+      id: '5b1e7c3a-2f4d-4e8b-a6c9-1d0e2f3a4b5c',
+      event: `generation.${status}`,
+      ...EXAMPLE_IDS,
+      execution_id: 'exec_8c1d3f2a',
+      session_id: 'sess_4e5f6a7b',
+      tool_name: 'generate_image',
+      status,
+      duration_ms: 5230,
+      image_ids: status === 'completed' ? [1042] : [],
+      execution_url: `${BASE}/api/executions/exec_8c1d3f2a`,
+      image_urls: status === 'completed' ? [`${BASE}/api/images/1042`] : [],
+      error: status === 'failed' ? 'Upstream provider error' : null,
+    },
+  })),
+  {
+    key: 'imageStored',
+    events: ['image.stored'],
+    summary: 'image.stored: an image was stored and listed (generated, edited, uploaded, a reference)',
+    schema: ImageStoredWebhookPayload,
+    example: {
+      id: '7d2c4e6f-8a1b-4c3d-9e0f-a1b2c3d4e5f6',
+      event: 'image.stored',
+      ...EXAMPLE_IDS,
+      image_id: 1042,
+      session_id: 'sess_4e5f6a7b',
+      operation: 'generate',
+      image_url: `${BASE}/api/images/1042`,
+    },
+  },
+  {
+    key: 'imageDeleted',
+    events: ['image.deleted'],
+    summary: 'image.deleted: an image was deleted',
+    schema: ImageDeletedWebhookPayload,
+    example: {
+      id: '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b',
+      event: 'image.deleted',
+      ...EXAMPLE_IDS,
+      image_id: 1042,
+      image_url: `${BASE}/api/images/1042`,
+    },
+  },
+  {
+    key: 'webhookTest',
+    events: ['webhook.test'],
+    summary: 'webhook.test: sent by POST /api/webhooks/:id/test (whatever the endpoint subscribes to)',
+    schema: TestWebhookPayload.required({ id: true }),
+    example: { id: '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f', event: 'webhook.test', ...EXAMPLE_IDS, webhook_id: 7 },
+  },
+];
+
+/**
+ * The OpenAPI `webhooks` section: one entry per event type a tenant's endpoint can receive (`x-webhook-events` names
+ * the types it carries), with the JSON Schema of its body (resources.ts) and the signature headers.
+ */
+export function webhookEntries(): Json {
+  return Object.fromEntries(
+    WEBHOOKS.map((w) => [
+      w.key,
+      {
+        post: {
+          operationId: `${w.key}Webhook`,
+          tags: ['Webhooks'],
+          summary: w.summary,
+          'x-webhook-events': w.events,
+          parameters: WEBHOOK_HEADERS,
+          requestBody: {
             required: true,
-            description: 'sha256=<hex HMAC-SHA256 of the body with the webhook secret>',
-            schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+            content: { 'application/json': { schema: jsonSchema(w.schema), example: w.example } },
           },
-          {
-            name: 'X-Webhook-Timestamp',
-            in: 'header',
-            required: true,
-            description: 'Unix seconds; reject deliveries older than 5 minutes',
-            schema: { type: 'string', pattern: '^[0-9]+$' },
-          },
-        ],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: jsonSchema(QuotaWebhookPayload),
-              example: {
-                event: 'quota.warning',
-                threshold: 80,
-                tenant_id: 'acme',
-                billing_period: '2026-11',
-                current_usage_mb: 8192.5,
-                quota_mb: 10240,
-                timestamp: '2026-11-25T12:00:00.000Z',
-                webhook_id: 7,
-              },
+          responses: {
+            '2XX': {
+              description: 'Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook',
             },
           },
         },
-        responses: {
-          '2XX': {
-            description: 'Received; any other answer (or none within the timeout) is retried; 5 consecutive failures disable the webhook',
-          },
-        },
       },
-    },
-  };
+    ]),
+  );
 }

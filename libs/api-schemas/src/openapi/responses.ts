@@ -1,6 +1,7 @@
 import { ErrorBody, QuotaExceeded, RateLimited } from '../common.js';
 import { jsonSchema } from '../json-schema.js';
 import { OPERATIONS, type OperationSpec } from '../operations.js';
+import { JobAccepted } from '../resources.js';
 
 /**
  * What a catalogued operation answers, for the OpenAPI document (its responses and the shared error responses)
@@ -131,6 +132,7 @@ export function responsesOf(method: string, url: string, spec: OperationSpec): R
       [spec.ok.media]: { schema: { type: 'string', format: spec.ok.media === 'application/zip' ? 'binary' : undefined } },
     };
   out[String(spec.ok.status)] = success;
+  if (spec.async) out['202'] = jobAcceptedResponse(headers);
   for (const status of errorStatuses(method, url, spec)) {
     out[String(status)] = { $ref: `#/components/responses/${errorResponseName(status, tenant)}` };
   }
@@ -159,6 +161,20 @@ export function responseSchemas(method: string, url: string): Record<number, Jso
   if (!spec) return undefined;
   const out: Record<number, Json> = {};
   if (spec.ok.schema) out[spec.ok.status] = schemaOf(spec.ok.schema);
+  if (spec.async) out[202] = schemaOf(JobAccepted);
   for (const status of errorStatuses(method, url, spec)) out[status] = errorBodySchema(status);
   return out;
+}
+
+/** The 202 of an operation asked to respond async (extension, issue 37). */
+function jobAcceptedResponse(headers: Record<string, Json>): Json {
+  return {
+    description: 'Prefer: respond-async was sent: the job is queued (follow statusUrl, streamUrl; cancel with cancelUrl)',
+    headers: {
+      ...headers,
+      Location: { description: 'The execution (statusUrl)', schema: { type: 'string' }, required: true },
+      'Preference-Applied': { description: 'respond-async', schema: { type: 'string', enum: ['respond-async'] }, required: true },
+    },
+    content: { 'application/json': { schema: schemaOf(JobAccepted) } },
+  };
 }

@@ -18,6 +18,8 @@ import type { Logger } from 'pino';
 export interface StoredResponse {
   status: number;
   contentType?: string;
+  /** Answer headers a replay repeats (an async submit's Location and Preference-Applied). */
+  headers?: Record<string, string>;
   body: string;
 }
 

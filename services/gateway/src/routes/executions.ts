@@ -1,6 +1,6 @@
 import type { ActiveExecutionsQuery, Infer, SessionLogsQuery } from '@imagegen/api-schemas';
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
-import { executionJson } from '@imagegen/operations';
+import { executionJson, jobResult } from '@imagegen/operations';
 import { AppError, type Principal } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteModule } from '../types.js';
@@ -21,7 +21,7 @@ import type { RouteModule } from '../types.js';
 
 const _DEFAULT_INTERVAL_MS = 1000;
 const _DEFAULT_HEARTBEAT_MS = 15_000;
-const FINISHED = new Set(['completed', 'failed']);
+const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 const FINAL_EVENT_ID = 'final';
 
 /** An open SSE response: named events, heartbeats, cleanup on disconnect or gateway shutdown. */
@@ -103,7 +103,8 @@ class ExecutionFollower {
     return this.done.has(id);
   }
 
-  push(e: Execution): void {
+  /** `result`: a completed job's result (its operation's synchronous answer), sent with `complete`. */
+  push(e: Execution, result?: unknown): void {
     if (this.done.has(e.executionId)) return;
     const sent = this.sentLogs.get(e.executionId) ?? 0;
     for (const l of e.logEntries.slice(sent)) {
@@ -131,7 +132,16 @@ class ExecutionFollower {
     if (FINISHED.has(e.status)) {
       this.done.add(e.executionId);
       if (e.status === 'completed') {
-        this.sse.send('complete', { executionId: e.executionId, sessionId: e.sessionId, execution: executionJson(e, false) }, this.finalId);
+        this.sse.send(
+          'complete',
+          {
+            executionId: e.executionId,
+            sessionId: e.sessionId,
+            execution: executionJson(e, false),
+            ...(result === undefined ? {} : { result }),
+          },
+          this.finalId,
+        );
       } else {
         this.sse.send(
           'error',
@@ -198,7 +208,14 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { clients }) => {
   app.get('/api/executions/:executionId', async (req) => {
     const { executionId } = req.params as { executionId: string };
     const e = await generation.getExecution({ executionId, includeLogs: true }, req.principal);
-    return { success: true, execution: executionJson(e, true) };
+    const result = await jobResult(e, clients.library, req.principal);
+    return { success: true, execution: { ...executionJson(e, true), ...(result === undefined ? {} : { result }) } };
+  });
+
+  app.post('/api/executions/:executionId/cancel', async (req) => {
+    const { executionId } = req.params as { executionId: string };
+    const e = await generation.cancelExecution({ executionId }, req.principal);
+    return { success: true, execution: executionJson(e, false) };
   });
 
   app.get('/api/executions/:executionId/stream', async (req, replyObj) => {
@@ -210,16 +227,18 @@ const executionsRoutes: RouteModule = (app: FastifyInstance, { clients }) => {
     if (req.headers['last-event-id'] === FINAL_EVENT_ID && FINISHED.has(first.status)) return replyObj.status(204).send();
     const sse = new SseStream(req, replyObj, heartbeat, open);
     const follower = new ExecutionFollower(sse, FINAL_EVENT_ID);
-    const handle = (e: Execution) => {
-      follower.push(e);
+    const handle = async (e: Execution) => {
+      // A completed job's result goes with `complete` (nothing when it cannot be read: the execution still says it).
+      const result = e.status === 'completed' ? await jobResult(e, clients.library, principal).catch(() => undefined) : undefined;
+      follower.push(e, result);
       // Let the final event flush before closing.
       if (follower.isDone(executionId)) setImmediate(() => sse.close());
     };
-    handle(first);
+    await handle(first);
     if (sse.closed || follower.isDone(executionId)) return;
     sse.every(interval, async () => {
       try {
-        handle(
+        await handle(
           await generation.getExecution({ executionId, includeLogs: true }, { ...principal, requestId: `${principal.requestId}-poll` }),
         );
       } catch (err) {

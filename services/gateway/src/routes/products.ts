@@ -1,13 +1,7 @@
 import { type Infer, type ProductBody, type ProductGenerateBody, type ProductListQuery, ProductUpdateBody } from '@imagegen/api-schemas';
-import {
-  productCreatedJson,
-  productDetail,
-  productImagesJson,
-  productListForm,
-  productUpdateJson,
-  scenePromptWithDetails,
-} from '@imagegen/operations';
+import { productCreatedJson, productDetail, productListForm, productUpdateJson, scenePromptWithDetails } from '@imagegen/operations';
 import { invalidPayload } from '@imagegen/platform';
+import { answerGeneration } from '../generation-answer.js';
 import type { RouteModule } from '../types.js';
 import { str } from './asset-schemas.js';
 
@@ -19,7 +13,6 @@ const UPDATE_FIELDS = Object.keys(ProductUpdateBody.shape);
 
 const productsRoutes: RouteModule = (app, { clients }) => {
   const assets = clients.assets;
-  const generation = clients.generating;
 
   app.get('/api/products', async (request) => {
     const q = request.query as Infer<typeof ProductListQuery>;
@@ -71,13 +64,14 @@ const productsRoutes: RouteModule = (app, { clients }) => {
     return { data: { deleted: true } };
   });
 
-  app.post('/api/products/:identifier/generate', async (request) => {
+  app.post('/api/products/:identifier/generate', async (request, reply) => {
     const { identifier } = request.params as { identifier: string };
     const b = request.body as Infer<typeof ProductGenerateBody>;
     if (b.scene_prompt.trim() === '') throw invalidPayload(['scene_prompt cannot be empty']);
     const product = await assets.getProduct({ identifier }, request.principal);
-    const res = await generation.generateImages(
-      {
+    return answerGeneration(request, reply, clients, {
+      operation: 'POST /api/products/:identifier/generate',
+      generate: {
         prompt: scenePromptWithDetails(b.scene_prompt, b.additional_details),
         productId: product.id,
         aspectRatio: b.aspect_ratio,
@@ -86,9 +80,8 @@ const productsRoutes: RouteModule = (app, { clients }) => {
         sessionId: b.session_id,
         toolName: 'generate_product_image',
       },
-      request.principal,
-    );
-    return { data: productImagesJson(res, product, b.scene_prompt) };
+      presentation: { productId: product.id, productName: product.productName, scenePrompt: b.scene_prompt },
+    });
   });
 };
 

@@ -1,6 +1,14 @@
-import { type ApiKeyBody, type Infer, PROVIDERS, type TenantBody, type TenantUpdateBody } from '@imagegen/api-schemas';
+import {
+  type ApiKeyBody,
+  type ApiKeySigningBody,
+  type ApiKeySigningRotateBody,
+  type Infer,
+  PROVIDERS,
+  type TenantBody,
+  type TenantUpdateBody,
+} from '@imagegen/api-schemas';
 import type { ProviderPoolUpdate } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { keyJson, tenantDetailJson, tenantJson } from '@imagegen/operations';
+import { keyJson, keySigningJson, tenantDetailJson, tenantJson } from '@imagegen/operations';
 import { badRequest } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
 
@@ -25,7 +33,9 @@ function poolUpdates(body: Infer<typeof TenantUpdateBody>): ProviderPoolUpdate[]
 
 /**
  * Tenants and their API keys (SPEC 4.9). Reads need any admin; writes need super_admin.
- * Key revocation: DELETE /admin/tenants/:tenantId/api-keys/:keyRef (key id or key name).
+ * Key revocation: DELETE /admin/tenants/:tenantId/api-keys/:keyRef (key id or key name). Signed requests (SPEC 5.8,
+ * extension): POST .../api-keys/:keyRef/signing turns them on (the secret is answered once) or off, POST
+ * .../signing/rotate makes a new secret (the gateway verifies them: request-signature.ts).
  */
 const tenants: RouteModule = (app, { clients }) => {
   const tenancy = clients.tenancy;
@@ -100,6 +110,28 @@ const tenants: RouteModule = (app, { clients }) => {
     const k = await tenancy.revokeApiKey({ tenantId: req.params.tenantId, keyRef: req.params.keyRef }, req.principal);
     return { data: { success: true, key: keyJson(k) } };
   });
+
+  type KeyParams = { tenantId: string; keyRef: string };
+  app.post<{ Params: KeyParams; Body: Infer<typeof ApiKeySigningBody> }>(
+    '/admin/tenants/:tenantId/api-keys/:keyRef/signing',
+    async (req) => {
+      const { tenantId, keyRef } = req.params;
+      const r = await tenancy.setApiKeySigning({ tenantId, keyRef, signatureRequired: req.body.signature_required }, req.principal);
+      return { data: keySigningJson(r) };
+    },
+  );
+
+  app.post<{ Params: KeyParams; Body: Infer<typeof ApiKeySigningRotateBody> }>(
+    '/admin/tenants/:tenantId/api-keys/:keyRef/signing/rotate',
+    async (req) => {
+      const { tenantId, keyRef } = req.params;
+      const r = await tenancy.rotateApiKeySigningSecret(
+        { tenantId, keyRef, gracePeriodSeconds: req.body.grace_period_seconds },
+        req.principal,
+      );
+      return { data: keySigningJson(r) };
+    },
+  );
 };
 
 export default tenants;

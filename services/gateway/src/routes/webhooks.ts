@@ -6,13 +6,15 @@ import type { RouteModule } from '../types.js';
 /**
  * Webhooks (SPEC 4.11, shapes designed here; see docs/design/usage.md):
  *   GET    /api/webhooks                       -> {data: Webhook[]}
- *   POST   /api/webhooks {url, events?, description?} -> 201 {data: Webhook & {secret}} (secret shown once)
+ *   POST   /api/webhooks {url, events?, description?} -> 201 {data: Webhook & {secret}} (secret shown once; events: all by default)
  *   GET    /api/webhooks/:id                   -> {data: Webhook}
- *   PATCH  /api/webhooks/:id {enabled?, description?} -> {data: Webhook} (enabled:true re-enables)
+ *   PATCH  /api/webhooks/:id {enabled?, description?, events?} -> {data: Webhook} (enabled:true re-enables)
  *   DELETE /api/webhooks/:id                   -> {data:{deleted:true, id}}
  *   DELETE /api/webhooks?id=<id> (or {id})     -> {data:{deleted:true, id}}; ?url=<url> (or {url}) -> {data:{deleted:true, ids}}
  *   GET    /api/webhooks/:id/deliveries?limit  -> {data: Delivery[]} newest first, with attempts
  *   POST   /api/webhooks/:id/test              -> 202 {data: Delivery} (queues a webhook.test delivery)
+ *   POST   /api/webhooks/:id/deliveries/:deliveryId/replay -> 202 {data: Delivery} (extension, issue 37: the same
+ *          event id and body again, as a new delivery)
  */
 
 /** Ids are integers; anything else cannot name a webhook of this tenant. */
@@ -49,10 +51,15 @@ const webhookRoutes: RouteModule = (app, { clients }) => {
   app.patch<{ Body: Infer<typeof WebhookUpdateBody> }>('/api/webhooks/:id', async (request) => {
     const id = webhookId((request.params as { id: string }).id);
     const b = request.body;
-    if (b.enabled === undefined && b.description === undefined)
-      throw badRequest('Invalid request payload', ['enabled or description is required']);
+    if (b.enabled === undefined && b.description === undefined && b.events === undefined)
+      throw badRequest('Invalid request payload', ['enabled, description or events is required']);
     const w = await webhooks.updateWebhook(
-      { id, enabled: b.enabled, description: b.description === null ? '' : b.description },
+      {
+        id,
+        enabled: b.enabled,
+        description: b.description === null ? '' : b.description,
+        events: b.events === undefined ? undefined : { events: b.events },
+      },
       request.principal,
     );
     return { data: webhookJson(w) };
@@ -95,6 +102,12 @@ const webhookRoutes: RouteModule = (app, { clients }) => {
   app.post('/api/webhooks/:id/test', async (request, reply) => {
     const id = webhookId((request.params as { id: string }).id);
     const d = await webhooks.testWebhook({ id }, request.principal);
+    return reply.status(202).send({ data: deliveryForm(d) });
+  });
+
+  app.post('/api/webhooks/:id/deliveries/:deliveryId/replay', async (request, reply) => {
+    const params = request.params as { id: string; deliveryId: string };
+    const d = await webhooks.replayDelivery({ webhookId: webhookId(params.id), deliveryId: params.deliveryId }, request.principal);
     return reply.status(202).send({ data: deliveryForm(d) });
   });
 };

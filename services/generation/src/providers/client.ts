@@ -49,7 +49,14 @@ export class ProviderClient {
     return n % size;
   }
 
-  async generate(tenantId: string, pool: string[], req: ProviderRequest, log: AttemptLog = () => {}): Promise<ProviderResult> {
+  /** `cancel`: the execution's cancel; it aborts the call in flight (which then says nothing of the upstream's health). */
+  async generate(
+    tenantId: string,
+    pool: string[],
+    req: ProviderRequest,
+    log: AttemptLog = () => {},
+    cancel?: AbortSignal,
+  ): Promise<ProviderResult> {
     const keys = pool.filter(Boolean).slice(0, MAX_KEYS_PER_PROVIDER);
     if (keys.length === 0) throw badRequest(`No ${this.provider} credentials are configured for this tenant`);
     await checkRequest(req);
@@ -72,7 +79,12 @@ export class ProviderClient {
         );
         continue;
       }
-      const signal = AbortSignal.timeout(this.opts.timeoutMs);
+      if (cancel?.aborted) {
+        ticket.release();
+        throw cancel.reason;
+      }
+      const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+      const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
       const started = performance.now();
       // One span per attempt (key failover shows as sibling attempts), around the adapter's HTTP client span.
       const attempt = { 'imagegen.provider': this.provider, 'imagegen.provider.model': req.model, 'imagegen.provider.key': idx + 1 };
@@ -93,6 +105,10 @@ export class ProviderClient {
         return result;
       } catch (err) {
         if (isAppError(err)) throw err; // checkResult's refusal of the pictures (the call itself succeeded)
+        if (cancel?.aborted && !timeout.aborted) {
+          ticket.release();
+          throw cancel.reason;
+        }
         const pe = transportFailure(err, signal, this.provider, this.opts.timeoutMs);
         recordProviderCall(this.provider, pe.kind, (performance.now() - started) / 1000, req.model);
         // Only upstream faults count; anything the upstream answered deliberately (even a refusal) shows it is healthy.

@@ -1,10 +1,20 @@
-import { ActiveExecutionsQuery, SessionListQuery, SessionLogsQuery, SessionParams, UsageQuery, WebhookBody } from '@imagegen/api-schemas';
+import {
+  ActiveExecutionsQuery,
+  SessionListQuery,
+  SessionLogsQuery,
+  SessionParams,
+  UsageQuery,
+  WebhookBody,
+  WebhookUpdateBody,
+} from '@imagegen/api-schemas';
 import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
-import { CreateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
+import { CreateWebhookRequest, UpdateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
   cursorPagination,
   executionJson,
+  generatedAnswer,
+  generateResultJson,
   profileJson,
   sessionImageJson,
   sessionJson,
@@ -13,12 +23,14 @@ import {
   webhookCreatedJson,
   webhookJson,
 } from '@imagegen/operations';
-import { AppError, MODEL_IDS } from '@imagegen/platform';
+import { AppError, badRequest, MODEL_IDS } from '@imagegen/platform';
 import { z } from 'zod';
 import { defineTool, s, type ToolImage } from './framework.js';
-import { thumbnailsOf } from './generation-run.js';
+import { thumbnailsOf, thumbnailsOfGenerated } from './generation-run.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How often wait_for_execution reads the execution. */
+const POLL_MS = 500;
 const executionId = () => z.string().min(1).max(100).describe('Execution id (executionId of a generation result)');
 
 // ---- sessions and executions (SPEC 4.8) ----
@@ -118,42 +130,34 @@ const waitForExecution = defineTool({
   async run(args, ctx) {
     const { generation, library } = ctx.deps.clients;
     const deadline = Date.now() + (args.timeout_seconds ?? 45) * 1000;
-    const local = ctx.deps.runs.get(args.execution_id, ctx.principal.tenantId ?? '');
-    let settled = false;
-    local?.then(
-      () => (settled = true),
-      () => (settled = true),
-    );
     let e = await generation.getExecution({ executionId: args.execution_id, includeLogs: false }, ctx.principal);
     let last = -1;
-    while (e.status === 'running' && Date.now() < deadline) {
+    while ((e.status === 'queued' || e.status === 'running') && Date.now() < deadline) {
       if (e.progressPercent !== last) {
         last = e.progressPercent;
         await ctx.progress(e.progressPercent, 100, e.currentStep);
       }
-      await (local && !settled
-        ? Promise.race([
-            local.then(
-              () => {},
-              () => {},
-            ),
-            sleep(1000),
-          ])
-        : sleep(1000));
+      await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
       e = await generation.getExecution({ executionId: args.execution_id, includeLogs: false }, ctx.principal);
     }
-    if (e.status === 'running') {
-      return { data: { done: false, execution: executionJson(e), message: 'Still running; call wait_for_execution again' } };
-    }
-    if (local) {
-      // Same process as the generate_image call: its full result (or its error) is at hand.
-      const out = await local;
-      return { data: { done: true, execution: executionJson(e), result: out.data }, images: out.images };
+    if (e.status === 'queued' || e.status === 'running') {
+      return { data: { done: false, execution: executionJson(e), message: `Still ${e.status}; call wait_for_execution again` } };
     }
     if (e.status !== 'completed') {
       throw new AppError(502, { error: e.error || 'Execution failed', executionId: e.executionId, execution: executionJson(e) });
     }
-    // Another replica ran it: the execution's images are in its session.
+    // Its images, as the library lists them (any replica may have run it).
+    const r = e.imageIds.length ? await library.resolveImages({ imageIds: e.imageIds }, ctx.principal) : undefined;
+    if (r && r.missingIds.length === 0) {
+      const res = generatedAnswer(e, r.images);
+      const result = e.operation === 'POST /api/images' || e.toolName === 'generate_image' ? generateResultJson(res) : undefined;
+      const thumbs = await thumbnailsOfGenerated(ctx, res.images);
+      return {
+        data: { done: true, execution: executionJson(e), result: result ?? { images: r.images.map(sessionImageJson) } },
+        images: thumbs,
+      };
+    }
+    // Images deleted since (or an execution from before image ids were kept): what its session still lists.
     let images: ReturnType<typeof sessionImageJson>[] = [];
     let thumbs: ToolImage[] = [];
     try {
@@ -166,6 +170,19 @@ const waitForExecution = defineTool({
       );
     } catch {}
     return { data: { done: true, execution: executionJson(e), result: { images } }, images: thumbs };
+  },
+});
+
+const cancelExecution = defineTool({
+  name: 'cancel_execution',
+  description:
+    'Cancel a queued or running generation (e.g. from generate_image async=true): a queued one never runs, a running one stops; nothing of it is billed.',
+  operation: 'POST /api/executions/:executionId/cancel',
+  input: { execution_id: executionId() },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
+  async run(args, ctx) {
+    const e = await ctx.deps.clients.generation.cancelExecution({ executionId: args.execution_id }, ctx.principal);
+    return { data: { success: true, execution: executionJson(e) } };
   },
 });
 
@@ -205,7 +222,7 @@ const getProfile = defineTool({
 
 const listWebhooks = defineTool({
   name: 'list_webhooks',
-  description: 'List the quota webhooks of the tenant.',
+  description: 'List the webhooks of the tenant, with the event types each receives.',
   operation: 'GET /api/webhooks',
   input: {},
   annotations: { readOnlyHint: true },
@@ -217,7 +234,7 @@ const listWebhooks = defineTool({
 
 const createWebhook = defineTool({
   name: 'create_webhook',
-  description: 'Register an HTTPS webhook for quota.warning / quota.exceeded (the signing secret is shown once).',
+  description: 'Register an HTTPS webhook for chosen event types, all by default (the signing secret is shown once).',
   operation: 'POST /api/webhooks',
   input: WebhookBody.shape,
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
@@ -228,6 +245,29 @@ const createWebhook = defineTool({
     );
     // POST /api/webhooks: {data: {...webhook, secret}}
     return { data: { data: webhookCreatedJson(r) } };
+  },
+});
+
+const updateWebhook = defineTool({
+  name: 'update_webhook',
+  description: 'Change a webhook: enabled (true re-enables after failures), description (null clears), the event types it receives.',
+  operation: 'PATCH /api/webhooks/:id',
+  input: { id: s.id('Webhook id'), ...WebhookUpdateBody.shape },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+  async run(args, ctx) {
+    // PATCH /api/webhooks/:id's rule and wording: at least one of the fields.
+    if (args.enabled === undefined && args.description === undefined && args.events === undefined)
+      throw badRequest('Invalid request payload', ['enabled, description or events is required']);
+    const w = await ctx.deps.clients.webhooks.updateWebhook(
+      UpdateWebhookRequest.fromPartial({
+        id: args.id,
+        enabled: args.enabled,
+        description: args.description === null ? '' : args.description,
+        events: args.events === undefined ? undefined : { events: args.events },
+      }),
+      ctx.principal,
+    );
+    return { data: { data: webhookJson(w) } };
   },
 });
 
@@ -280,7 +320,15 @@ const listModels = defineTool({
   },
 });
 
-export const sessionTools = [listSessions, getSession, getSessionLogs, listActiveExecutions, getExecution, waitForExecution];
+export const sessionTools = [
+  listSessions,
+  getSession,
+  getSessionLogs,
+  listActiveExecutions,
+  getExecution,
+  waitForExecution,
+  cancelExecution,
+];
 export const accountTools = [getUsage, getProfile];
-export const webhookTools = [listWebhooks, createWebhook, deleteWebhook];
+export const webhookTools = [listWebhooks, createWebhook, updateWebhook, deleteWebhook];
 export const modelTools = [listModels];

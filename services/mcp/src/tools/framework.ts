@@ -42,7 +42,6 @@ export interface ToolDeps {
   logger: Logger;
   publicBaseUrl: string;
   /** In-process registry of async generate_image runs (wait_for_execution returns their full result). */
-  runs: AsyncRuns;
   /** Per-tenant limits of tool calls (rate-limit.ts). */
   limiter?: ToolLimiter;
   /** Records of `idempotency_key` arguments (Redis when REDIS_URL is set; memory otherwise). */
@@ -74,8 +73,6 @@ export interface ToolContext {
   extra: Extra;
   /** Sends notifications/progress when the client gave a progressToken (no-op otherwise). */
   progress(progress: number, total?: number, message?: string): Promise<void>;
-  /** The call's work goes on after the tool answers (async generation): its concurrency slot is held until `work` settles. */
-  continuesWith(work: Promise<unknown>): void;
 }
 
 export interface ToolDef<S extends ZodRawShape = ZodRawShape> {
@@ -109,20 +106,6 @@ export function defineTool<S extends ZodRawShape>({ operation, ...def }: ToolSpe
   const spec = OPERATIONS[operation];
   if (!spec?.scopes) throw new Error(`${def.name}: ${operation} is not a tenant operation of the catalogue`);
   return { ...def, operation, scopes: spec.scopes, idempotent: spec.idempotent === true, rate: spec.rate };
-}
-
-export class AsyncRuns {
-  private readonly runs = new Map<string, { tenantId: string; at: number; result: Promise<ToolOutput> }>();
-  add(executionId: string, tenantId: string, result: Promise<ToolOutput>) {
-    result.catch(() => {});
-    const now = Date.now();
-    for (const [k, v] of this.runs) if (now - v.at > 3600_000) this.runs.delete(k);
-    this.runs.set(executionId, { tenantId, at: now, result });
-  }
-  get(executionId: string, tenantId: string): Promise<ToolOutput> | undefined {
-    const r = this.runs.get(executionId);
-    return r && r.tenantId === tenantId ? r.result : undefined;
-  }
 }
 
 // ---- results ----
@@ -258,15 +241,11 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
         source: 'mcp',
       };
       const progressToken = extra._meta?.progressToken;
-      let continuing: Promise<unknown> | undefined;
       const ctx: ToolContext = {
         principal,
         auth,
         deps,
         extra,
-        continuesWith: (work) => {
-          continuing = work.catch(() => {});
-        },
         progress: async (progress, total, message) => {
           if (progressToken === undefined) return;
           await extra
@@ -288,8 +267,7 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
         } catch (err) {
           return errorResult(err, deps.logger, tool.name);
         } finally {
-          if (continuing) continuing.finally(() => slot?.release());
-          else slot?.release();
+          slot?.release();
         }
       };
       if (typeof idempotencyKey !== 'string' || !deps.idempotency || !auth.tenantId) return call();

@@ -31,22 +31,20 @@ export const thumbnailsOfGenerated = (ctx: ToolContext, images: GeneratedImage[]
 
 /**
  * Runs a generation call with an execution id chosen here (passed to `call`, which must send it as the
- * request's execution_id), so progress and async follow exactly this call's execution, never another call's
- * in the same session. While it runs, sends progress notifications from that execution; with `async`,
- * answers as soon as the execution exists with its id (the call goes on; wait_for_execution picks up the
- * result).
+ * request's execution_id), so progress follows exactly this call's execution, never another call's in the same
+ * session. While it runs, sends progress notifications from that execution. (An async call is a queued job:
+ * submitGenerationJob, then wait_for_execution.)
  */
 export async function runGeneration(
   ctx: ToolContext,
   opts: {
     sessionId: string;
-    async?: boolean;
     call: (principal: Principal, executionId: string) => Promise<ToolOutput & { executionId: string }>;
   },
 ): Promise<ToolOutput> {
   const principal: Principal = { ...ctx.principal, sessionId: opts.sessionId };
   const executionId = randomUUID();
-  const tracking = opts.async || ctx.extra._meta?.progressToken !== undefined;
+  const tracking = ctx.extra._meta?.progressToken !== undefined;
   let settled = false;
   const result = opts.call(principal, executionId).finally(() => {
     settled = true;
@@ -60,18 +58,6 @@ export async function runGeneration(
     try {
       // 404 until the call has validated its request and created the execution.
       const e = await ctx.deps.clients.generation.getExecution({ executionId, includeLogs: false }, principal);
-      if (opts.async) {
-        ctx.deps.runs.add(executionId, principal.tenantId ?? '', result);
-        ctx.continuesWith(result);
-        return {
-          data: {
-            executionId,
-            status: 'running',
-            session_id: opts.sessionId,
-            message: `Started; call wait_for_execution with execution_id ${executionId} for the result`,
-          },
-        };
-      }
       if (e.progressPercent !== lastPercent && e.status === 'running') {
         lastPercent = e.progressPercent;
         await ctx.progress(e.progressPercent, 100, e.currentStep);

@@ -19,6 +19,7 @@ import {
   imageDetailJson,
   imageJson,
   listImagesRequest,
+  submitGenerationJob,
   UPLOAD_DEADLINE_MS,
   uploadForEditingJson,
   uploadForEditingRequest,
@@ -35,7 +36,7 @@ const generateInput = {
   ...GenerateImagesBody.shape,
   scene_id: z.number().int().min(1).max(ID_MAX).optional().describe('Use a saved scene (its prompt, references and aspect ratio)'),
   scene_name: z.string().min(1).optional().describe('Use a saved scene by name'),
-  async: z.boolean().optional().describe('Return an executionId at once; get the result with wait_for_execution'),
+  async: z.boolean().optional().describe('Queue it as a job and return its executionId at once; get the result with wait_for_execution'),
 };
 
 /**
@@ -97,9 +98,25 @@ const generateImage = defineTool({
     const groups = await sceneGroups(args, ctx);
     const sessionId = args.session_id ?? newSessionId();
     const req: GenerateImagesRequest = { ...generateImagesRequest(args), ...groups, sessionId, toolName: 'generate_image' };
+    if (args.async) {
+      // A queued job (issue 37): durable, run by any generation replica; wait_for_execution gives its result.
+      const job = await submitGenerationJob(
+        ctx.deps.clients,
+        { ...ctx.principal, sessionId },
+        { operation: 'POST /api/images', generate: req, presentation: {} },
+      );
+      return {
+        data: {
+          executionId: job.executionId,
+          status: job.status,
+          position: job.position,
+          session_id: sessionId,
+          message: `Queued; call wait_for_execution with execution_id ${job.executionId} for the result, or cancel_execution to stop it`,
+        },
+      };
+    }
     return runGeneration(ctx, {
       sessionId,
-      async: args.async,
       call: async (principal, executionId) => {
         const res = await ctx.deps.clients.generating.generateImages({ ...req, executionId }, principal, {
           timeoutMs: GENERATE_DEADLINE_MS,

@@ -4,7 +4,7 @@ import { characterTools } from './characters.js';
 import type { ToolDef } from './framework.js';
 import { imageTools } from './images.js';
 
-/** The 47 MCP tools, in the order of issue 8 (tools/list returns them in this order). */
+/** The 49 MCP tools: the 47 of issue 8 in its order (tools/list returns them in this order), then the extensions. */
 export const ALL_TOOLS: ToolDef[] = [
   ...imageTools,
   ...characterTools,

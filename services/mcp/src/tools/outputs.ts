@@ -27,7 +27,7 @@ const restData = (key: string) => rest(key).shape.data as z.AnyZodObject;
  * outputSchema is one object schema, so the fields of each form are optional there (executionId is in both).
  */
 const generateImage = R.GenerateResult.partial({ images: true, metadata: true }).merge(
-  R.GenerationStarted.partial({ status: true, session_id: true, message: true }),
+  R.GenerationStarted.partial({ status: true, position: true, session_id: true, message: true }),
 );
 
 export const TOOL_OUTPUTS: Record<string, z.AnyZodObject> = {
@@ -78,12 +78,14 @@ export const TOOL_OUTPUTS: Record<string, z.AnyZodObject> = {
   list_active_executions: rest('GET /api/executions/active'),
   get_execution: rest('GET /api/executions/:executionId'),
   wait_for_execution: R.ExecutionWait,
+  cancel_execution: rest('POST /api/executions/:executionId/cancel'),
 
   get_usage: rest('GET /api/usage'),
   get_profile: rest('GET /api/profile'),
 
   list_webhooks: rest('GET /api/webhooks'),
   create_webhook: rest('POST /api/webhooks'),
+  update_webhook: rest('PATCH /api/webhooks/:id'),
   delete_webhook: rest('DELETE /api/webhooks/:id'),
 
   list_models: R.ModelList,

@@ -10,6 +10,9 @@ import { type HandlerContext, normalizeTenantId, type TenancyHandlers, tenantNot
 import * as present from './present.js';
 import { checkKeySpec } from './validation.js';
 
+/** The refusal of a key that requires signed requests where none can be verified (MCP, the OAuth sign-in). */
+export const SIGNED_KEY_ELSEWHERE = 'This API key requires signed requests, which only the REST API verifies';
+
 /** A key made when none is told: live. */
 export const DEFAULT_KEY_TYPE: KeyType = 'live';
 
@@ -45,6 +48,10 @@ export function apiKeyHandlers(
     async authenticateApiKey(req) {
       const key = await apiKeys.authenticateKey(sql, req.keyHash);
       if (!key) throw unauthorized();
+      // A key that requires signed requests is good only where signatures are verified (the gateway's REST API):
+      // mcp and the OAuth sign-in cannot verify them, so they are refused it as an unknown key.
+      if (key.signatureRequired && !req.verifiesSignatures) throw unauthorized(SIGNED_KEY_ELSEWHERE);
+      const secrets = key.signatureRequired ? await apiKeys.readSigningSecrets(sql, c.credentialsKey, key.tenantId, key.keyId) : undefined;
       usage.record(req.keyHash, 1);
       return {
         tenantId: key.tenantId,
@@ -53,6 +60,13 @@ export function apiKeyHandlers(
         tenantActive: key.tenantActive,
         rateLimitPerMinute: key.rateLimitPerMinute,
         keyId: key.keyId,
+        signatureRequired: key.signatureRequired,
+        signingSecrets: secrets
+          ? [
+              { secret: secrets.current },
+              ...(secrets.previous ? [{ secret: secrets.previous.secret, expiresAt: secrets.previous.expiresAt.toISOString() }] : []),
+            ]
+          : [],
       };
     },
 

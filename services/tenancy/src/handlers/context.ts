@@ -16,6 +16,8 @@ export interface TenancyDeps {
   usage: UsageBatcher;
   /** A scrypt hash of a random password, verified when the email is unknown (constant time). */
   dummyPasswordHash: string;
+  /** How long a rotated request-signing secret is still accepted when the rotation names no grace period. */
+  signingSecretGraceMs: number;
 }
 
 /** What every area's handlers get: the dependencies and the tenant-changed event writer. */

@@ -32,6 +32,19 @@ export function keyRecord(k: ApiKey): pb.ApiKeyRecord {
     lastUsedAt: isoOpt(k.lastUsedAt),
     usageCount: k.usageCount,
     revokedAt: isoOpt(k.revokedAt),
+    signatureRequired: k.signatureRequired,
+  };
+}
+
+/** A key's signing state; `secret` only in the answer that made it. */
+export function keySigning(k: ApiKey, secret?: string): pb.ApiKeySigning {
+  return {
+    keyId: k.keyId,
+    keyName: k.keyName,
+    signatureRequired: k.signatureRequired,
+    signingSecret: secret,
+    secretCreatedAt: isoOpt(k.signingSecretCreatedAt),
+    previousSecretExpiresAt: isoOpt(k.previousSigningSecretExpiresAt),
   };
 }
 

@@ -43,7 +43,7 @@ export interface ExecutionFinished {
   executionId: string;
   sessionId: string;
   toolName: string;
-  /** completed or failed */
+  /** completed, failed or cancelled */
   status: string;
   durationMs: number;
   occurredAt: string;
@@ -54,6 +54,8 @@ export interface ExecutionFinished {
    * discards any other image the execution stored (e.g. one whose store answer was lost).
    */
   imageIds: number[];
+  /** a failed execution's reason, as GetExecution shows it (the generation.failed webhook) */
+  error?: string | undefined;
 }
 
 /** imagegen.usage.quota_crossed */
@@ -499,6 +501,7 @@ function createBaseExecutionFinished(): ExecutionFinished {
     keyType: "",
     images: 0,
     imageIds: [],
+    error: undefined,
   };
 }
 
@@ -537,6 +540,9 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
         writer.int64(v);
       }
       writer.join();
+    }
+    if (message.error !== undefined) {
+      writer.uint32(90).string(message.error);
     }
     return writer;
   },
@@ -644,6 +650,14 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
 
             break;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -700,6 +714,7 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
         : globalThis.Array.isArray(object?.image_ids)
         ? object.image_ids.map((e: any) => globalThis.Number(e))
         : [],
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
     };
   },
 
@@ -735,6 +750,9 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
     if (message.imageIds?.length) {
       obj.imageIds = message.imageIds.map((e) => Math.round(e));
     }
+    if (message.error !== undefined) {
+      obj.error = message.error;
+    }
     return obj;
   },
 
@@ -753,6 +771,7 @@ export const ExecutionFinished: MessageFns<ExecutionFinished> = {
     message.keyType = object.keyType ?? "";
     message.images = object.images ?? 0;
     message.imageIds = object.imageIds?.map((e) => e) || [];
+    message.error = object.error ?? undefined;
     return message;
   },
 };

@@ -186,7 +186,7 @@ export interface Execution {
   sessionId: string;
   toolName: string;
   toolSource: string;
-  /** running, completed, failed */
+  /** queued, running, completed, failed, cancelled */
   status: string;
   progressPercent: number;
   currentStep: string;
@@ -210,6 +210,39 @@ export interface Execution {
    */
   imageIds: number[];
   imagesRequested: number;
+  /**
+   * Async jobs: the queued job's place in its tenant's queue (1 = next; 0 when not queued), the operation that
+   * submitted it and what presents its result (SubmitJobRequest), and whether a cancel was asked for.
+   */
+  position: number;
+  operation: string;
+  presentation: string;
+  cancelRequested: boolean;
+}
+
+export interface SubmitJobRequest {
+  generate?: GenerateImagesRequest | undefined;
+  edit?:
+    | EditImageRequest
+    | undefined;
+  /**
+   * The catalogue operation that submitted it (e.g. "POST /api/images") and the JSON its result's presenter needs
+   * (e.g. the character's name): GET /api/executions/:id answers the result in that operation's synchronous form.
+   */
+  operation: string;
+  presentation: string;
+}
+
+export interface SubmitJobResponse {
+  executionId: string;
+  /** queued */
+  status: string;
+  position: number;
+  sessionId: string;
+}
+
+export interface CancelExecutionRequest {
+  executionId: string;
 }
 
 export interface GetExecutionRequest {
@@ -2556,6 +2589,10 @@ function createBaseExecution(): Execution {
     logCount: 0,
     imageIds: [],
     imagesRequested: 0,
+    position: 0,
+    operation: "",
+    presentation: "",
+    cancelRequested: false,
   };
 }
 
@@ -2615,6 +2652,18 @@ export const Execution: MessageFns<Execution> = {
     }
     if (message.imagesRequested !== 0) {
       writer.uint32(136).int32(message.imagesRequested);
+    }
+    if (message.position !== 0) {
+      writer.uint32(144).int32(message.position);
+    }
+    if (message.operation !== "") {
+      writer.uint32(154).string(message.operation);
+    }
+    if (message.presentation !== "") {
+      writer.uint32(162).string(message.presentation);
+    }
+    if (message.cancelRequested !== false) {
+      writer.uint32(168).bool(message.cancelRequested);
     }
     return writer;
   },
@@ -2778,6 +2827,38 @@ export const Execution: MessageFns<Execution> = {
             message.imagesRequested = reader.int32();
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.position = reader.int32();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.operation = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.presentation = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.cancelRequested = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2869,6 +2950,14 @@ export const Execution: MessageFns<Execution> = {
         : isSet(object.images_requested)
         ? globalThis.Number(object.images_requested)
         : 0,
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      operation: isSet(object.operation) ? globalThis.String(object.operation) : "",
+      presentation: isSet(object.presentation) ? globalThis.String(object.presentation) : "",
+      cancelRequested: isSet(object.cancelRequested)
+        ? globalThis.Boolean(object.cancelRequested)
+        : isSet(object.cancel_requested)
+        ? globalThis.Boolean(object.cancel_requested)
+        : false,
     };
   },
 
@@ -2925,6 +3014,18 @@ export const Execution: MessageFns<Execution> = {
     if (message.imagesRequested !== 0) {
       obj.imagesRequested = Math.round(message.imagesRequested);
     }
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.operation !== "") {
+      obj.operation = message.operation;
+    }
+    if (message.presentation !== "") {
+      obj.presentation = message.presentation;
+    }
+    if (message.cancelRequested !== false) {
+      obj.cancelRequested = message.cancelRequested;
+    }
     return obj;
   },
 
@@ -2950,6 +3051,329 @@ export const Execution: MessageFns<Execution> = {
     message.logCount = object.logCount ?? 0;
     message.imageIds = object.imageIds?.map((e) => e) || [];
     message.imagesRequested = object.imagesRequested ?? 0;
+    message.position = object.position ?? 0;
+    message.operation = object.operation ?? "";
+    message.presentation = object.presentation ?? "";
+    message.cancelRequested = object.cancelRequested ?? false;
+    return message;
+  },
+};
+
+function createBaseSubmitJobRequest(): SubmitJobRequest {
+  return { generate: undefined, edit: undefined, operation: "", presentation: "" };
+}
+
+export const SubmitJobRequest: MessageFns<SubmitJobRequest> = {
+  encode(message: SubmitJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.generate !== undefined) {
+      GenerateImagesRequest.encode(message.generate, writer.uint32(10).fork()).join();
+    }
+    if (message.edit !== undefined) {
+      EditImageRequest.encode(message.edit, writer.uint32(18).fork()).join();
+    }
+    if (message.operation !== "") {
+      writer.uint32(26).string(message.operation);
+    }
+    if (message.presentation !== "") {
+      writer.uint32(34).string(message.presentation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.generate = GenerateImagesRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.edit = EditImageRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.operation = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.presentation = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitJobRequest {
+    return {
+      generate: isSet(object.generate) ? GenerateImagesRequest.fromJSON(object.generate) : undefined,
+      edit: isSet(object.edit) ? EditImageRequest.fromJSON(object.edit) : undefined,
+      operation: isSet(object.operation) ? globalThis.String(object.operation) : "",
+      presentation: isSet(object.presentation) ? globalThis.String(object.presentation) : "",
+    };
+  },
+
+  toJSON(message: SubmitJobRequest): unknown {
+    const obj: any = {};
+    if (message.generate !== undefined) {
+      obj.generate = GenerateImagesRequest.toJSON(message.generate);
+    }
+    if (message.edit !== undefined) {
+      obj.edit = EditImageRequest.toJSON(message.edit);
+    }
+    if (message.operation !== "") {
+      obj.operation = message.operation;
+    }
+    if (message.presentation !== "") {
+      obj.presentation = message.presentation;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SubmitJobRequest>): SubmitJobRequest {
+    return SubmitJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubmitJobRequest>): SubmitJobRequest {
+    const message = createBaseSubmitJobRequest();
+    message.generate = (object.generate !== undefined && object.generate !== null)
+      ? GenerateImagesRequest.fromPartial(object.generate)
+      : undefined;
+    message.edit = (object.edit !== undefined && object.edit !== null)
+      ? EditImageRequest.fromPartial(object.edit)
+      : undefined;
+    message.operation = object.operation ?? "";
+    message.presentation = object.presentation ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitJobResponse(): SubmitJobResponse {
+  return { executionId: "", status: "", position: 0, sessionId: "" };
+}
+
+export const SubmitJobResponse: MessageFns<SubmitJobResponse> = {
+  encode(message: SubmitJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.executionId !== "") {
+      writer.uint32(10).string(message.executionId);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.position !== 0) {
+      writer.uint32(24).int32(message.position);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(34).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.position = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitJobResponse {
+    return {
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SubmitJobResponse): unknown {
+    const obj: any = {};
+    if (message.executionId !== "") {
+      obj.executionId = message.executionId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.position !== 0) {
+      obj.position = Math.round(message.position);
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SubmitJobResponse>): SubmitJobResponse {
+    return SubmitJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubmitJobResponse>): SubmitJobResponse {
+    const message = createBaseSubmitJobResponse();
+    message.executionId = object.executionId ?? "";
+    message.status = object.status ?? "";
+    message.position = object.position ?? 0;
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelExecutionRequest(): CancelExecutionRequest {
+  return { executionId: "" };
+}
+
+export const CancelExecutionRequest: MessageFns<CancelExecutionRequest> = {
+  encode(message: CancelExecutionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.executionId !== "") {
+      writer.uint32(10).string(message.executionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelExecutionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelExecutionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.executionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CancelExecutionRequest {
+    return {
+      executionId: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CancelExecutionRequest): unknown {
+    const obj: any = {};
+    if (message.executionId !== "") {
+      obj.executionId = message.executionId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CancelExecutionRequest>): CancelExecutionRequest {
+    return CancelExecutionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelExecutionRequest>): CancelExecutionRequest {
+    const message = createBaseCancelExecutionRequest();
+    message.executionId = object.executionId ?? "";
     return message;
   },
 };
@@ -3688,6 +4112,31 @@ export const GenerationServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Async jobs (issue 37, `Prefer: respond-async`): validates the request as GenerateImages / EditImage do, then
+     * queues it durably (the execution, status 'queued', with the request) and answers at once. Any replica runs it,
+     * once, with each tenant's running jobs capped and tenants served in turn; 429 when the tenant's queue is full.
+     */
+    submitJob: {
+      name: "SubmitJob",
+      requestType: SubmitJobRequest as typeof SubmitJobRequest,
+      requestStream: false,
+      responseType: SubmitJobResponse as typeof SubmitJobResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * POST /api/executions/:executionId/cancel: a queued job never runs; a running one is aborted at its next step
+     * (its provider call too). It ends 'cancelled' and nothing of it is billed. 409 once it has finished.
+     */
+    cancelExecution: {
+      name: "CancelExecution",
+      requestType: CancelExecutionRequest as typeof CancelExecutionRequest,
+      requestStream: false,
+      responseType: Execution as typeof Execution,
+      responseStream: false,
+      options: {},
+    },
     /** GET /api/executions/:executionId. 404 'Execution not found' (also for other tenants). */
     getExecution: {
       name: "GetExecution",
@@ -3774,6 +4223,34 @@ export const GenerationServiceService = {
       Buffer.from(UploadForEditingResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UploadForEditingResponse => UploadForEditingResponse.decode(value),
   },
+  /**
+   * Async jobs (issue 37, `Prefer: respond-async`): validates the request as GenerateImages / EditImage do, then
+   * queues it durably (the execution, status 'queued', with the request) and answers at once. Any replica runs it,
+   * once, with each tenant's running jobs capped and tenants served in turn; 429 when the tenant's queue is full.
+   */
+  submitJob: {
+    path: "/imagegen.generation.v1.GenerationService/SubmitJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitJobRequest): Buffer => Buffer.from(SubmitJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitJobRequest => SubmitJobRequest.decode(value),
+    responseSerialize: (value: SubmitJobResponse): Buffer => Buffer.from(SubmitJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitJobResponse => SubmitJobResponse.decode(value),
+  },
+  /**
+   * POST /api/executions/:executionId/cancel: a queued job never runs; a running one is aborted at its next step
+   * (its provider call too). It ends 'cancelled' and nothing of it is billed. 409 once it has finished.
+   */
+  cancelExecution: {
+    path: "/imagegen.generation.v1.GenerationService/CancelExecution" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelExecutionRequest): Buffer =>
+      Buffer.from(CancelExecutionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelExecutionRequest => CancelExecutionRequest.decode(value),
+    responseSerialize: (value: Execution): Buffer => Buffer.from(Execution.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Execution => Execution.decode(value),
+  },
   /** GET /api/executions/:executionId. 404 'Execution not found' (also for other tenants). */
   getExecution: {
     path: "/imagegen.generation.v1.GenerationService/GetExecution" as const,
@@ -3833,6 +4310,17 @@ export interface GenerationServiceServer extends UntypedServiceImplementation {
   editImage: handleUnaryCall<EditImageRequest, EditImageResponse>;
   /** POST /api/upload-for-editing: SSRF-guarded fetch of a public URL, stored with operation 'upload'. */
   uploadForEditing: handleUnaryCall<UploadForEditingRequest, UploadForEditingResponse>;
+  /**
+   * Async jobs (issue 37, `Prefer: respond-async`): validates the request as GenerateImages / EditImage do, then
+   * queues it durably (the execution, status 'queued', with the request) and answers at once. Any replica runs it,
+   * once, with each tenant's running jobs capped and tenants served in turn; 429 when the tenant's queue is full.
+   */
+  submitJob: handleUnaryCall<SubmitJobRequest, SubmitJobResponse>;
+  /**
+   * POST /api/executions/:executionId/cancel: a queued job never runs; a running one is aborted at its next step
+   * (its provider call too). It ends 'cancelled' and nothing of it is billed. 409 once it has finished.
+   */
+  cancelExecution: handleUnaryCall<CancelExecutionRequest, Execution>;
   /** GET /api/executions/:executionId. 404 'Execution not found' (also for other tenants). */
   getExecution: handleUnaryCall<GetExecutionRequest, Execution>;
   /** GET /api/sessions/:sessionId/logs (+ the session stream's polling). 404 'Session not found'. */
@@ -3895,6 +4383,45 @@ export interface GenerationServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UploadForEditingResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Async jobs (issue 37, `Prefer: respond-async`): validates the request as GenerateImages / EditImage do, then
+   * queues it durably (the execution, status 'queued', with the request) and answers at once. Any replica runs it,
+   * once, with each tenant's running jobs capped and tenants served in turn; 429 when the tenant's queue is full.
+   */
+  submitJob(
+    request: SubmitJobRequest,
+    callback: (error: ServiceError | null, response: SubmitJobResponse) => void,
+  ): ClientUnaryCall;
+  submitJob(
+    request: SubmitJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SubmitJobResponse) => void,
+  ): ClientUnaryCall;
+  submitJob(
+    request: SubmitJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SubmitJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * POST /api/executions/:executionId/cancel: a queued job never runs; a running one is aborted at its next step
+   * (its provider call too). It ends 'cancelled' and nothing of it is billed. 409 once it has finished.
+   */
+  cancelExecution(
+    request: CancelExecutionRequest,
+    callback: (error: ServiceError | null, response: Execution) => void,
+  ): ClientUnaryCall;
+  cancelExecution(
+    request: CancelExecutionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Execution) => void,
+  ): ClientUnaryCall;
+  cancelExecution(
+    request: CancelExecutionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Execution) => void,
   ): ClientUnaryCall;
   /** GET /api/executions/:executionId. 404 'Execution not found' (also for other tenants). */
   getExecution(

@@ -26,6 +26,11 @@ export const protobufFileName = "imagegen/tenancy/v1/tenancy.proto";
 export interface AuthenticateApiKeyRequest {
   /** sha256 hex of the full key */
   keyHash: string;
+  /**
+   * The caller verifies request signatures (the gateway) and gets the signing secrets of a key that requires
+   * them. A caller that does not (mcp, the OAuth sign-in) is refused such a key (401).
+   */
+  verifiesSignatures?: boolean | undefined;
 }
 
 export interface AuthenticateApiKeyResponse {
@@ -36,6 +41,19 @@ export interface AuthenticateApiKeyResponse {
   tenantActive: boolean;
   rateLimitPerMinute: number;
   keyId: string;
+  /** Every request with this key must carry X-Signature and X-Timestamp (SPEC 5.8, extension). */
+  signatureRequired: boolean;
+  /**
+   * When signature_required (to a caller that verifies signatures): the current secret, then the previous one
+   * while its grace period lasts.
+   */
+  signingSecrets: SigningSecret[];
+}
+
+export interface SigningSecret {
+  secret: string;
+  /** the previous secret's end of grace; absent for the current one */
+  expiresAt?: string | undefined;
 }
 
 export interface ApiKeyUse {
@@ -76,6 +94,7 @@ export interface ApiKeyRecord {
   lastUsedAt?: string | undefined;
   usageCount: number;
   revokedAt?: string | undefined;
+  signatureRequired: boolean;
 }
 
 export interface ProviderPoolInfo {
@@ -167,6 +186,30 @@ export interface CreateApiKeyRequest {
 export interface RevokeApiKeyRequest {
   tenantId: string;
   keyRef: string;
+}
+
+export interface SetApiKeySigningRequest {
+  tenantId: string;
+  /** key id or key name (active keys only) */
+  keyRef: string;
+  signatureRequired: boolean;
+}
+
+export interface RotateApiKeySigningSecretRequest {
+  tenantId: string;
+  keyRef: string;
+  /** 0 refuses the previous secret at once */
+  gracePeriodSeconds?: number | undefined;
+}
+
+/** A key's signing state; the secret only in the answer that made it (never stored in clear, never shown again). */
+export interface ApiKeySigning {
+  keyId: string;
+  keyName: string;
+  signatureRequired: boolean;
+  signingSecret?: string | undefined;
+  secretCreatedAt?: string | undefined;
+  previousSecretExpiresAt?: string | undefined;
 }
 
 export interface GetProviderCredentialsRequest {
@@ -304,13 +347,16 @@ export interface AcceptInvitationRequest {
 }
 
 function createBaseAuthenticateApiKeyRequest(): AuthenticateApiKeyRequest {
-  return { keyHash: "" };
+  return { keyHash: "", verifiesSignatures: undefined };
 }
 
 export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = {
   encode(message: AuthenticateApiKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.keyHash !== "") {
       writer.uint32(10).string(message.keyHash);
+    }
+    if (message.verifiesSignatures !== undefined) {
+      writer.uint32(16).bool(message.verifiesSignatures);
     }
     return writer;
   },
@@ -336,6 +382,14 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
             message.keyHash = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.verifiesSignatures = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -355,6 +409,11 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
         : isSet(object.key_hash)
         ? globalThis.String(object.key_hash)
         : "",
+      verifiesSignatures: isSet(object.verifiesSignatures)
+        ? globalThis.Boolean(object.verifiesSignatures)
+        : isSet(object.verifies_signatures)
+        ? globalThis.Boolean(object.verifies_signatures)
+        : undefined,
     };
   },
 
@@ -362,6 +421,9 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
     const obj: any = {};
     if (message.keyHash !== "") {
       obj.keyHash = message.keyHash;
+    }
+    if (message.verifiesSignatures !== undefined) {
+      obj.verifiesSignatures = message.verifiesSignatures;
     }
     return obj;
   },
@@ -372,12 +434,22 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
   fromPartial(object: DeepPartial<AuthenticateApiKeyRequest>): AuthenticateApiKeyRequest {
     const message = createBaseAuthenticateApiKeyRequest();
     message.keyHash = object.keyHash ?? "";
+    message.verifiesSignatures = object.verifiesSignatures ?? undefined;
     return message;
   },
 };
 
 function createBaseAuthenticateApiKeyResponse(): AuthenticateApiKeyResponse {
-  return { tenantId: "", keyType: "", keyName: "", tenantActive: false, rateLimitPerMinute: 0, keyId: "" };
+  return {
+    tenantId: "",
+    keyType: "",
+    keyName: "",
+    tenantActive: false,
+    rateLimitPerMinute: 0,
+    keyId: "",
+    signatureRequired: false,
+    signingSecrets: [],
+  };
 }
 
 export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> = {
@@ -399,6 +471,12 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
     }
     if (message.keyId !== "") {
       writer.uint32(50).string(message.keyId);
+    }
+    if (message.signatureRequired !== false) {
+      writer.uint32(56).bool(message.signatureRequired);
+    }
+    for (const v of message.signingSecrets) {
+      SigningSecret.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -464,6 +542,22 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
             message.keyId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.signatureRequired = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.signingSecrets.push(SigningSecret.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -508,6 +602,16 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
+      signatureRequired: isSet(object.signatureRequired)
+        ? globalThis.Boolean(object.signatureRequired)
+        : isSet(object.signature_required)
+        ? globalThis.Boolean(object.signature_required)
+        : false,
+      signingSecrets: globalThis.Array.isArray(object?.signingSecrets)
+        ? object.signingSecrets.map((e: any) => SigningSecret.fromJSON(e))
+        : globalThis.Array.isArray(object?.signing_secrets)
+        ? object.signing_secrets.map((e: any) => SigningSecret.fromJSON(e))
+        : [],
     };
   },
 
@@ -531,6 +635,12 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.signatureRequired !== false) {
+      obj.signatureRequired = message.signatureRequired;
+    }
+    if (message.signingSecrets?.length) {
+      obj.signingSecrets = message.signingSecrets.map((e) => SigningSecret.toJSON(e));
+    }
     return obj;
   },
 
@@ -545,6 +655,97 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
     message.tenantActive = object.tenantActive ?? false;
     message.rateLimitPerMinute = object.rateLimitPerMinute ?? 0;
     message.keyId = object.keyId ?? "";
+    message.signatureRequired = object.signatureRequired ?? false;
+    message.signingSecrets = object.signingSecrets?.map((e) => SigningSecret.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSigningSecret(): SigningSecret {
+  return { secret: "", expiresAt: undefined };
+}
+
+export const SigningSecret: MessageFns<SigningSecret> = {
+  encode(message: SigningSecret, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secret !== "") {
+      writer.uint32(10).string(message.secret);
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(18).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SigningSecret {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSigningSecret();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SigningSecret {
+    return {
+      secret: isSet(object.secret) ? globalThis.String(object.secret) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: SigningSecret): unknown {
+    const obj: any = {};
+    if (message.secret !== "") {
+      obj.secret = message.secret;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SigningSecret>): SigningSecret {
+    return SigningSecret.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SigningSecret>): SigningSecret {
+    const message = createBaseSigningSecret();
+    message.secret = object.secret ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
     return message;
   },
 };
@@ -1069,6 +1270,7 @@ function createBaseApiKeyRecord(): ApiKeyRecord {
     lastUsedAt: undefined,
     usageCount: 0,
     revokedAt: undefined,
+    signatureRequired: false,
   };
 }
 
@@ -1100,6 +1302,9 @@ export const ApiKeyRecord: MessageFns<ApiKeyRecord> = {
     }
     if (message.revokedAt !== undefined) {
       writer.uint32(74).string(message.revokedAt);
+    }
+    if (message.signatureRequired !== false) {
+      writer.uint32(80).bool(message.signatureRequired);
     }
     return writer;
   },
@@ -1189,6 +1394,14 @@ export const ApiKeyRecord: MessageFns<ApiKeyRecord> = {
             message.revokedAt = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.signatureRequired = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1244,6 +1457,11 @@ export const ApiKeyRecord: MessageFns<ApiKeyRecord> = {
         : isSet(object.revoked_at)
         ? globalThis.String(object.revoked_at)
         : undefined,
+      signatureRequired: isSet(object.signatureRequired)
+        ? globalThis.Boolean(object.signatureRequired)
+        : isSet(object.signature_required)
+        ? globalThis.Boolean(object.signature_required)
+        : false,
     };
   },
 
@@ -1276,6 +1494,9 @@ export const ApiKeyRecord: MessageFns<ApiKeyRecord> = {
     if (message.revokedAt !== undefined) {
       obj.revokedAt = message.revokedAt;
     }
+    if (message.signatureRequired !== false) {
+      obj.signatureRequired = message.signatureRequired;
+    }
     return obj;
   },
 
@@ -1293,6 +1514,7 @@ export const ApiKeyRecord: MessageFns<ApiKeyRecord> = {
     message.lastUsedAt = object.lastUsedAt ?? undefined;
     message.usageCount = object.usageCount ?? 0;
     message.revokedAt = object.revokedAt ?? undefined;
+    message.signatureRequired = object.signatureRequired ?? false;
     return message;
   },
 };
@@ -2921,6 +3143,412 @@ export const RevokeApiKeyRequest: MessageFns<RevokeApiKeyRequest> = {
     const message = createBaseRevokeApiKeyRequest();
     message.tenantId = object.tenantId ?? "";
     message.keyRef = object.keyRef ?? "";
+    return message;
+  },
+};
+
+function createBaseSetApiKeySigningRequest(): SetApiKeySigningRequest {
+  return { tenantId: "", keyRef: "", signatureRequired: false };
+}
+
+export const SetApiKeySigningRequest: MessageFns<SetApiKeySigningRequest> = {
+  encode(message: SetApiKeySigningRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.keyRef !== "") {
+      writer.uint32(18).string(message.keyRef);
+    }
+    if (message.signatureRequired !== false) {
+      writer.uint32(24).bool(message.signatureRequired);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetApiKeySigningRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetApiKeySigningRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyRef = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.signatureRequired = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetApiKeySigningRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      keyRef: isSet(object.keyRef)
+        ? globalThis.String(object.keyRef)
+        : isSet(object.key_ref)
+        ? globalThis.String(object.key_ref)
+        : "",
+      signatureRequired: isSet(object.signatureRequired)
+        ? globalThis.Boolean(object.signatureRequired)
+        : isSet(object.signature_required)
+        ? globalThis.Boolean(object.signature_required)
+        : false,
+    };
+  },
+
+  toJSON(message: SetApiKeySigningRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.keyRef !== "") {
+      obj.keyRef = message.keyRef;
+    }
+    if (message.signatureRequired !== false) {
+      obj.signatureRequired = message.signatureRequired;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SetApiKeySigningRequest>): SetApiKeySigningRequest {
+    return SetApiKeySigningRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SetApiKeySigningRequest>): SetApiKeySigningRequest {
+    const message = createBaseSetApiKeySigningRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.keyRef = object.keyRef ?? "";
+    message.signatureRequired = object.signatureRequired ?? false;
+    return message;
+  },
+};
+
+function createBaseRotateApiKeySigningSecretRequest(): RotateApiKeySigningSecretRequest {
+  return { tenantId: "", keyRef: "", gracePeriodSeconds: undefined };
+}
+
+export const RotateApiKeySigningSecretRequest: MessageFns<RotateApiKeySigningSecretRequest> = {
+  encode(message: RotateApiKeySigningSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.keyRef !== "") {
+      writer.uint32(18).string(message.keyRef);
+    }
+    if (message.gracePeriodSeconds !== undefined) {
+      writer.uint32(24).int32(message.gracePeriodSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateApiKeySigningSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateApiKeySigningSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyRef = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.gracePeriodSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateApiKeySigningSecretRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      keyRef: isSet(object.keyRef)
+        ? globalThis.String(object.keyRef)
+        : isSet(object.key_ref)
+        ? globalThis.String(object.key_ref)
+        : "",
+      gracePeriodSeconds: isSet(object.gracePeriodSeconds)
+        ? globalThis.Number(object.gracePeriodSeconds)
+        : isSet(object.grace_period_seconds)
+        ? globalThis.Number(object.grace_period_seconds)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RotateApiKeySigningSecretRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.keyRef !== "") {
+      obj.keyRef = message.keyRef;
+    }
+    if (message.gracePeriodSeconds !== undefined) {
+      obj.gracePeriodSeconds = Math.round(message.gracePeriodSeconds);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RotateApiKeySigningSecretRequest>): RotateApiKeySigningSecretRequest {
+    return RotateApiKeySigningSecretRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RotateApiKeySigningSecretRequest>): RotateApiKeySigningSecretRequest {
+    const message = createBaseRotateApiKeySigningSecretRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.keyRef = object.keyRef ?? "";
+    message.gracePeriodSeconds = object.gracePeriodSeconds ?? undefined;
+    return message;
+  },
+};
+
+function createBaseApiKeySigning(): ApiKeySigning {
+  return {
+    keyId: "",
+    keyName: "",
+    signatureRequired: false,
+    signingSecret: undefined,
+    secretCreatedAt: undefined,
+    previousSecretExpiresAt: undefined,
+  };
+}
+
+export const ApiKeySigning: MessageFns<ApiKeySigning> = {
+  encode(message: ApiKeySigning, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(18).string(message.keyName);
+    }
+    if (message.signatureRequired !== false) {
+      writer.uint32(24).bool(message.signatureRequired);
+    }
+    if (message.signingSecret !== undefined) {
+      writer.uint32(34).string(message.signingSecret);
+    }
+    if (message.secretCreatedAt !== undefined) {
+      writer.uint32(42).string(message.secretCreatedAt);
+    }
+    if (message.previousSecretExpiresAt !== undefined) {
+      writer.uint32(50).string(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApiKeySigning {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApiKeySigning();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.signatureRequired = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.signingSecret = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.secretCreatedAt = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApiKeySigning {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
+      signatureRequired: isSet(object.signatureRequired)
+        ? globalThis.Boolean(object.signatureRequired)
+        : isSet(object.signature_required)
+        ? globalThis.Boolean(object.signature_required)
+        : false,
+      signingSecret: isSet(object.signingSecret)
+        ? globalThis.String(object.signingSecret)
+        : isSet(object.signing_secret)
+        ? globalThis.String(object.signing_secret)
+        : undefined,
+      secretCreatedAt: isSet(object.secretCreatedAt)
+        ? globalThis.String(object.secretCreatedAt)
+        : isSet(object.secret_created_at)
+        ? globalThis.String(object.secret_created_at)
+        : undefined,
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.String(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.String(object.previous_secret_expires_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ApiKeySigning): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
+    if (message.signatureRequired !== false) {
+      obj.signatureRequired = message.signatureRequired;
+    }
+    if (message.signingSecret !== undefined) {
+      obj.signingSecret = message.signingSecret;
+    }
+    if (message.secretCreatedAt !== undefined) {
+      obj.secretCreatedAt = message.secretCreatedAt;
+    }
+    if (message.previousSecretExpiresAt !== undefined) {
+      obj.previousSecretExpiresAt = message.previousSecretExpiresAt;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ApiKeySigning>): ApiKeySigning {
+    return ApiKeySigning.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ApiKeySigning>): ApiKeySigning {
+    const message = createBaseApiKeySigning();
+    message.keyId = object.keyId ?? "";
+    message.keyName = object.keyName ?? "";
+    message.signatureRequired = object.signatureRequired ?? false;
+    message.signingSecret = object.signingSecret ?? undefined;
+    message.secretCreatedAt = object.secretCreatedAt ?? undefined;
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? undefined;
     return message;
   },
 };
@@ -5342,6 +5970,31 @@ export const TenancyServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Signed requests (SPEC 5.8, extension): turns the requirement on or off for an active key. Turning it on
+     * makes a signing secret and answers it this once; on a key already signed, answers the state without it.
+     * Turning it off forgets the secrets.
+     */
+    setApiKeySigning: {
+      name: "SetApiKeySigning",
+      requestType: SetApiKeySigningRequest as typeof SetApiKeySigningRequest,
+      requestStream: false,
+      responseType: ApiKeySigning as typeof ApiKeySigning,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * A new signing secret, answered this once; the previous one is still accepted for the grace period
+     * (grace_period_seconds, else SIGNING_SECRET_GRACE_MS). 409 when the key does not require signatures.
+     */
+    rotateApiKeySigningSecret: {
+      name: "RotateApiKeySigningSecret",
+      requestType: RotateApiKeySigningSecretRequest as typeof RotateApiKeySigningSecretRequest,
+      requestStream: false,
+      responseType: ApiKeySigning as typeof ApiKeySigning,
+      responseStream: false,
+      options: {},
+    },
     /** Decrypted keys, in stored order (internal use by generation only). */
     getProviderCredentials: {
       name: "GetProviderCredentials",
@@ -5560,6 +6213,36 @@ export const TenancyServiceService = {
     responseSerialize: (value: ApiKeyRecord): Buffer => Buffer.from(ApiKeyRecord.encode(value).finish()),
     responseDeserialize: (value: Buffer): ApiKeyRecord => ApiKeyRecord.decode(value),
   },
+  /**
+   * Signed requests (SPEC 5.8, extension): turns the requirement on or off for an active key. Turning it on
+   * makes a signing secret and answers it this once; on a key already signed, answers the state without it.
+   * Turning it off forgets the secrets.
+   */
+  setApiKeySigning: {
+    path: "/imagegen.tenancy.v1.TenancyService/SetApiKeySigning" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetApiKeySigningRequest): Buffer =>
+      Buffer.from(SetApiKeySigningRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetApiKeySigningRequest => SetApiKeySigningRequest.decode(value),
+    responseSerialize: (value: ApiKeySigning): Buffer => Buffer.from(ApiKeySigning.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ApiKeySigning => ApiKeySigning.decode(value),
+  },
+  /**
+   * A new signing secret, answered this once; the previous one is still accepted for the grace period
+   * (grace_period_seconds, else SIGNING_SECRET_GRACE_MS). 409 when the key does not require signatures.
+   */
+  rotateApiKeySigningSecret: {
+    path: "/imagegen.tenancy.v1.TenancyService/RotateApiKeySigningSecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateApiKeySigningSecretRequest): Buffer =>
+      Buffer.from(RotateApiKeySigningSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateApiKeySigningSecretRequest =>
+      RotateApiKeySigningSecretRequest.decode(value),
+    responseSerialize: (value: ApiKeySigning): Buffer => Buffer.from(ApiKeySigning.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ApiKeySigning => ApiKeySigning.decode(value),
+  },
   /** Decrypted keys, in stored order (internal use by generation only). */
   getProviderCredentials: {
     path: "/imagegen.tenancy.v1.TenancyService/GetProviderCredentials" as const,
@@ -5727,6 +6410,17 @@ export interface TenancyServiceServer extends UntypedServiceImplementation {
   createApiKey: handleUnaryCall<CreateApiKeyRequest, CreatedApiKey>;
   /** key_ref is a key id (key_...) or a key name. Idempotent. */
   revokeApiKey: handleUnaryCall<RevokeApiKeyRequest, ApiKeyRecord>;
+  /**
+   * Signed requests (SPEC 5.8, extension): turns the requirement on or off for an active key. Turning it on
+   * makes a signing secret and answers it this once; on a key already signed, answers the state without it.
+   * Turning it off forgets the secrets.
+   */
+  setApiKeySigning: handleUnaryCall<SetApiKeySigningRequest, ApiKeySigning>;
+  /**
+   * A new signing secret, answered this once; the previous one is still accepted for the grace period
+   * (grace_period_seconds, else SIGNING_SECRET_GRACE_MS). 409 when the key does not require signatures.
+   */
+  rotateApiKeySigningSecret: handleUnaryCall<RotateApiKeySigningSecretRequest, ApiKeySigning>;
   /** Decrypted keys, in stored order (internal use by generation only). */
   getProviderCredentials: handleUnaryCall<GetProviderCredentialsRequest, GetProviderCredentialsResponse>;
   getTenantStats: handleUnaryCall<GetTenantStatsRequest, GetTenantStatsResponse>;
@@ -5889,6 +6583,45 @@ export interface TenancyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ApiKeyRecord) => void,
+  ): ClientUnaryCall;
+  /**
+   * Signed requests (SPEC 5.8, extension): turns the requirement on or off for an active key. Turning it on
+   * makes a signing secret and answers it this once; on a key already signed, answers the state without it.
+   * Turning it off forgets the secrets.
+   */
+  setApiKeySigning(
+    request: SetApiKeySigningRequest,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
+  ): ClientUnaryCall;
+  setApiKeySigning(
+    request: SetApiKeySigningRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
+  ): ClientUnaryCall;
+  setApiKeySigning(
+    request: SetApiKeySigningRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
+  ): ClientUnaryCall;
+  /**
+   * A new signing secret, answered this once; the previous one is still accepted for the grace period
+   * (grace_period_seconds, else SIGNING_SECRET_GRACE_MS). 409 when the key does not require signatures.
+   */
+  rotateApiKeySigningSecret(
+    request: RotateApiKeySigningSecretRequest,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
+  ): ClientUnaryCall;
+  rotateApiKeySigningSecret(
+    request: RotateApiKeySigningSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
+  ): ClientUnaryCall;
+  rotateApiKeySigningSecret(
+    request: RotateApiKeySigningSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ApiKeySigning) => void,
   ): ClientUnaryCall;
   /** Decrypted keys, in stored order (internal use by generation only). */
   getProviderCredentials(

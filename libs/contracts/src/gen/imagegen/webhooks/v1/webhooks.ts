@@ -29,7 +29,10 @@ export interface Webhook {
   description?:
     | string
     | undefined;
-  /** quota.warning, quota.exceeded */
+  /**
+   * The event types it receives: generation.completed, generation.failed, generation.cancelled, image.stored,
+   * image.deleted, quota.warning, quota.exceeded (endpoints created before issue 37 keep their quota events).
+   */
   events: string[];
   enabled: boolean;
   /** 'consecutive_failures' when auto-disabled, 'user' when paused */
@@ -52,7 +55,7 @@ export interface Webhook {
 
 export interface CreateWebhookRequest {
   url: string;
-  /** empty: all quota events */
+  /** empty: every event type */
   events: string[];
   description?: string | undefined;
 }
@@ -87,7 +90,15 @@ export interface DeleteWebhookResponse {
 export interface UpdateWebhookRequest {
   id: number;
   enabled?: boolean | undefined;
-  description?: string | undefined;
+  description?:
+    | string
+    | undefined;
+  /** Absent: unchanged. Present: the new subscription (an empty list: every event type). */
+  events?: EventTypes | undefined;
+}
+
+export interface EventTypes {
+  events: string[];
 }
 
 export interface ListDeliveriesRequest {
@@ -105,10 +116,10 @@ export interface DeliveryAttempt {
 }
 
 export interface Delivery {
-  /** also the webhook-id header (stable across retries) */
+  /** the delivery (one event to one endpoint) */
   id: string;
   webhookId: number;
-  /** quota.warning | quota.exceeded | webhook.test */
+  /** one of the event types, or webhook.test */
   event: string;
   /** pending | succeeded | failed */
   status: string;
@@ -123,6 +134,13 @@ export interface Delivery {
   createdAt: string;
   completedAt?: string | undefined;
   attempts: DeliveryAttempt[];
+  /**
+   * The event's id: the webhook-id header and the payload's `id`, the same on every attempt, on every endpoint
+   * that receives the event and on a replay (what receivers deduplicate on).
+   */
+  eventId: string;
+  /** a replay: the delivery it repeats */
+  replayOf?: string | undefined;
 }
 
 export interface ListDeliveriesResponse {
@@ -131,6 +149,11 @@ export interface ListDeliveriesResponse {
 
 export interface TestWebhookRequest {
   id: number;
+}
+
+export interface ReplayDeliveryRequest {
+  webhookId: number;
+  deliveryId: string;
 }
 
 function createBaseWebhook(): Webhook {
@@ -951,7 +974,7 @@ export const DeleteWebhookResponse: MessageFns<DeleteWebhookResponse> = {
 };
 
 function createBaseUpdateWebhookRequest(): UpdateWebhookRequest {
-  return { id: 0, enabled: undefined, description: undefined };
+  return { id: 0, enabled: undefined, description: undefined, events: undefined };
 }
 
 export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
@@ -964,6 +987,9 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
     }
     if (message.description !== undefined) {
       writer.uint32(26).string(message.description);
+    }
+    if (message.events !== undefined) {
+      EventTypes.encode(message.events, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1005,6 +1031,14 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
             message.description = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.events = EventTypes.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1022,6 +1056,7 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
       id: isSet(object.id) ? globalThis.Number(object.id) : 0,
       enabled: isSet(object.enabled) ? globalThis.Boolean(object.enabled) : undefined,
       description: isSet(object.description) ? globalThis.String(object.description) : undefined,
+      events: isSet(object.events) ? EventTypes.fromJSON(object.events) : undefined,
     };
   },
 
@@ -1036,6 +1071,9 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
     if (message.description !== undefined) {
       obj.description = message.description;
     }
+    if (message.events !== undefined) {
+      obj.events = EventTypes.toJSON(message.events);
+    }
     return obj;
   },
 
@@ -1047,6 +1085,78 @@ export const UpdateWebhookRequest: MessageFns<UpdateWebhookRequest> = {
     message.id = object.id ?? 0;
     message.enabled = object.enabled ?? undefined;
     message.description = object.description ?? undefined;
+    message.events = (object.events !== undefined && object.events !== null)
+      ? EventTypes.fromPartial(object.events)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEventTypes(): EventTypes {
+  return { events: [] };
+}
+
+export const EventTypes: MessageFns<EventTypes> = {
+  encode(message: EventTypes, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.events) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventTypes {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEventTypes();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EventTypes {
+    return {
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: EventTypes): unknown {
+    const obj: any = {};
+    if (message.events?.length) {
+      obj.events = message.events;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EventTypes>): EventTypes {
+    return EventTypes.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EventTypes>): EventTypes {
+    const message = createBaseEventTypes();
+    message.events = object.events?.map((e) => e) || [];
     return message;
   },
 };
@@ -1299,6 +1409,8 @@ function createBaseDelivery(): Delivery {
     createdAt: "",
     completedAt: undefined,
     attempts: [],
+    eventId: "",
+    replayOf: undefined,
   };
 }
 
@@ -1339,6 +1451,12 @@ export const Delivery: MessageFns<Delivery> = {
     }
     for (const v of message.attempts) {
       DeliveryAttempt.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.eventId !== "") {
+      writer.uint32(106).string(message.eventId);
+    }
+    if (message.replayOf !== undefined) {
+      writer.uint32(114).string(message.replayOf);
     }
     return writer;
   },
@@ -1452,6 +1570,22 @@ export const Delivery: MessageFns<Delivery> = {
             message.attempts.push(DeliveryAttempt.decode(reader, reader.uint32()));
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.eventId = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.replayOf = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1508,6 +1642,16 @@ export const Delivery: MessageFns<Delivery> = {
       attempts: globalThis.Array.isArray(object?.attempts)
         ? object.attempts.map((e: any) => DeliveryAttempt.fromJSON(e))
         : [],
+      eventId: isSet(object.eventId)
+        ? globalThis.String(object.eventId)
+        : isSet(object.event_id)
+        ? globalThis.String(object.event_id)
+        : "",
+      replayOf: isSet(object.replayOf)
+        ? globalThis.String(object.replayOf)
+        : isSet(object.replay_of)
+        ? globalThis.String(object.replay_of)
+        : undefined,
     };
   },
 
@@ -1549,6 +1693,12 @@ export const Delivery: MessageFns<Delivery> = {
     if (message.attempts?.length) {
       obj.attempts = message.attempts.map((e) => DeliveryAttempt.toJSON(e));
     }
+    if (message.eventId !== "") {
+      obj.eventId = message.eventId;
+    }
+    if (message.replayOf !== undefined) {
+      obj.replayOf = message.replayOf;
+    }
     return obj;
   },
 
@@ -1569,6 +1719,8 @@ export const Delivery: MessageFns<Delivery> = {
     message.createdAt = object.createdAt ?? "";
     message.completedAt = object.completedAt ?? undefined;
     message.attempts = object.attempts?.map((e) => DeliveryAttempt.fromPartial(e)) || [];
+    message.eventId = object.eventId ?? "";
+    message.replayOf = object.replayOf ?? undefined;
     return message;
   },
 };
@@ -1711,6 +1863,99 @@ export const TestWebhookRequest: MessageFns<TestWebhookRequest> = {
   },
 };
 
+function createBaseReplayDeliveryRequest(): ReplayDeliveryRequest {
+  return { webhookId: 0, deliveryId: "" };
+}
+
+export const ReplayDeliveryRequest: MessageFns<ReplayDeliveryRequest> = {
+  encode(message: ReplayDeliveryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.webhookId !== 0) {
+      writer.uint32(8).int64(message.webhookId);
+    }
+    if (message.deliveryId !== "") {
+      writer.uint32(18).string(message.deliveryId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplayDeliveryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplayDeliveryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.webhookId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.deliveryId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReplayDeliveryRequest {
+    return {
+      webhookId: isSet(object.webhookId)
+        ? globalThis.Number(object.webhookId)
+        : isSet(object.webhook_id)
+        ? globalThis.Number(object.webhook_id)
+        : 0,
+      deliveryId: isSet(object.deliveryId)
+        ? globalThis.String(object.deliveryId)
+        : isSet(object.delivery_id)
+        ? globalThis.String(object.delivery_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ReplayDeliveryRequest): unknown {
+    const obj: any = {};
+    if (message.webhookId !== 0) {
+      obj.webhookId = Math.round(message.webhookId);
+    }
+    if (message.deliveryId !== "") {
+      obj.deliveryId = message.deliveryId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReplayDeliveryRequest>): ReplayDeliveryRequest {
+    return ReplayDeliveryRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReplayDeliveryRequest>): ReplayDeliveryRequest {
+    const message = createBaseReplayDeliveryRequest();
+    message.webhookId = object.webhookId ?? 0;
+    message.deliveryId = object.deliveryId ?? "";
+    return message;
+  },
+};
+
 /**
  * Webhook endpoints, signed delivery, retries and auto-disable (owner: webhook-dispatcher).
  * Every RPC is tenant-scoped: the tenant comes from the principal in metadata; another tenant's
@@ -1779,6 +2024,19 @@ export const WebhookServiceDefinition = {
     testWebhook: {
       name: "TestWebhook",
       requestType: TestWebhookRequest as typeof TestWebhookRequest,
+      requestStream: false,
+      responseType: Delivery as typeof Delivery,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Queues a new delivery of a delivery's event to its endpoint: the same event id (webhook-id) and the same
+     * body, byte for byte; fresh attempts, signatures and timestamps. 404 'Delivery not found' (also another
+     * endpoint's or tenant's), 409 'Delivery is still pending' while the original is being retried.
+     */
+    replayDelivery: {
+      name: "ReplayDelivery",
+      requestType: ReplayDeliveryRequest as typeof ReplayDeliveryRequest,
       requestStream: false,
       responseType: Delivery as typeof Delivery,
       responseStream: false,
@@ -1869,6 +2127,21 @@ export const WebhookServiceService = {
     responseSerialize: (value: Delivery): Buffer => Buffer.from(Delivery.encode(value).finish()),
     responseDeserialize: (value: Buffer): Delivery => Delivery.decode(value),
   },
+  /**
+   * Queues a new delivery of a delivery's event to its endpoint: the same event id (webhook-id) and the same
+   * body, byte for byte; fresh attempts, signatures and timestamps. 404 'Delivery not found' (also another
+   * endpoint's or tenant's), 409 'Delivery is still pending' while the original is being retried.
+   */
+  replayDelivery: {
+    path: "/imagegen.webhooks.v1.WebhookService/ReplayDelivery" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReplayDeliveryRequest): Buffer =>
+      Buffer.from(ReplayDeliveryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReplayDeliveryRequest => ReplayDeliveryRequest.decode(value),
+    responseSerialize: (value: Delivery): Buffer => Buffer.from(Delivery.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Delivery => Delivery.decode(value),
+  },
 } as const;
 
 export interface WebhookServiceServer extends UntypedServiceImplementation {
@@ -1886,6 +2159,12 @@ export interface WebhookServiceServer extends UntypedServiceImplementation {
   listDeliveries: handleUnaryCall<ListDeliveriesRequest, ListDeliveriesResponse>;
   /** Queues a 'webhook.test' delivery to the endpoint (same signing, retries and failure counting). */
   testWebhook: handleUnaryCall<TestWebhookRequest, Delivery>;
+  /**
+   * Queues a new delivery of a delivery's event to its endpoint: the same event id (webhook-id) and the same
+   * body, byte for byte; fresh attempts, signatures and timestamps. 404 'Delivery not found' (also another
+   * endpoint's or tenant's), 409 'Delivery is still pending' while the original is being retried.
+   */
+  replayDelivery: handleUnaryCall<ReplayDeliveryRequest, Delivery>;
 }
 
 export interface WebhookServiceClient extends Client {
@@ -1997,6 +2276,26 @@ export interface WebhookServiceClient extends Client {
   ): ClientUnaryCall;
   testWebhook(
     request: TestWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Delivery) => void,
+  ): ClientUnaryCall;
+  /**
+   * Queues a new delivery of a delivery's event to its endpoint: the same event id (webhook-id) and the same
+   * body, byte for byte; fresh attempts, signatures and timestamps. 404 'Delivery not found' (also another
+   * endpoint's or tenant's), 409 'Delivery is still pending' while the original is being retried.
+   */
+  replayDelivery(
+    request: ReplayDeliveryRequest,
+    callback: (error: ServiceError | null, response: Delivery) => void,
+  ): ClientUnaryCall;
+  replayDelivery(
+    request: ReplayDeliveryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Delivery) => void,
+  ): ClientUnaryCall;
+  replayDelivery(
+    request: ReplayDeliveryRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Delivery) => void,
