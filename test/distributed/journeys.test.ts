@@ -96,7 +96,10 @@ describe('journeys through the gateway, one process per service', () => {
 
   it('sends the quota webhook when an upload fills the quota', async () => {
     const q = await j.createTenant({ monthly_quota_mb: 1 });
-    const hook = await j.api('/api/webhooks', { key: q.liveKey, body: { url: rx.url(`/quota-${q.tenantId}`) } });
+    const hook = await j.api('/api/webhooks', {
+      key: q.liveKey,
+      body: { url: rx.url(`/quota-${q.tenantId}`), events: ['quota.warning', 'quota.exceeded'] },
+    });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const up = await j.api('/api/upload-for-editing', { key: q.liveKey, body: { image_url: images.serve(noisePng(620, 620)) } });
     expect(up.status, JSON.stringify(up.body)).toBe(200);

@@ -421,7 +421,7 @@ describe('two replicas of every service', () => {
       Array.from({ length: 4 }, async (_, i) => {
         const w = await j.createTenant({ monthly_quota_mb: 1 });
         const path = `/replicas-${w.tenantId}`;
-        const r = await call(i % 2, '/api/webhooks', w.liveKey, { url: rx.url(path) });
+        const r = await call(i % 2, '/api/webhooks', w.liveKey, { url: rx.url(path), events: ['quota.warning', 'quota.exceeded'] });
         expect(r.status).toBe(201);
         return { w, path };
       }),

@@ -65,6 +65,10 @@ describe('loadConfig', () => {
       provATimeoutMs: 120_000,
       provBTimeoutMs: 240_000,
       uploadTimeoutMs: 30_000,
+      jobsRunningPerTenant: 4,
+      jobsQueuedPerTenant: 1000,
+      jobWorkers: 8,
+      jobPollMs: 500,
     });
     expect(c.usage).toEqual({ tenantCacheMs: 5000, consumerConcurrency: 64, consumerParallelBatches: 2, batchLingerMs: 10 });
     expect(c.grpcDeadlineMs).toBe(30_000);
@@ -93,6 +97,10 @@ describe('loadConfig', () => {
       PROVA_TIMEOUT_MS: '1000',
       PROVB_TIMEOUT_MS: '2000',
       UPLOAD_FETCH_TIMEOUT_MS: '500',
+      JOBS_RUNNING_PER_TENANT: '2',
+      JOBS_QUEUED_PER_TENANT: '50',
+      JOB_WORKERS: '3',
+      JOB_POLL_MS: '100',
       USAGE_TENANT_CACHE_MS: '500',
       USAGE_CONSUMER_CONCURRENCY: '4',
       USAGE_CONSUMER_PARALLEL_BATCHES: '1',
@@ -119,6 +127,10 @@ describe('loadConfig', () => {
       provATimeoutMs: 1000,
       provBTimeoutMs: 2000,
       uploadTimeoutMs: 500,
+      jobsRunningPerTenant: 2,
+      jobsQueuedPerTenant: 50,
+      jobWorkers: 3,
+      jobPollMs: 100,
     });
     expect(c.usage).toEqual({ tenantCacheMs: 500, consumerConcurrency: 4, consumerParallelBatches: 1, batchLingerMs: 0 });
     expect(c).toMatchObject({ grpcDeadlineMs: 5000, opsPort: 9464, shutdownDrainMs: 2000, logRequests: true });
