@@ -1,4 +1,5 @@
 import { createDb } from '@imagegen/platform';
+import { startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
 import { startTestStack } from '../support/stack.js';
 import { fmt, machineLoad, percentile } from './util.js';
 
@@ -13,14 +14,21 @@ import { fmt, machineLoad, percentile } from './util.js';
  *   does almost nothing, the floor under the accept figure.
  * - drain: the slots are freed (cancelled) and the 1,000 queued jobs run: completed/s from the first start to the
  *   last completion, against the sync images/s.
+ * - completion -> webhook: BENCH_ASYNC_HOOKED (200) jobs of a tenant whose endpoint (a local HTTPS receiver) takes
+ *   generation.completed: p50/p99 from each execution's completed_at to its delivery's arrival (goal p99 < 1 s).
+ * - fan-out: 10 tenants x 10 endpoints (the per-tenant maximum) taking image.stored, 20 images each: deliveries/s
+ *   from the first image to the last delivery (2,000 deliveries to 100 endpoints).
  */
 export async function benchAsync(): Promise<void> {
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
   const syncCount = Number(process.env.BENCH_ASYNC_SYNC ?? 200);
   const jobs = Number(process.env.BENCH_ASYNC_JOBS ?? 1000);
   const slots = 8;
+  const hooked = Number(process.env.BENCH_ASYNC_HOOKED ?? 200);
+  const rx = await startReceiver();
   const stack = await startTestStack({
     env: {
+      WEBHOOK_CA_FILE: rx.caFile,
       RATE_LIMIT_DISABLED: '1',
       TENANT_MAX_GENERATIONS_IN_FLIGHT: '0',
       JOBS_RUNNING_PER_TENANT: String(slots),
@@ -98,6 +106,66 @@ export async function benchAsync(): Promise<void> {
     const [{ completed, failed }] = await sql`SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed,
       count(*) FILTER (WHERE status = 'failed')::int AS failed FROM executions WHERE queued_at IS NOT NULL AND operation <> ''`;
 
+    // Completion -> generation.completed at the receiver.
+    const hookTenant = await stack.createTenant({ rate_limit_per_minute: 100_000_000, monthly_quota_mb: 100_000_000 });
+    const hook = await stack.api('/api/webhooks', {
+      key: hookTenant.liveKey,
+      body: { url: rx.url('/completed'), events: ['generation.completed'] },
+    });
+    if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
+    const hookedIds: string[] = [];
+    await run(hooked, async (i) => {
+      const res = await fetch(`${stack.baseUrl}/api/images`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': hookTenant.liveKey, prefer: 'respond-async' },
+        body: JSON.stringify({ prompt: `a hooked job ${i}`, n: 1 }),
+      });
+      const json = (await res.json()) as any;
+      if (res.status === 202) hookedIds.push(json.data.executionId);
+      return res.status === 202;
+    });
+    const delivered = () => new Set(rx.on('/completed').map((r) => JSON.parse(r.body).execution_id as string));
+    const hookDeadline = Date.now() + 120_000;
+    while (hookedIds.some((id) => !delivered().has(id)) && Date.now() < hookDeadline) await new Promise((r) => setTimeout(r, 100));
+    const completedAt = new Map(
+      (await sql`SELECT execution_id, completed_at FROM executions WHERE execution_id = ANY(${hookedIds}::text[])`).map((r) => [
+        r.execution_id as string,
+        (r.completed_at as Date).getTime(),
+      ]),
+    );
+    const lags = rx
+      .on('/completed')
+      .map((r) => ({ id: JSON.parse(r.body).execution_id as string, at: r.at }))
+      .filter((r) => completedAt.has(r.id))
+      .map((r) => r.at - (completedAt.get(r.id) as number))
+      .sort((a, b) => a - b);
+
+    // Fan-out: 10 tenants x 10 endpoints on image.stored.
+    const fanTenants = await Promise.all(
+      Array.from({ length: 10 }, () => stack.createTenant({ rate_limit_per_minute: 100_000_000, monthly_quota_mb: 100_000_000 })),
+    );
+    for (const [ti, t] of fanTenants.entries())
+      for (let e = 0; e < 10; e++) {
+        const r = await stack.api('/api/webhooks', { key: t.liveKey, body: { url: rx.url(`/fan-${ti}-${e}`), events: ['image.stored'] } });
+        if (r.status !== 201) throw new Error(`webhook: ${r.status} ${JSON.stringify(r.body)}`);
+      }
+    const fanStart = Date.now();
+    await run(200, async (i) => {
+      const t = fanTenants[i % 10];
+      const res = await fetch(`${stack.baseUrl}/api/images`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': t.liveKey },
+        body: JSON.stringify({ prompt: `a fanned image ${i}`, n: 1 }),
+      });
+      await res.arrayBuffer();
+      return res.status === 200;
+    });
+    const fanned = () => rx.received.filter((r) => r.path.startsWith('/fan-'));
+    const fanDeadline = Date.now() + 180_000;
+    while (fanned().length < 2000 && Date.now() < fanDeadline) await new Promise((r) => setTimeout(r, 100));
+    const fanEnd = Math.max(...fanned().map((r) => r.at));
+    const fanPerSec = fanned().length / ((fanEnd - fanStart) / 1000);
+
     const syncPerSec = (syncCount - sync.failed) / sync.seconds;
     const donePerSec = Number(completed) / drainSeconds;
     console.log(`\n== async jobs: POST /api/images n=1, sandbox at zero delay, ${concurrency} clients, ${slots} job slots ==`);
@@ -115,8 +183,13 @@ export async function benchAsync(): Promise<void> {
     console.log(
       `drain    ${completed} completed, ${failed} failed  ${fmt(donePerSec)} completed/s  (ratio to sync ${fmt(donePerSec / syncPerSec, 2)})`,
     );
+    console.log(
+      `webhook  completion -> generation.completed delivered: ${lags.length}/${hookedIds.length}  p50 ${fmt(percentile(lags, 50), 0)} ms  p99 ${fmt(percentile(lags, 99), 0)} ms  max ${fmt(lags.at(-1) ?? Number.NaN, 0)} ms (goal p99 < 1 s)`,
+    );
+    console.log(`fan-out  ${fanned().length} deliveries to 100 endpoints: ${fmt(fanPerSec)} deliveries/s (first image to last delivery)`);
   } finally {
     await sql.end();
     await stack.stop();
+    await rx.stop();
   }
 }

@@ -29,6 +29,12 @@ export interface SafeFetchOptions {
   requireHttps?: boolean;
   /** An extra trusted CA (tests); the system roots stay trusted. */
   ca?: string | Buffer;
+  /**
+   * Keep the connection for the next fetch to the same checked address (webhook deliveries: the same receivers,
+   * again and again, without a TCP and TLS handshake each). The address is still resolved and checked on every
+   * fetch; only a connection to that very address is reused. Default: a fresh connection, closed after the fetch.
+   */
+  reuseConnections?: boolean;
 }
 
 export interface SafeFetchResult {
@@ -216,6 +222,27 @@ export function pinnedAgent(address: string, family: 4 | 6, ca?: string | Buffer
   });
 }
 
+/** Agents kept by reuseConnections, per checked address (and CA); the oldest is closed beyond the bound. */
+const KEPT_AGENTS_MAX = 256;
+const keptAgents = new Map<string, Agent>();
+function keptAgent(address: string, family: 4 | 6, ca?: string | Buffer): Agent {
+  const key = `${family}|${address}|${ca ? ca.toString().length : 0}:${ca ? ca.toString().slice(-64) : ''}`;
+  let agent = keptAgents.get(key);
+  if (agent) {
+    keptAgents.delete(key); // most recently used last
+    keptAgents.set(key, agent);
+    return agent;
+  }
+  agent = pinnedAgent(address, family, ca);
+  keptAgents.set(key, agent);
+  if (keptAgents.size > KEPT_AGENTS_MAX) {
+    const [oldestKey, oldest] = keptAgents.entries().next().value as [string, Agent];
+    keptAgents.delete(oldestKey);
+    oldest.close().catch(() => {});
+  }
+  return agent;
+}
+
 interface Hop {
   url: URL;
   method: string;
@@ -239,7 +266,7 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions): Promise
 
   for (let redirects = 0; ; redirects++) {
     const { address, family } = await resolvePublicAddress(hop.url, { allowLoopback, signal });
-    const agent = pinnedAgent(address, family, opts.ca);
+    const agent = opts.reuseConnections ? keptAgent(address, family, opts.ca) : pinnedAgent(address, family, opts.ca);
     try {
       const res = await send(agent, hop, signal);
       const location = headerValue(res.headers.location);
@@ -262,7 +289,7 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions): Promise
         address,
       };
     } finally {
-      agent.destroy().catch(() => {});
+      if (!opts.reuseConnections) agent.destroy().catch(() => {});
     }
   }
 }

@@ -1,7 +1,7 @@
 import { type Logger, recordWebhookAttempt, SafeFetchError, type Sql, safeFetch, type WebhookAttemptOutcome } from '@imagegen/platform';
 import type { SecretBox } from './signing.js';
 import { signedHeaders } from './signing.js';
-import { type ClaimedDelivery, claimDue, loadEndpointForDelivery, nextDueAt, releaseLease } from './store.js';
+import { type ClaimedDelivery, claimDue, leaseNextOfEndpoint, loadEndpointForDelivery, nextDueAt, releaseLease } from './store.js';
 
 export interface RetryPolicy {
   /** Delay before the 2nd attempt; each further one is 4x longer (default 30 s, env WEBHOOK_RETRY_BASE_MS). */
@@ -96,6 +96,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         maxBytes: MAX_RESPONSE_BYTES,
         allowLoopback: o.allowLoopback,
         ca: o.ca,
+        // The same receivers again and again: one TCP and TLS handshake per receiver, not per delivery.
+        reuseConnections: true,
       });
       const durationMs = Math.round(performance.now() - started);
       const ok = res.status >= 200 && res.status < 300;
@@ -114,13 +116,16 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
     }
   }
 
-  /** Writes the attempt and its consequences; answers its outcome (undefined when the endpoint is gone). */
-  async function record(d: ClaimedDelivery, r: AttemptResult): Promise<WebhookAttemptOutcome | undefined> {
+  /**
+   * Writes the attempt and its consequences; answers its outcome (undefined when the endpoint is gone) and, after a
+   * success, the endpoint's next due delivery, leased in the same transaction (leaseNextOfEndpoint).
+   */
+  async function record(d: ClaimedDelivery, r: AttemptResult): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery }> {
     const attemptNo = d.attemptCount + 1;
-    return o.sql.begin(async (tx): Promise<WebhookAttemptOutcome | undefined> => {
+    return o.sql.begin(async (tx): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery }> => {
       const [ep] =
         await tx`SELECT id, consecutive_failures, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE`;
-      if (!ep) return undefined; // deleted meanwhile (its deliveries went with it)
+      if (!ep) return {}; // deleted meanwhile (its deliveries went with it)
       await tx`
         INSERT INTO delivery_attempts (delivery_id, attempt, response_status, error, duration_ms)
         VALUES (${d.id}, ${attemptNo}, ${r.status ?? null}, ${r.error ?? null}, ${r.durationMs})`;
@@ -133,7 +138,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
           UPDATE endpoints SET consecutive_failures = 0, last_delivery_status = 'success',
             last_response_status = ${r.status ?? null}, last_delivery_at = now(), updated_at = now()
           WHERE id = ${d.endpointId}`;
-        return 'succeeded';
+        const next = ep.enabled && !stopped ? await leaseNextOfEndpoint(tx, d.endpointId, leaseMs) : undefined;
+        return { outcome: 'succeeded', next };
       }
       const final = attemptNo >= o.policy.maxAttempts;
       const delay = retryDelayMs(attemptNo, o.policy);
@@ -155,18 +161,20 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
         WHERE id = ${d.endpointId}`;
       if (disable)
         log.warn({ endpointId: d.endpointId, tenantId: d.tenantId, failures }, 'webhook endpoint disabled after consecutive failures');
-      return disable ? 'disabled' : final ? 'failed' : 'retrying';
+      return { outcome: disable ? 'disabled' : final ? 'failed' : 'retrying' };
     });
   }
 
-  /** record(), then the attempt counted by outcome once it is stored. */
-  async function recordAndCount(d: ClaimedDelivery, r: AttemptResult): Promise<void> {
-    const outcome = await record(d, r);
+  /** record(), then the attempt counted by outcome once it is stored; the endpoint's next delivery, if leased. */
+  async function recordAndCount(d: ClaimedDelivery, r: AttemptResult): Promise<ClaimedDelivery | undefined> {
+    const { outcome, next } = await record(d, r);
     if (outcome) recordWebhookAttempt(outcome);
+    return next;
   }
 
-  async function deliverAll(list: ClaimedDelivery[]): Promise<void> {
-    for (const d of list) {
+  async function deliverAll(claimed: ClaimedDelivery[]): Promise<void> {
+    const list = [...claimed];
+    for (let d = list.shift(); d; d = list.shift()) {
       if (stopped) {
         await releaseLease(o.sql, d.id);
         continue;
@@ -188,7 +196,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
       }
       const r = await attempt(d, ep.url, secret);
       log.debug({ deliveryId: d.id, endpointId: ep.id, ok: r.ok, status: r.status, error: r.error }, 'webhook attempt');
-      await recordAndCount(d, r);
+      const next = await recordAndCount(d, r);
+      if (next) list.push(next);
     }
   }
 

@@ -240,18 +240,35 @@ export async function claimDue(sql: Sql, batch: number, leaseMs: number): Promis
       WHERE d.id = c.id
       RETURNING d.id, d.event_id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
   });
-  return (rows as Row[])
-    .map((r) => ({
-      id: r.id as string,
-      eventId: eventIdOf(r),
-      endpointId: Number(r.endpoint_id),
-      tenantId: r.tenant_id as string,
-      event: r.event as string,
-      payload: r.payload as string,
-      attemptCount: Number(r.attempt_count),
-      createdAt: r.created_at as Date,
-    }))
-    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  return (rows as Row[]).map(claimedOf).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}
+
+const claimedOf = (r: Row): ClaimedDelivery & { createdAt: Date } => ({
+  id: r.id as string,
+  eventId: eventIdOf(r),
+  endpointId: Number(r.endpoint_id),
+  tenantId: r.tenant_id as string,
+  event: r.event as string,
+  payload: r.payload as string,
+  attemptCount: Number(r.attempt_count),
+  createdAt: r.created_at as Date,
+});
+
+/**
+ * Inside the transaction that recorded an attempt and holds the endpoint's row lock (so no replica's claimDue can
+ * lease for it meanwhile): leases the endpoint's next due delivery, if any, so its deliveries follow one another
+ * without waiting for a round, still one at a time and each under its own lease.
+ */
+export async function leaseNextOfEndpoint(tx: Db, endpointId: number, leaseMs: number): Promise<ClaimedDelivery | undefined> {
+  const [r] = await tx`
+    UPDATE deliveries d SET locked_until = now() + ${`${leaseMs} milliseconds`}::interval
+    FROM (
+      SELECT id FROM deliveries WHERE endpoint_id = ${endpointId} AND status = 'pending' AND next_attempt_at <= now()
+      ORDER BY next_attempt_at, created_at LIMIT 1
+    ) c
+    WHERE d.id = c.id
+    RETURNING d.id, d.event_id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
+  return r ? claimedOf(r) : undefined;
 }
 
 export async function loadEndpointForDelivery(db: Db, tenantId: string, id: number): Promise<EndpointRow | undefined> {
