@@ -253,6 +253,26 @@ describe('safeFetch over https with a self-signed certificate', () => {
   it('refuses the self-signed certificate without the CA', async () => {
     expect(await reason(safeFetch(`https://localhost:${tlsPort}/ok`, LOOP))).toBe('network');
   });
+
+  it('reuseConnections: fetches to one checked address share one TLS connection; without it each has its own', async () => {
+    const sockets = new Set<unknown>();
+    const count = (_req: http.IncomingMessage, res: http.ServerResponse) => sockets.add(res.socket);
+    tlsServer.on('request', count);
+    try {
+      for (let i = 0; i < 3; i++)
+        expect((await safeFetch(`https://localhost:${tlsPort}/ok`, { ...LOOP, ca, reuseConnections: true })).status).toBe(200);
+      expect(sockets.size).toBe(1);
+      sockets.clear();
+      for (let i = 0; i < 3; i++) expect((await safeFetch(`https://localhost:${tlsPort}/ok`, { ...LOOP, ca })).status).toBe(200);
+      expect(sockets.size).toBe(3);
+      // The address is still checked on every fetch: loopback refused without the test switch, reused agent or not.
+      expect(
+        await reason(safeFetch(`https://localhost:${tlsPort}/ok`, { ...LOOP, ca, reuseConnections: true, allowLoopback: false })),
+      ).toBe('blocked_address');
+    } finally {
+      tlsServer.off('request', count);
+    }
+  });
 });
 
 describe('isPublicAddress', () => {
