@@ -1,7 +1,15 @@
 import { type Logger, recordWebhookAttempt, SafeFetchError, type Sql, safeFetch, type WebhookAttemptOutcome } from '@imagegen/platform';
 import type { SecretBox } from './signing.js';
 import { signedHeaders } from './signing.js';
-import { type ClaimedDelivery, claimDue, leaseNextOfEndpoint, loadEndpointForDelivery, nextDueAt, releaseLease } from './store.js';
+import {
+  type ClaimedDelivery,
+  claimDue,
+  type EndpointRow,
+  loadEndpointForDelivery,
+  nextDueAt,
+  recordSuccess,
+  releaseLease,
+} from './store.js';
 
 export interface RetryPolicy {
   /** Delay before the 2nd attempt; each further one is 4x longer (default 30 s, env WEBHOOK_RETRY_BASE_MS). */
@@ -118,29 +126,29 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
 
   /**
    * Writes the attempt and its consequences; answers its outcome (undefined when the endpoint is gone) and, after a
-   * success, the endpoint's next due delivery, leased in the same transaction (leaseNextOfEndpoint).
+   * success, the endpoint's next due delivery, leased in the same statement (recordSuccess).
    */
-  async function record(d: ClaimedDelivery, r: AttemptResult): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery }> {
+  async function record(
+    d: ClaimedDelivery,
+    r: AttemptResult,
+  ): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery; endpoint?: EndpointRow }> {
     const attemptNo = d.attemptCount + 1;
-    return o.sql.begin(async (tx): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery }> => {
+    if (r.ok) {
+      const done = await recordSuccess(
+        o.sql,
+        d,
+        { attempt: attemptNo, status: r.status, durationMs: r.durationMs },
+        { leaseMs, leaseNext: !stopped },
+      );
+      return done.found ? { outcome: 'succeeded', next: done.next } : {};
+    }
+    return o.sql.begin(async (tx): Promise<{ outcome?: WebhookAttemptOutcome; next?: ClaimedDelivery; endpoint?: EndpointRow }> => {
       const [ep] =
         await tx`SELECT id, consecutive_failures, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE`;
       if (!ep) return {}; // deleted meanwhile (its deliveries went with it)
       await tx`
         INSERT INTO delivery_attempts (delivery_id, attempt, response_status, error, duration_ms)
         VALUES (${d.id}, ${attemptNo}, ${r.status ?? null}, ${r.error ?? null}, ${r.durationMs})`;
-      if (r.ok) {
-        await tx`
-          UPDATE deliveries SET status = 'succeeded', attempt_count = ${attemptNo}, completed_at = now(),
-            next_attempt_at = NULL, locked_until = NULL, last_response_status = ${r.status ?? null}, last_error = NULL
-          WHERE id = ${d.id}`;
-        await tx`
-          UPDATE endpoints SET consecutive_failures = 0, last_delivery_status = 'success',
-            last_response_status = ${r.status ?? null}, last_delivery_at = now(), updated_at = now()
-          WHERE id = ${d.endpointId}`;
-        const next = ep.enabled && !stopped ? await leaseNextOfEndpoint(tx, d.endpointId, leaseMs) : undefined;
-        return { outcome: 'succeeded', next };
-      }
       const final = attemptNo >= o.policy.maxAttempts;
       const delay = retryDelayMs(attemptNo, o.policy);
       await tx`
@@ -165,22 +173,27 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
     });
   }
 
-  /** record(), then the attempt counted by outcome once it is stored; the endpoint's next delivery, if leased. */
-  async function recordAndCount(d: ClaimedDelivery, r: AttemptResult): Promise<ClaimedDelivery | undefined> {
-    const { outcome, next } = await record(d, r);
+  /**
+   * record(), then the attempt counted by outcome once it is stored; the endpoint's next delivery, if leased, with
+   * the endpoint as the recording statement locked it.
+   */
+  async function recordAndCount(d: ClaimedDelivery, r: AttemptResult): Promise<{ next?: ClaimedDelivery; endpoint?: EndpointRow }> {
+    const { outcome, next, endpoint } = await record(d, r);
     if (outcome) recordWebhookAttempt(outcome);
-    return next;
+    return { next, endpoint };
   }
 
   async function deliverAll(claimed: ClaimedDelivery[]): Promise<void> {
-    const list = [...claimed];
-    for (let d = list.shift(); d; d = list.shift()) {
+    const list: { d: ClaimedDelivery; endpoint?: EndpointRow }[] = claimed.map((d) => ({ d }));
+    for (let item = list.shift(); item; item = list.shift()) {
+      const d = item.d;
       if (stopped) {
         await releaseLease(o.sql, d.id);
         continue;
       }
-      // Fresh read: the endpoint may have been disabled by the previous delivery or by its owner.
-      const ep = await loadEndpointForDelivery(o.sql, d.tenantId, d.endpointId);
+      // A fresh read (the endpoint may have been disabled by the previous delivery or by its owner), unless the
+      // statement that recorded the previous delivery read it under its lock.
+      const ep = item.endpoint ?? (await loadEndpointForDelivery(o.sql, d.tenantId, d.endpointId));
       if (!ep) continue;
       if (!ep.enabled) {
         await releaseLease(o.sql, d.id);
@@ -196,8 +209,8 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
       }
       const r = await attempt(d, ep.url, secret);
       log.debug({ deliveryId: d.id, endpointId: ep.id, ok: r.ok, status: r.status, error: r.error }, 'webhook attempt');
-      const next = await recordAndCount(d, r);
-      if (next) list.push(next);
+      const { next, endpoint } = await recordAndCount(d, r);
+      if (next) list.push({ d: next, endpoint });
     }
   }
 

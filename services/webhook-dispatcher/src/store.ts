@@ -255,20 +255,55 @@ const claimedOf = (r: Row): ClaimedDelivery & { createdAt: Date } => ({
 });
 
 /**
- * Inside the transaction that recorded an attempt and holds the endpoint's row lock (so no replica's claimDue can
- * lease for it meanwhile): leases the endpoint's next due delivery, if any, so its deliveries follow one another
- * without waiting for a round, still one at a time and each under its own lease.
+ * A successful attempt in one statement (one round trip, the delivery path's common case): the endpoint's row
+ * locked, the attempt stored, the delivery succeeded, the endpoint's failure count reset, and, when `leaseNext`
+ * and the endpoint is still enabled, its next due delivery leased (as leaseNextOfEndpoint). `found` is false when
+ * the endpoint was deleted meanwhile (nothing is written then).
  */
-export async function leaseNextOfEndpoint(tx: Db, endpointId: number, leaseMs: number): Promise<ClaimedDelivery | undefined> {
-  const [r] = await tx`
-    UPDATE deliveries d SET locked_until = now() + ${`${leaseMs} milliseconds`}::interval
-    FROM (
-      SELECT id FROM deliveries WHERE endpoint_id = ${endpointId} AND status = 'pending' AND next_attempt_at <= now()
-      ORDER BY next_attempt_at, created_at LIMIT 1
-    ) c
-    WHERE d.id = c.id
-    RETURNING d.id, d.event_id, d.endpoint_id, d.tenant_id, d.event, d.payload, d.attempt_count, d.created_at`;
-  return r ? claimedOf(r) : undefined;
+export async function recordSuccess(
+  db: Db,
+  d: { id: string; endpointId: number; tenantId: string },
+  r: { attempt: number; status?: number; durationMs: number },
+  opts: { leaseMs: number; leaseNext: boolean },
+): Promise<{ found: boolean; next?: ClaimedDelivery; endpoint?: EndpointRow }> {
+  const [row] = await db`
+    WITH ep AS (
+      SELECT id, tenant_id, url, secret, events, enabled FROM endpoints WHERE id = ${d.endpointId} AND tenant_id = ${d.tenantId} FOR UPDATE
+    ), attempt AS (
+      INSERT INTO delivery_attempts (delivery_id, attempt, response_status, error, duration_ms)
+      SELECT ${d.id}, ${r.attempt}, ${r.status ?? null}, NULL, ${r.durationMs} FROM ep
+    ), delivered AS (
+      UPDATE deliveries SET status = 'succeeded', attempt_count = ${r.attempt}, completed_at = now(),
+        next_attempt_at = NULL, locked_until = NULL, last_response_status = ${r.status ?? null}, last_error = NULL
+      WHERE id = ${d.id} AND EXISTS (SELECT 1 FROM ep)
+    ), endpoint AS (
+      UPDATE endpoints SET consecutive_failures = 0, last_delivery_status = 'success',
+        last_response_status = ${r.status ?? null}, last_delivery_at = now(), updated_at = now()
+      WHERE id IN (SELECT id FROM ep)
+    ), next AS (
+      UPDATE deliveries n SET locked_until = now() + ${`${opts.leaseMs} milliseconds`}::interval
+      FROM (
+        SELECT id FROM deliveries
+        WHERE endpoint_id = ${d.endpointId} AND status = 'pending' AND next_attempt_at <= now() AND id <> ${d.id}
+          AND ${opts.leaseNext} AND EXISTS (SELECT 1 FROM ep WHERE enabled)
+        ORDER BY next_attempt_at, created_at LIMIT 1
+      ) c
+      WHERE n.id = c.id
+      RETURNING n.id, n.event_id, n.endpoint_id, n.tenant_id, n.event, n.payload, n.attempt_count, n.created_at
+    )
+    SELECT EXISTS (SELECT 1 FROM ep) AS found, next.*, ep.url AS ep_url, ep.secret AS ep_secret, ep.events AS ep_events
+    FROM (SELECT 1) one LEFT JOIN next ON true LEFT JOIN ep ON true`;
+  if (!row?.found) return { found: false };
+  // The endpoint as locked here: the next delivery needs no read of its own (it is enabled, or no next was leased).
+  const endpoint: EndpointRow = {
+    id: d.endpointId,
+    tenantId: d.tenantId,
+    url: row.ep_url,
+    secret: row.ep_secret,
+    events: row.ep_events,
+    enabled: true,
+  };
+  return { found: true, next: row.id ? claimedOf(row) : undefined, endpoint: row.id ? endpoint : undefined };
 }
 
 export async function loadEndpointForDelivery(db: Db, tenantId: string, id: number): Promise<EndpointRow | undefined> {
