@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
  * The container image, built and run by `.ci/build-image` (called from .ci/run before the tests, which
  * passes the result file in IMAGE_RESULT_FILE): deploy/Dockerfile built with buildah on a stand-in base,
  * production dependencies only, then the all-in-one and a split deployment (tenancy in its own container)
- * started from the image as the `node` user: /readyz and a generation end to end through each.
+ * started from the image as the `node` user: /readyz and a generation end to end through each. The image's OCI
+ * labels name the root package.json's version and the commit, which /health and tenancy's /livez answer too.
  *
  * - the script recorded "skipped" (buildah cannot be installed here): skipped, with its reason printed;
  * - it recorded a failure, never finished (timeout) or no result exists while CI runs: fails.
@@ -53,9 +54,18 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
     expect(Number(result?.image.size_mb)).toBeGreaterThan(0);
   });
 
+  it('carries the version of the root package.json and the commit as OCI labels and IMAGEGEN_COMMIT', () => {
+    passed('oci_labels');
+    const version = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+    expect(result?.image.version).toBe(version);
+    expect(String(result?.image.revision)).toMatch(/^([0-9a-f]{40}|unknown)$/);
+    expect(Number.isNaN(Date.parse(String(result?.image.created)))).toBe(false);
+  });
+
   it('the all-in-one from the image: ready, runs as node, generates an image end to end', () => {
     passed('readyz_all');
     passed('user_all');
+    passed('build_info_all');
     passed('banner_all');
     passed('generate_all');
     passed('stop_all');
@@ -68,6 +78,7 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
 
   it('tenancy alone + the other modules in a second container: ready, admin-created tenant, generation over gRPC', () => {
     passed('readyz_tenancy');
+    passed('build_info_tenancy');
     passed('readyz_rest');
     passed('tenant_split');
     passed('generate_split');

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { buildInfo } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { waitFor } from '../support/wait.js';
@@ -77,6 +79,12 @@ describe('tenant API keys', () => {
     const h = await s.api('/health');
     expect(h.status).toBe(200);
     expect(h.body.status).toBe('ok');
+    // What the gateway runs: the root package.json's version and the commit (IMAGEGEN_COMMIT, else git HEAD).
+    expect(h.body).toEqual({ status: 'ok', timestamp: expect.any(String), ...buildInfo() });
+    expect(h.body.version).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+    // The gateway's own liveness says the same.
+    const live = await fetch(`${s.baseUrl}/livez`);
+    expect(await live.json()).toEqual({ status: 'ok', timestamp: expect.any(String), ...buildInfo() });
     expect((await s.api('/no-such-route')).status).toBe(404);
   });
 

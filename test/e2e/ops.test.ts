@@ -1,18 +1,21 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createClient } from '@imagegen/platform';
+import { createClient, readBuildInfo } from '@imagegen/platform';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeService } from '../distributed/fixtures/fake-service.js';
 import { metricValue, REPO_ROOT, reservePort } from '../distributed/harness.js';
 import { waitFor } from '../support/wait.js';
 
 /**
- * runStandalone as a process: the ops endpoints (/livez, /readyz, /metrics, /health), readiness
+ * runStandalone as a process: the ops endpoints (/livez, /readyz, /metrics, /health; the first two and
+ * /metrics' imagegen_build_info name the version and commit), readiness
  * following RunningService.ready(), gRPC call metrics, and graceful shutdown (in-flight calls finish,
  * readiness turns 503 at once, exit 0; exit 1 past SHUTDOWN_GRACE_MS; exit 2 on bad configuration).
  */
 
 const FIXTURE = join(REPO_ROOT, 'test/distributed/fixtures/fake-service.ts');
+const ROOT_VERSION = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version as string;
 const procs: ChildProcess[] = [];
 
 interface Fake {
@@ -73,7 +76,13 @@ describe('runStandalone ops endpoints and lifecycle', () => {
     expect(starting.body).toEqual({ status: 'not_ready', reason: 'starting' });
     await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     expect((await get(`${f.ops}/readyz`)).body).toEqual({ status: 'ready' });
-    expect((await get(`${f.ops}/health`)).body.status).toBe('ok');
+    // What the process runs: the root package.json's version, the checkout's commit (no IMAGEGEN_COMMIT here).
+    const { version, commit } = readBuildInfo({ env: {} });
+    for (const path of ['/livez', '/health']) {
+      const live = await get(`${f.ops}${path}`);
+      expect(live.body, path).toEqual({ status: 'ok', timestamp: expect.any(String), version, commit });
+      expect(live.body.version, path).toBe(ROOT_VERSION);
+    }
     expect((await get(`${f.ops}/nope`)).status).toBe(404);
 
     const client = createClient(FakeService, f.grpc);
@@ -90,8 +99,9 @@ describe('runStandalone ops endpoints and lifecycle', () => {
     }
   });
 
-  it('exposes Prometheus metrics: gRPC calls by method and code, readiness, process metrics', async () => {
-    const f = await startFake();
+  it('exposes Prometheus metrics: gRPC calls by method and code, readiness, build info, process metrics', async () => {
+    const commit = 'c0ffee0000000000000000000000000000000040';
+    const f = await startFake({ IMAGEGEN_COMMIT: commit });
     await waitFor(async () => (await get(`${f.ops}/readyz`)).status === 200, { message: 'ready', timeout: 30_000, interval: 100 });
     const client = createClient(FakeService, f.grpc);
     try {
@@ -106,6 +116,9 @@ describe('runStandalone ops endpoints and lifecycle', () => {
     expect(metricValue(text, 'imagegen_grpc_server_handled_total', { service: 'fake', method: '/fake.Fake/Ping', code: 'OK' })).toBe(3);
     expect(metricValue(text, 'imagegen_grpc_server_handling_seconds_count', { method: '/fake.Fake/Ping' })).toBe(3);
     expect(metricValue(text, 'imagegen_ready', { service: 'fake' })).toBe(1);
+    // IMAGEGEN_COMMIT (set by the image build) names the commit, in /metrics and /livez alike.
+    expect(metricValue(text, 'imagegen_build_info', { service: 'fake', version: ROOT_VERSION, commit })).toBe(1);
+    expect((await get(`${f.ops}/livez`)).body).toMatchObject({ version: ROOT_VERSION, commit });
     for (const name of [
       'process_cpu_seconds_total',
       'nodejs_eventloop_lag_seconds',

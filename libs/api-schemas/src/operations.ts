@@ -88,7 +88,7 @@ const CATALOGUE = {
   'GET /health': {
     operationId: 'getHealth',
     tag: 'Health',
-    summary: 'Liveness of the gateway',
+    summary: 'Liveness of the gateway, and the version and commit it runs',
     auth: 'none',
     ok: ok(R.Health, 'The gateway is up'),
   },
@@ -648,6 +648,18 @@ const CATALOGUE = {
     body: B.InvitationAcceptBody,
     ok: ok(data(R.AdminSession), 'The new admin user, signed in'),
     errors: [409, 410],
+  },
+  'GET /admin/audit-log': {
+    operationId: 'listAuditLog',
+    tag: 'Admin',
+    summary: 'The audit log: every admin write and every tenant security write, newest first (extension, issue 40)',
+    description:
+      'Filters by actor, tenant, action and time range (from inclusive, to exclusive), keyset-paged with cursor. ' +
+      'Records are append-only: no operation changes or deletes one; AUDIT_LOG_RETENTION_DAYS (default 400, 0 keeps ' +
+      'them forever) sets how long they are kept.',
+    auth: 'admin',
+    query: P.AuditLogQuery,
+    ok: ok(z.object({ data: z.array(R.AuditRecord), pagination: R.AuditLogPagination })),
   },
   'GET /admin/stats': {
     operationId: 'getAdminStats',

@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import {
+  AUDIT_FILTER_MAX,
+  AUDIT_LOG_LIMIT_DEFAULT,
+  AUDIT_LOG_LIMIT_MAX,
+  CURSOR_MAX,
   ID_MAX,
   KEY_NAME_MAX,
   SESSION_ID_MAX,
@@ -26,6 +30,34 @@ export const InvitationParams = z.object({ token: z.string().min(1).max(200) }).
 
 /** GET /admin/invitations. */
 export const InvitationListQuery = z.object({ status: z.enum(['pending', 'accepted', 'revoked', 'expired']).optional() }).passthrough();
+
+/** GET /admin/audit-log: filters (all optional, combined with AND) and the keyset cursor, newest first. */
+export const AuditLogQuery = z
+  .object({
+    actor: z
+      .string()
+      .min(1)
+      .max(AUDIT_FILTER_MAX)
+      .optional()
+      .describe("Only records of this actor: an admin user id, 'admin-token' or a tenant id"),
+    tenant: z.string().min(1).max(AUDIT_FILTER_MAX).optional().describe('Only records whose target is this tenant'),
+    action: z.string().min(1).max(AUDIT_FILTER_MAX).optional().describe('Only this action (an operationId, e.g. updateTenant)'),
+    from: z.string().datetime({ offset: true }).optional().describe('Only records at or after this time (ISO 8601)'),
+    to: z.string().datetime({ offset: true }).optional().describe('Only records before this time (ISO 8601)'),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(AUDIT_LOG_LIMIT_MAX)
+      .default(AUDIT_LOG_LIMIT_DEFAULT)
+      .describe(`Page size (default ${AUDIT_LOG_LIMIT_DEFAULT}, max ${AUDIT_LOG_LIMIT_MAX})`),
+    cursor: z
+      .string()
+      .max(CURSOR_MAX)
+      .optional()
+      .describe('Continue after the last record of a previous answer (its pagination.nextCursor)'),
+  })
+  .passthrough();
 
 /** The event streams of executions and session logs: how often to poll and to send a heartbeat. */
 export const StreamQuery = z

@@ -575,6 +575,29 @@ export const Invitation = z.object({
   acceptedAt: ts().nullable(),
   revokedAt: ts().nullable(),
 });
+/** One audit log record (issue 40, item 5): who did what to which target, and what it changed (never a secret). */
+export const AuditRecord = z.object({
+  id: z.string().describe('Increasing with time'),
+  at: ts(),
+  actorType: z.enum(['admin_user', 'admin_token', 'tenant', 'anonymous']),
+  actor: z
+    .string()
+    .describe("The admin user id, 'admin-token', the tenant id, or for an anonymous OAuth client 'oauth-client:<client_id>'"),
+  actorRole: nstr().describe('admin or super_admin for admin actors'),
+  action: z.string().describe('The operationId of the operation (e.g. updateTenant), or registerOAuthClient / revokeOAuthToken'),
+  tenantId: nstr().describe('The tenant the operation targeted'),
+  resourceId: nstr().describe('The resource the operation targeted (its path parameters, or the created resource)'),
+  requestId: z.string().describe('The X-Request-Id of the request'),
+  changes: z
+    .record(z.unknown())
+    .describe('The fields the request set, with their new values; a secret (password, key, token, credential) is "[redacted]"'),
+});
+export const AuditLogPagination = z.object({
+  limit: int(),
+  hasMore: z.boolean(),
+  nextCursor: nstr().describe('pass as cursor to continue after this page; null on the last page'),
+});
+
 export const InvitationCreated = Invitation.pick({
   token: true,
   email: true,
@@ -607,7 +630,12 @@ export const AdminStats = z.object({
   }),
 });
 
-export const Health = z.object({ status: z.literal('ok'), timestamp: ts() });
+export const Health = z.object({
+  status: z.literal('ok'),
+  timestamp: ts(),
+  version: z.string().describe("Extension: the product's version (semver, the root package.json's; CHANGELOG.md)"),
+  commit: z.string().describe("Extension: the git commit the process runs, or 'unknown'"),
+});
 
 // ---- answers only the MCP tools give (no REST twin), built from the resources above ----
 

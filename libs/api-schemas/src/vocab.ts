@@ -238,6 +238,11 @@ export const PASSWORD_MAX = 256;
 export const INVITATION_DAYS_MAX = 30;
 /** An invitation's lifetime when none is given: 7 days. */
 export const INVITATION_DAYS_DEFAULT = 7;
+/** GET /admin/audit-log: records a page (default 50, at most 200). */
+export const AUDIT_LOG_LIMIT_DEFAULT = 50;
+export const AUDIT_LOG_LIMIT_MAX = 200;
+/** GET /admin/audit-log: an actor, action or tenant filter, at most 200 characters. */
+export const AUDIT_FILTER_MAX = 200;
 /** A new tenant's monthly quota when none is given: 10,240 MB. */
 export const TENANT_MONTHLY_QUOTA_MB_DEFAULT = 10240;
 /** A new tenant's rate limit when none is given: 60 requests a minute. */

@@ -7,7 +7,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness of the gateway */
+        /** Liveness of the gateway, and the version and commit it runs */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -662,6 +662,26 @@ export interface paths {
         put?: never;
         /** Accept an invitation: creates the admin user and signs in */
         post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: every admin write and every tenant security write, newest first (extension, issue 40)
+         * @description Filters by actor, tenant, action and time range (from inclusive, to exclusive), keyset-paged with cursor. Records are append-only: no operation changes or deletes one; AUDIT_LOG_RETENTION_DAYS (default 400, 0 keeps them forever) sets how long they are kept.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2044,6 +2064,10 @@ export interface operations {
                         status: "ok";
                         /** Format: date-time */
                         timestamp: string;
+                        /** @description Extension: the product's version (semver, the root package.json's; CHANGELOG.md) */
+                        version: string;
+                        /** @description Extension: the git commit the process runs, or 'unknown' */
+                        commit: string;
                     };
                 };
             };
@@ -5973,6 +5997,80 @@ export interface operations {
             413: components["responses"]["Error413"];
             414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Only records of this actor: an admin user id, 'admin-token' or a tenant id */
+                actor?: string;
+                /** @description Only records whose target is this tenant */
+                tenant?: string;
+                /** @description Only this action (an operationId, e.g. updateTenant) */
+                action?: string;
+                /** @description Only records at or after this time (ISO 8601) */
+                from?: string;
+                /** @description Only records before this time (ISO 8601) */
+                to?: string;
+                /** @description Page size (default 50, max 200) */
+                limit?: number;
+                /** @description Continue after the last record of a previous answer (its pagination.nextCursor) */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Increasing with time */
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @enum {string} */
+                            actorType: "admin_user" | "admin_token" | "tenant" | "anonymous";
+                            /** @description The admin user id, 'admin-token', the tenant id, or for an anonymous OAuth client 'oauth-client:<client_id>' */
+                            actor: string;
+                            /** @description admin or super_admin for admin actors */
+                            actorRole: string | null;
+                            /** @description The operationId of the operation (e.g. updateTenant), or registerOAuthClient / revokeOAuthToken */
+                            action: string;
+                            /** @description The tenant the operation targeted */
+                            tenantId: string | null;
+                            /** @description The resource the operation targeted (its path parameters, or the created resource) */
+                            resourceId: string | null;
+                            /** @description The X-Request-Id of the request */
+                            requestId: string;
+                            /** @description The fields the request set, with their new values; a secret (password, key, token, credential) is "[redacted]" */
+                            changes: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        pagination: {
+                            limit: number;
+                            hasMore: boolean;
+                            /** @description pass as cursor to continue after this page; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -1,5 +1,13 @@
 import type * as Api from '@imagegen/api-schemas';
-import type { AdminUser, ApiKeyRecord, ApiKeySigning, Invitation, Tenant, TenantDetail } from '@imagegen/contracts/tenancy/v1/tenancy';
+import type {
+  AdminUser,
+  ApiKeyRecord,
+  ApiKeySigning,
+  AuditRecord,
+  Invitation,
+  Tenant,
+  TenantDetail,
+} from '@imagegen/contracts/tenancy/v1/tenancy';
 import type { Delivery } from '@imagegen/contracts/webhooks/v1/webhooks';
 import type { z } from 'zod';
 
@@ -109,6 +117,28 @@ export function invitationJson(i: Invitation, showToken = true): Json<'Invitatio
     acceptedAt: i.acceptedAt ?? null,
     revokedAt: i.revokedAt ?? null,
     invitedBy: i.invitedBy ?? null,
+  };
+}
+
+/** An audit log record (GET /admin/audit-log). */
+export function auditRecordJson(r: AuditRecord): Json<'AuditRecord'> {
+  let changes: Record<string, unknown> = {};
+  try {
+    changes = JSON.parse(r.changesJson || '{}');
+  } catch {
+    // stored as a JSON object by RecordAudit; an unreadable one is shown empty
+  }
+  return {
+    id: r.id,
+    at: r.at,
+    actorType: r.actorType as Json<'AuditRecord'>['actorType'],
+    actor: r.actor,
+    actorRole: r.actorRole ?? null,
+    action: r.action,
+    tenantId: r.tenantId ?? null,
+    resourceId: r.resourceId ?? null,
+    requestId: r.requestId,
+    changes,
   };
 }
 

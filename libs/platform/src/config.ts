@@ -81,6 +81,7 @@ const schema = z.object({
   WEBHOOK_CA_FILE: optionalString,
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   SIGNING_SECRET_GRACE_MS: int(86_400_000),
+  AUDIT_LOG_RETENTION_DAYS: int(400),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
@@ -157,6 +158,8 @@ export interface Config {
   apiKeyCacheTtlMs: number;
   /** Tenancy: how long a rotated request-signing secret is still accepted (SIGNING_SECRET_GRACE_MS, 24 h). */
   signingSecretGraceMs: number;
+  /** Tenancy: days an audit record is kept (AUDIT_LOG_RETENTION_DAYS, 400); 0 keeps them forever. */
+  auditLogRetentionDays: number;
   dbPoolMax: number;
   /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
   sessionJsonCacheMb: number;
@@ -342,6 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE,
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     signingSecretGraceMs: e.SIGNING_SECRET_GRACE_MS,
+    auditLogRetentionDays: e.AUDIT_LOG_RETENTION_DAYS,
     dbPoolMax: e.DB_POOL_MAX,
     sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,

@@ -1,3 +1,4 @@
+export * from './build-info.js';
 export * from './config.js';
 export * from './db.js';
 export * from './env.js';

@@ -1,6 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { buildInfo } from './build-info.js';
 
 /**
  * Prometheus metrics of one process (ARCHITECTURE rule 7), served at /metrics by the ops server of
@@ -144,6 +145,16 @@ function build() {
       registers: [registry],
     }),
   };
+  // What the process runs, as Prometheus' *_build_info convention: one series, value 1 (a rollout shows two).
+  new Gauge({
+    name: 'imagegen_build_info',
+    help: 'Always 1; its labels name the product version (root package.json) and the git commit this process runs',
+    labelNames: ['version', 'commit'] as const,
+    registers: [registry],
+    collect() {
+      this.set(buildInfo(), 1);
+    },
+  });
   // Read at scrape time from every running relay's schema.
   const perSchemaGauge = (name: string, help: string, sources: Map<string, () => Promise<number>>) =>
     new Gauge({

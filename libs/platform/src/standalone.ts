@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import type { Logger } from 'pino';
+import { buildInfo } from './build-info.js';
 import { type Config, ConfigError, loadConfig, type ServiceName, StartupError } from './config.js';
 import { configureGrpcClients } from './grpc.js';
 import { createSteps, lifecycle, type Step, type Steps, StoppedWhileStarting } from './lifecycle.js';
@@ -275,13 +276,17 @@ export function exitAfter(stopped: Promise<void>, opts: { logger: Logger; graceM
   );
 }
 
-/** The ops endpoints on a plain node:http server (no framework: it must stay up when all else is down). */
+/**
+ * The ops endpoints on a plain node:http server (no framework: it must stay up when all else is down).
+ * /livez and /health answer `{status:'ok', timestamp, version, commit}` (buildInfo(): what this process runs).
+ */
 export async function startOpsServer(opts: {
   host?: string;
   port: number;
   readiness: () => Promise<{ ready: boolean; reason?: string }>;
   logger?: Logger;
 }): Promise<{ server: Server; url: string }> {
+  const { version, commit } = buildInfo();
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: unknown, type = 'application/json; charset=utf-8') => {
@@ -289,7 +294,7 @@ export async function startOpsServer(opts: {
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: 'Method not allowed' });
-    if (path === '/livez' || path === '/health') return send(200, { status: 'ok', timestamp: new Date().toISOString() });
+    if (path === '/livez' || path === '/health') return send(200, { status: 'ok', timestamp: new Date().toISOString(), version, commit });
     if (path === '/readyz') {
       opts.readiness().then(
         (r) => {

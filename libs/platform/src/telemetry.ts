@@ -4,6 +4,7 @@ import { basename, dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Attributes, type Context, context, type Span, type SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { InMemorySpanExporter, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { buildInfo } from './build-info.js';
 import type { Config } from './config.js';
 import { outgoingContextInjected, rememberServerSpan } from './trace-context.js';
 
@@ -117,7 +118,7 @@ export async function startTelemetry(
 
 /**
  * Resource attributes of this process's spans: service.name (OTEL_SERVICE_NAME, else `serviceName`),
- * service.namespace `imagegen`, service.version (SERVICE_VERSION, else the platform package's version) and
+ * service.namespace `imagegen`, service.version (SERVICE_VERSION, else the product's version: buildInfo()) and
  * service.instance.id (a random id per process, so two replicas' spans are told apart). OTEL_RESOURCE_ATTRIBUTES
  * (e.g. `deployment.environment.name=prod`) is merged on top by the SDK.
  */
@@ -125,24 +126,12 @@ export function resourceAttributes(serviceName: string, env: NodeJS.ProcessEnv =
   return {
     'service.name': env.OTEL_SERVICE_NAME || serviceName,
     'service.namespace': 'imagegen',
-    'service.version': env.SERVICE_VERSION || packageVersion(),
+    'service.version': env.SERVICE_VERSION || buildInfo().version,
     'service.instance.id': instanceId,
   };
 }
 
 const instanceId = randomUUID();
-
-let version: string | undefined;
-function packageVersion(): string {
-  if (version === undefined) {
-    try {
-      version = String((createRequire(import.meta.url)('../package.json') as { version?: string }).version ?? 'unknown');
-    } catch {
-      version = 'unknown';
-    }
-  }
-  return version;
-}
 
 /**
  * Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is (the standard per-signal override, a full URL),

@@ -12,7 +12,8 @@ import {
   withSpan,
 } from '../src/telemetry.js';
 
-const platformVersion = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version as string;
+/** The product's version (the root package.json's: buildInfo()), not the platform package's. */
+const productVersion = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version as string;
 
 describe('telemetry SDK setup', () => {
   let exporter: InMemorySpanExporter;
@@ -39,7 +40,7 @@ describe('telemetry SDK setup', () => {
     expect(attrs).toMatchObject({
       'service.name': 'imagegen-unit',
       'service.namespace': 'imagegen',
-      'service.version': platformVersion,
+      'service.version': productVersion,
       'telemetry.sdk.language': 'nodejs',
       'telemetry.sdk.name': 'opentelemetry',
       'deployment.environment.name': 'test-env',
@@ -52,7 +53,7 @@ describe('telemetry configuration from standard OTEL_* variables', () => {
   it('service.name/version overrides', () => {
     const a = resourceAttributes('imagegen-x', { OTEL_SERVICE_NAME: 'custom', SERVICE_VERSION: '1.2.3' });
     expect(a).toMatchObject({ 'service.name': 'custom', 'service.version': '1.2.3', 'service.namespace': 'imagegen' });
-    expect(resourceAttributes('imagegen-x', {})['service.version']).toBe(platformVersion);
+    expect(resourceAttributes('imagegen-x', {})['service.version']).toBe(productVersion);
   });
 
   it('OTLP traces URL: base endpoint + /v1/traces, or the per-signal endpoint as is', () => {

@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { createClients } from '@imagegen/operations';
 import {
   AppError,
+  buildInfo,
   DEPENDENCY_RETRY_AFTER_S,
   dependencyUnavailable,
   httpLogger,
@@ -24,6 +25,7 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
+import { registerAudit } from './audit.js';
 import { registerAuth } from './auth.js';
 import { FAVICON_ICO } from './favicon.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
@@ -178,9 +180,13 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(FAVICON_ICO),
   );
 
+  // The spec's {status, timestamp}, plus what this gateway runs (looked up once, here at start).
+  const { version, commit } = buildInfo();
   app.get('/health', async () => ({
     status: 'ok',
     timestamp: new Date().toISOString(),
+    version,
+    commit,
   }));
 
   const deps: GatewayDeps = { ctx, clients: createClients(ctx) };
@@ -191,6 +197,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   // NUL, lone surrogates, bad %-escapes, over-deep JSON: refused before authentication and the services.
   registerInputGuards(app as unknown as FastifyInstance);
   await registerAuth(app, deps);
+  // The audit log: every admin write and the tenants' webhook writes, recorded before the answer leaves (audit.ts).
+  registerAudit(app as unknown as FastifyInstance, deps);
   // Idempotency-Key on the POSTs that create or bill (after authentication and validation).
   await registerIdempotency(app as unknown as FastifyInstance<any, any, any, any, any>, deps);
   // Per-tenant caps on open event streams and generations in flight (429 + Retry-After), after idempotency replays.

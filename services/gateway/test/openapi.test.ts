@@ -128,7 +128,12 @@ describe('the OpenAPI document (/docs/json)', () => {
       'X-Webhook-Signature',
       'X-Webhook-Timestamp',
     ]);
-    expect(doc.paths['/health'].get.responses['200'].content['application/json'].schema.required).toEqual(['status', 'timestamp']);
+    expect(doc.paths['/health'].get.responses['200'].content['application/json'].schema.required).toEqual([
+      'status',
+      'timestamp',
+      'version',
+      'commit',
+    ]);
     for (const p of ['/oauth/authorize', '/oauth/token', '/oauth/register', '/.well-known/oauth-protected-resource', '/mcp']) {
       expect(doc.paths[p], p).toBeDefined();
     }

@@ -79,7 +79,7 @@ describe('response serialization from the catalogue', () => {
     const gw = await offlineApp();
     try {
       const health = await gw.inject({ method: 'GET', url: '/health' });
-      expect(Object.keys(health.json())).toEqual(['status', 'timestamp']);
+      expect(Object.keys(health.json())).toEqual(['status', 'timestamp', 'version', 'commit']);
       const refused = await gw.inject({ method: 'GET', url: '/api/profile' });
       expect(refused.statusCode).toBe(401);
       expect(refused.json()).toEqual({ error: 'Invalid or missing API key' });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger, Sql } from '@imagegen/platform';
 import { ALL_SCOPES } from '@imagegen/platform';
 import Provider, { errors } from 'oidc-provider';
@@ -20,6 +21,56 @@ export interface ProviderDeps {
   secrets: OAuthSecrets;
   /** Whether a tenant exists and is active (refresh grants of inactive tenants fail with invalid_grant). */
   tenantActive(tenantId: string): Promise<boolean>;
+  /**
+   * Appends a record to the audit log (tenancy's RecordAudit; issue 40, item 5): client registrations and grant
+   * revocations. Awaited before the answer leaves; a failure is logged at warn and the answer is still sent.
+   */
+  audit?(entry: OAuthAuditEntry): Promise<void>;
+}
+
+/** What the oauth service records: registerOAuthClient, revokeOAuthToken (revocation endpoint), revokeOAuthGrant (refresh token reuse). */
+export interface OAuthAuditEntry {
+  action: 'registerOAuthClient' | 'revokeOAuthToken' | 'revokeOAuthGrant';
+  requestId: string;
+  /** The tenant whose grant was revoked (registrations belong to no tenant). */
+  tenantId?: string;
+  clientId: string;
+  changes: Record<string, unknown>;
+}
+
+/** The audit entries of one answered request (none for most). */
+function auditEntries(ctx: any): OAuthAuditEntry[] {
+  const requestId = String(ctx.get('x-request-id') || '') || randomUUID();
+  const route = ctx.oidc?.route;
+  if (route === 'registration' && ctx.status === 201 && typeof ctx.body?.client_id === 'string') {
+    const b = ctx.body;
+    // Only the public metadata: never client_secret.
+    const changes = {
+      client_name: b.client_name ?? null,
+      redirect_uris: b.redirect_uris ?? [],
+      grant_types: b.grant_types ?? [],
+      scope: b.scope ?? null,
+      token_endpoint_auth_method: b.token_endpoint_auth_method ?? null,
+    };
+    return [{ action: 'registerOAuthClient', requestId, clientId: b.client_id, changes }];
+  }
+  const revoked: string[] = ctx.state?.revokedGrants ?? [];
+  if (!revoked.length) return [];
+  const token = ctx.oidc?.entities?.RefreshToken ?? ctx.oidc?.entities?.AccessToken;
+  const clientId = String(ctx.oidc?.client?.clientId ?? token?.clientId ?? '');
+  const action = route === 'revocation' ? 'revokeOAuthToken' : 'revokeOAuthGrant';
+  return revoked.map((grantId) => ({
+    action,
+    requestId,
+    tenantId: token?.accountId,
+    clientId,
+    changes: {
+      grant_revoked: true,
+      token_type: token?.kind ?? null,
+      reason: action === 'revokeOAuthGrant' ? 'refresh token reuse' : 'revocation request',
+      grant: grantId.slice(0, 8),
+    },
+  }));
 }
 
 export interface Urls {
@@ -243,9 +294,22 @@ export function createProvider(deps: ProviderDeps): Provider {
     if (ctx.oidc?.route === 'registration' && ctx.status === 400 && ctx.body?.error === 'invalid_client_metadata') {
       if (/scope/.test(String(ctx.body.error_description ?? ''))) ctx.body = { ...ctx.body, error: 'invalid_scope' };
     }
+    if (deps.audit) {
+      for (const entry of auditEntries(ctx)) {
+        await deps
+          .audit(entry)
+          .catch((err) =>
+            deps.logger.warn({ err, audit: entry }, 'AUDIT RECORD NOT WRITTEN: the OAuth change was made, its audit record is missing'),
+          );
+      }
+    }
   });
 
   provider.on('server_error', (_ctx: unknown, err: Error) => deps.logger.error({ err }, 'oauth server error'));
-  provider.on('grant.revoked', (_ctx: unknown, grantId: string) => deps.logger.info({ grantId }, 'oauth grant revoked'));
+  provider.on('grant.revoked', (ctx: any, grantId: string) => {
+    deps.logger.info({ grantId }, 'oauth grant revoked');
+    // Recorded in the audit log by the middleware above, once the request's answer is known.
+    if (ctx?.state) ctx.state.revokedGrants = [...(ctx.state.revokedGrants ?? []), grantId];
+  });
   return provider;
 }

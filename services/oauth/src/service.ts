@@ -55,6 +55,16 @@ export const start: StartService = (ctx) =>
       publicBaseUrl: config.publicBaseUrl,
       secrets,
       tenantActive: async (tenantId) => !!(await getTenant(tenantId))?.isActive,
+      // The audit log (issue 40, item 5): the tenant whose grant it was acts; a registration is the client's own.
+      audit: async (e) => {
+        const principal = { requestId: e.requestId, tenantId: e.tenantId, source: 'oauth' };
+        const changesJson = JSON.stringify(e.changes);
+        await tenancy.recordAudit(
+          { action: e.action, resourceId: e.clientId || undefined, changesJson, anonymousActor: `oauth-client:${e.clientId}` },
+          principal,
+          { timeoutMs: 5000 },
+        );
+      },
     });
     const host = config.grpcHost;
     const app = await step(

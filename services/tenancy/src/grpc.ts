@@ -6,6 +6,7 @@ import { adminAuthHandlers } from './handlers/admin-auth.js';
 import { adminUserHandlers } from './handlers/admin-users.js';
 import { apiKeySigningHandlers } from './handlers/api-key-signing.js';
 import { apiKeyHandlers } from './handlers/api-keys.js';
+import { auditLogHandlers } from './handlers/audit-log.js';
 import { handlerContext, type TenancyDeps, type TenancyHandlers } from './handlers/context.js';
 import { invitationHandlers } from './handlers/invitations.js';
 import { tenantHandlers } from './handlers/tenants.js';
@@ -21,5 +22,6 @@ export function createHandlers(deps: TenancyDeps): TenancyHandlers {
     ...adminAuthHandlers(c),
     ...adminUserHandlers(c),
     ...invitationHandlers(c),
+    ...auditLogHandlers(c),
   };
 }

@@ -5,6 +5,7 @@ import {
   databaseSteps,
   dbReadiness,
   type Logger,
+  repeatingStep,
   type Sql,
   type StartService,
   startGrpcServer,
@@ -14,9 +15,26 @@ import {
 import { hashPassword, parseCredentialsKey, randomAlphanumeric, randomId } from './crypto.js';
 import { createHandlers } from './grpc.js';
 import { findUserByEmail, insertBootstrapAdmin } from './repositories/admin-users.js';
+import { sweepAuditLog } from './repositories/audit-log.js';
 import { createUsageBatcher } from './usage-batcher.js';
 
 export const SCHEMA = 'tenancy';
+const AUDIT_SWEEP_EVERY_MS = 3_600_000;
+
+/** One retention sweep: deletes the records older than `days`, in bounded batches; logs what it removed. */
+export async function sweepAuditRecords(sql: Sql, days: number, logger: Logger): Promise<number> {
+  let removed = 0;
+  try {
+    for (let n = await sweepAuditLog(sql, days); ; n = await sweepAuditLog(sql, days)) {
+      removed += n;
+      if (n < 10_000 || removed >= 1_000_000) break;
+    }
+    if (removed) logger.info({ removed, retentionDays: days }, 'audit log: records past retention removed');
+  } catch (err) {
+    logger.warn({ err }, 'audit log: retention sweep failed (retried at the next sweep)');
+  }
+  return removed;
+}
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** Creates the first super_admin from ADMIN_EMAIL / ADMIN_PASSWORD when no user has that email. */
@@ -64,5 +82,10 @@ export const start: StartService = (ctx) =>
       () => startOutboxRelay({ sql, schema: SCHEMA, transport: ctx.events, logger, maxAttempts: config.outboxMaxAttempts }),
       (r) => r.stop(),
     );
+    // The audit log's retention (AUDIT_LOG_RETENTION_DAYS; 0 keeps every record): an hourly sweep on each replica.
+    const retentionDays = config.auditLogRetentionDays;
+    if (retentionDays > 0) {
+      await repeatingStep(step, 'audit log retention', () => sweepAuditRecords(sql, retentionDays, logger), AUDIT_SWEEP_EVERY_MS);
+    }
     return { grpcAddress: grpc.address, ready };
   });

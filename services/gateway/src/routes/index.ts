@@ -1,4 +1,5 @@
 import type { RouteModule } from '../types.js';
+import adminAuditLogRoutes from './admin-audit-log.js';
 import adminAuthRoutes from './admin-auth.js';
 import adminStatsRoutes from './admin-stats.js';
 import adminUsersRoutes from './admin-users.js';
@@ -38,6 +39,7 @@ export const routeModules: RouteModule[] = [
   adminUsersRoutes,
   invitationsRoutes,
   adminStatsRoutes,
+  adminAuditLogRoutes,
   proxyRoutes,
   generationRoutes,
   executionsRoutes,

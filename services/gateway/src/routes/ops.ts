@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { grpcReadinessCheck, lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
+import { buildInfo, grpcReadinessCheck, lifecycle, metricsText, setReadyGauge } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
 
 /** The event catalogue (AsyncAPI 3.0, docs/asyncapi.yaml): served next to the OpenAPI document. */
@@ -56,7 +56,7 @@ const opsRoutes: RouteModule = (app, { ctx }) => {
     return reply.type('application/yaml; charset=utf-8').header('cache-control', 'public, max-age=300').send(asyncapi);
   });
 
-  app.get('/livez', route, async () => ({ status: 'ok', timestamp: new Date().toISOString() }));
+  app.get('/livez', route, async () => ({ status: 'ok', timestamp: new Date().toISOString(), ...buildInfo() }));
 
   app.get('/readyz', route, async (_req, reply) => {
     const r = await readiness();

@@ -346,6 +346,57 @@ export interface AcceptInvitationRequest {
   password: string;
 }
 
+export interface RecordAuditRequest {
+  /** the operation catalogue's operationId, or an OAuth action (registerOAuthClient, revokeOAuthToken) */
+  action: string;
+  tenantId?: string | undefined;
+  resourceId?:
+    | string
+    | undefined;
+  /** a JSON object of the fields changed and their new values, secrets already redacted */
+  changesJson: string;
+  /** Internal callers (oauth) that act for nobody signed in: who it was, e.g. 'oauth-client:<client_id>'. */
+  anonymousActor?: string | undefined;
+}
+
+export interface AuditRecord {
+  id: string;
+  at: string;
+  /** admin_user | admin_token | tenant | anonymous */
+  actorType: string;
+  /** admin user id, 'admin-token', tenant id, or the anonymous actor */
+  actor: string;
+  /** admin | super_admin for admin actors */
+  actorRole?: string | undefined;
+  action: string;
+  tenantId?: string | undefined;
+  resourceId?: string | undefined;
+  requestId: string;
+  source: string;
+  changesJson: string;
+}
+
+export interface ListAuditLogRequest {
+  actor?: string | undefined;
+  tenantId?: string | undefined;
+  action?:
+    | string
+    | undefined;
+  /** inclusive, ISO 8601 */
+  from?:
+    | string
+    | undefined;
+  /** exclusive, ISO 8601 */
+  to?: string | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface ListAuditLogResponse {
+  records: AuditRecord[];
+  nextCursor?: string | undefined;
+}
+
 function createBaseAuthenticateApiKeyRequest(): AuthenticateApiKeyRequest {
   return { keyHash: "", verifiesSignatures: undefined };
 }
@@ -5882,6 +5933,686 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
   },
 };
 
+function createBaseRecordAuditRequest(): RecordAuditRequest {
+  return { action: "", tenantId: undefined, resourceId: undefined, changesJson: "", anonymousActor: undefined };
+}
+
+export const RecordAuditRequest: MessageFns<RecordAuditRequest> = {
+  encode(message: RecordAuditRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.tenantId !== undefined) {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.resourceId !== undefined) {
+      writer.uint32(26).string(message.resourceId);
+    }
+    if (message.changesJson !== "") {
+      writer.uint32(34).string(message.changesJson);
+    }
+    if (message.anonymousActor !== undefined) {
+      writer.uint32(42).string(message.anonymousActor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordAuditRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordAuditRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resourceId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.changesJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.anonymousActor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordAuditRequest {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : undefined,
+      resourceId: isSet(object.resourceId)
+        ? globalThis.String(object.resourceId)
+        : isSet(object.resource_id)
+        ? globalThis.String(object.resource_id)
+        : undefined,
+      changesJson: isSet(object.changesJson)
+        ? globalThis.String(object.changesJson)
+        : isSet(object.changes_json)
+        ? globalThis.String(object.changes_json)
+        : "",
+      anonymousActor: isSet(object.anonymousActor)
+        ? globalThis.String(object.anonymousActor)
+        : isSet(object.anonymous_actor)
+        ? globalThis.String(object.anonymous_actor)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RecordAuditRequest): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.tenantId !== undefined) {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.resourceId !== undefined) {
+      obj.resourceId = message.resourceId;
+    }
+    if (message.changesJson !== "") {
+      obj.changesJson = message.changesJson;
+    }
+    if (message.anonymousActor !== undefined) {
+      obj.anonymousActor = message.anonymousActor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordAuditRequest>): RecordAuditRequest {
+    return RecordAuditRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordAuditRequest>): RecordAuditRequest {
+    const message = createBaseRecordAuditRequest();
+    message.action = object.action ?? "";
+    message.tenantId = object.tenantId ?? undefined;
+    message.resourceId = object.resourceId ?? undefined;
+    message.changesJson = object.changesJson ?? "";
+    message.anonymousActor = object.anonymousActor ?? undefined;
+    return message;
+  },
+};
+
+function createBaseAuditRecord(): AuditRecord {
+  return {
+    id: "",
+    at: "",
+    actorType: "",
+    actor: "",
+    actorRole: undefined,
+    action: "",
+    tenantId: undefined,
+    resourceId: undefined,
+    requestId: "",
+    source: "",
+    changesJson: "",
+  };
+}
+
+export const AuditRecord: MessageFns<AuditRecord> = {
+  encode(message: AuditRecord, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.at !== "") {
+      writer.uint32(18).string(message.at);
+    }
+    if (message.actorType !== "") {
+      writer.uint32(26).string(message.actorType);
+    }
+    if (message.actor !== "") {
+      writer.uint32(34).string(message.actor);
+    }
+    if (message.actorRole !== undefined) {
+      writer.uint32(42).string(message.actorRole);
+    }
+    if (message.action !== "") {
+      writer.uint32(50).string(message.action);
+    }
+    if (message.tenantId !== undefined) {
+      writer.uint32(58).string(message.tenantId);
+    }
+    if (message.resourceId !== undefined) {
+      writer.uint32(66).string(message.resourceId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(74).string(message.requestId);
+    }
+    if (message.source !== "") {
+      writer.uint32(82).string(message.source);
+    }
+    if (message.changesJson !== "") {
+      writer.uint32(90).string(message.changesJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuditRecord {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuditRecord();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.at = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actorType = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actorRole = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.resourceId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.changesJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuditRecord {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      at: isSet(object.at) ? globalThis.String(object.at) : "",
+      actorType: isSet(object.actorType)
+        ? globalThis.String(object.actorType)
+        : isSet(object.actor_type)
+        ? globalThis.String(object.actor_type)
+        : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      actorRole: isSet(object.actorRole)
+        ? globalThis.String(object.actorRole)
+        : isSet(object.actor_role)
+        ? globalThis.String(object.actor_role)
+        : undefined,
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : undefined,
+      resourceId: isSet(object.resourceId)
+        ? globalThis.String(object.resourceId)
+        : isSet(object.resource_id)
+        ? globalThis.String(object.resource_id)
+        : undefined,
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      changesJson: isSet(object.changesJson)
+        ? globalThis.String(object.changesJson)
+        : isSet(object.changes_json)
+        ? globalThis.String(object.changes_json)
+        : "",
+    };
+  },
+
+  toJSON(message: AuditRecord): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.at !== "") {
+      obj.at = message.at;
+    }
+    if (message.actorType !== "") {
+      obj.actorType = message.actorType;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.actorRole !== undefined) {
+      obj.actorRole = message.actorRole;
+    }
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.tenantId !== undefined) {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.resourceId !== undefined) {
+      obj.resourceId = message.resourceId;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.changesJson !== "") {
+      obj.changesJson = message.changesJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuditRecord>): AuditRecord {
+    return AuditRecord.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuditRecord>): AuditRecord {
+    const message = createBaseAuditRecord();
+    message.id = object.id ?? "";
+    message.at = object.at ?? "";
+    message.actorType = object.actorType ?? "";
+    message.actor = object.actor ?? "";
+    message.actorRole = object.actorRole ?? undefined;
+    message.action = object.action ?? "";
+    message.tenantId = object.tenantId ?? undefined;
+    message.resourceId = object.resourceId ?? undefined;
+    message.requestId = object.requestId ?? "";
+    message.source = object.source ?? "";
+    message.changesJson = object.changesJson ?? "";
+    return message;
+  },
+};
+
+function createBaseListAuditLogRequest(): ListAuditLogRequest {
+  return {
+    actor: undefined,
+    tenantId: undefined,
+    action: undefined,
+    from: undefined,
+    to: undefined,
+    limit: 0,
+    cursor: undefined,
+  };
+}
+
+export const ListAuditLogRequest: MessageFns<ListAuditLogRequest> = {
+  encode(message: ListAuditLogRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.actor !== undefined) {
+      writer.uint32(10).string(message.actor);
+    }
+    if (message.tenantId !== undefined) {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.action !== undefined) {
+      writer.uint32(26).string(message.action);
+    }
+    if (message.from !== undefined) {
+      writer.uint32(34).string(message.from);
+    }
+    if (message.to !== undefined) {
+      writer.uint32(42).string(message.to);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(48).int32(message.limit);
+    }
+    if (message.cursor !== undefined) {
+      writer.uint32(58).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditLogRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditLogRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditLogRequest {
+    return {
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : undefined,
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : undefined,
+      action: isSet(object.action) ? globalThis.String(object.action) : undefined,
+      from: isSet(object.from) ? globalThis.String(object.from) : undefined,
+      to: isSet(object.to) ? globalThis.String(object.to) : undefined,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
+    };
+  },
+
+  toJSON(message: ListAuditLogRequest): unknown {
+    const obj: any = {};
+    if (message.actor !== undefined) {
+      obj.actor = message.actor;
+    }
+    if (message.tenantId !== undefined) {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.action !== undefined) {
+      obj.action = message.action;
+    }
+    if (message.from !== undefined) {
+      obj.from = message.from;
+    }
+    if (message.to !== undefined) {
+      obj.to = message.to;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== undefined) {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditLogRequest>): ListAuditLogRequest {
+    return ListAuditLogRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditLogRequest>): ListAuditLogRequest {
+    const message = createBaseListAuditLogRequest();
+    message.actor = object.actor ?? undefined;
+    message.tenantId = object.tenantId ?? undefined;
+    message.action = object.action ?? undefined;
+    message.from = object.from ?? undefined;
+    message.to = object.to ?? undefined;
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListAuditLogResponse(): ListAuditLogResponse {
+  return { records: [], nextCursor: undefined };
+}
+
+export const ListAuditLogResponse: MessageFns<ListAuditLogResponse> = {
+  encode(message: ListAuditLogResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.records) {
+      AuditRecord.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== undefined) {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditLogResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditLogResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.records.push(AuditRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditLogResponse {
+    return {
+      records: globalThis.Array.isArray(object?.records) ? object.records.map((e: any) => AuditRecord.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : undefined,
+    };
+  },
+
+  toJSON(message: ListAuditLogResponse): unknown {
+    const obj: any = {};
+    if (message.records?.length) {
+      obj.records = message.records.map((e) => AuditRecord.toJSON(e));
+    }
+    if (message.nextCursor !== undefined) {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditLogResponse>): ListAuditLogResponse {
+    return ListAuditLogResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditLogResponse>): ListAuditLogResponse {
+    const message = createBaseListAuditLogResponse();
+    message.records = object.records?.map((e) => AuditRecord.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? undefined;
+    return message;
+  },
+};
+
 /**
  * Tenants, API keys, provider credentials, model allowlists, admin users, admin sessions and
  * invitations. Timestamps are ISO 8601 strings; empty string means "not set" unless optional.
@@ -6108,6 +6839,27 @@ export const TenancyServiceDefinition = {
       requestType: AcceptInvitationRequest as typeof AcceptInvitationRequest,
       requestStream: false,
       responseType: AdminSession as typeof AdminSession,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * ---- audit log (issue 40, item 5): append-only ----
+     * Appends one record; the actor is the caller's principal (admin user, admin token, tenant, or anonymous).
+     */
+    recordAudit: {
+      name: "RecordAudit",
+      requestType: RecordAuditRequest as typeof RecordAuditRequest,
+      requestStream: false,
+      responseType: AuditRecord as typeof AuditRecord,
+      responseStream: false,
+      options: {},
+    },
+    /** Newest first, keyset paging on (at, id). */
+    listAuditLog: {
+      name: "ListAuditLog",
+      requestType: ListAuditLogRequest as typeof ListAuditLogRequest,
+      requestStream: false,
+      responseType: ListAuditLogResponse as typeof ListAuditLogResponse,
       responseStream: false,
       options: {},
     },
@@ -6391,6 +7143,30 @@ export const TenancyServiceService = {
     responseSerialize: (value: AdminSession): Buffer => Buffer.from(AdminSession.encode(value).finish()),
     responseDeserialize: (value: Buffer): AdminSession => AdminSession.decode(value),
   },
+  /**
+   * ---- audit log (issue 40, item 5): append-only ----
+   * Appends one record; the actor is the caller's principal (admin user, admin token, tenant, or anonymous).
+   */
+  recordAudit: {
+    path: "/imagegen.tenancy.v1.TenancyService/RecordAudit" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordAuditRequest): Buffer => Buffer.from(RecordAuditRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordAuditRequest => RecordAuditRequest.decode(value),
+    responseSerialize: (value: AuditRecord): Buffer => Buffer.from(AuditRecord.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuditRecord => AuditRecord.decode(value),
+  },
+  /** Newest first, keyset paging on (at, id). */
+  listAuditLog: {
+    path: "/imagegen.tenancy.v1.TenancyService/ListAuditLog" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAuditLogRequest): Buffer => Buffer.from(ListAuditLogRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAuditLogRequest => ListAuditLogRequest.decode(value),
+    responseSerialize: (value: ListAuditLogResponse): Buffer =>
+      Buffer.from(ListAuditLogResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAuditLogResponse => ListAuditLogResponse.decode(value),
+  },
 } as const;
 
 export interface TenancyServiceServer extends UntypedServiceImplementation {
@@ -6439,6 +7215,13 @@ export interface TenancyServiceServer extends UntypedServiceImplementation {
   getInvitation: handleUnaryCall<InvitationTokenRequest, Invitation>;
   revokeInvitation: handleUnaryCall<InvitationTokenRequest, Invitation>;
   acceptInvitation: handleUnaryCall<AcceptInvitationRequest, AdminSession>;
+  /**
+   * ---- audit log (issue 40, item 5): append-only ----
+   * Appends one record; the actor is the caller's principal (admin user, admin token, tenant, or anonymous).
+   */
+  recordAudit: handleUnaryCall<RecordAuditRequest, AuditRecord>;
+  /** Newest first, keyset paging on (at, id). */
+  listAuditLog: handleUnaryCall<ListAuditLogRequest, ListAuditLogResponse>;
 }
 
 export interface TenancyServiceClient extends Client {
@@ -6836,6 +7619,41 @@ export interface TenancyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AdminSession) => void,
+  ): ClientUnaryCall;
+  /**
+   * ---- audit log (issue 40, item 5): append-only ----
+   * Appends one record; the actor is the caller's principal (admin user, admin token, tenant, or anonymous).
+   */
+  recordAudit(
+    request: RecordAuditRequest,
+    callback: (error: ServiceError | null, response: AuditRecord) => void,
+  ): ClientUnaryCall;
+  recordAudit(
+    request: RecordAuditRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuditRecord) => void,
+  ): ClientUnaryCall;
+  recordAudit(
+    request: RecordAuditRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuditRecord) => void,
+  ): ClientUnaryCall;
+  /** Newest first, keyset paging on (at, id). */
+  listAuditLog(
+    request: ListAuditLogRequest,
+    callback: (error: ServiceError | null, response: ListAuditLogResponse) => void,
+  ): ClientUnaryCall;
+  listAuditLog(
+    request: ListAuditLogRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAuditLogResponse) => void,
+  ): ClientUnaryCall;
+  listAuditLog(
+    request: ListAuditLogRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAuditLogResponse) => void,
   ): ClientUnaryCall;
 }
 
