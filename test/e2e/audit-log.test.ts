@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
-import { mintTokens, registerClient } from './mcp-support.js';
+import { callTool, mcpClient, mintTokens, registerClient } from './mcp-support.js';
 
 /**
  * The audit log (issue 40, item 5): every admin write of each kind makes exactly one record with its actor,
@@ -234,6 +234,30 @@ describe("tenants' security writes are recorded", () => {
     const miss = await write(`/api/webhooks/${id}`, { method: 'DELETE', key: other.liveKey });
     expect(miss.status).toBe(404);
     expect(await recordsOf(miss.requestId, 'deleteWebhook')).toEqual([]);
+  });
+
+  it('webhook writes through the MCP tools are recorded as over REST', async () => {
+    const mcpTenant = await s.createTenant();
+    const client = await mcpClient(s.baseUrl, mcpTenant.liveKey);
+    try {
+      const created = await callTool(client, 'create_webhook', { url: 'https://127.0.0.1:9/mcp-hook', events: ['image.deleted'] });
+      expect(created.ok, created.text).toBe(true);
+      const id = String(created.json.data.id);
+      expect((await callTool(client, 'update_webhook', { id: Number(id), enabled: false })).ok).toBe(true);
+      expect((await callTool(client, 'delete_webhook', { id: Number(id) })).ok).toBe(true);
+      const recs = ((await list({ tenant: mcpTenant.tenantId, limit: '200' })).body.data as Rec[])
+        .filter((r) => r.action.endsWith('Webhook'))
+        .reverse();
+      expect(recs.map((r) => [r.action, r.resourceId, r.actor])).toEqual([
+        ['createWebhook', id, mcpTenant.tenantId],
+        ['updateWebhook', id, mcpTenant.tenantId],
+        ['deleteWebhook', id, mcpTenant.tenantId],
+      ]);
+      expect(recs[0].changes).toMatchObject({ url: 'https://127.0.0.1:9/mcp-hook', events: ['image.deleted'] });
+      expect(JSON.stringify(recs)).not.toContain(created.json.data.secret);
+    } finally {
+      await client.close();
+    }
   });
 
   it('OAuth: a client registration and a token revocation', async () => {

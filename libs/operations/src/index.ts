@@ -1,6 +1,7 @@
 export * from './clients.js';
 export * from './generation-calls.js';
 export * from './job-results.js';
+export * from './policies/audit.js';
 export * from './policies/idempotency.js';
 export * from './policies/rate-limits.js';
 export * from './policies/tenant-slots.js';

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ID_MAX, INT32_MAX, OPERATIONS, type OperationKey } from '@imagegen/api-schemas';
 import type { Clients } from '@imagegen/operations';
 import {
+  auditEntry,
+  auditRecord,
   concurrencyRefusal,
   holdClaim,
   IDEMPOTENCY_KEY_PATTERN,
@@ -9,7 +11,9 @@ import {
   IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
   idempotencyRefusal,
+  isAudited,
   keepsIdempotentAnswer,
+  RECORD_TIMEOUT_MS,
   requestFingerprint,
   type SlotStore,
 } from '@imagegen/operations';
@@ -263,7 +267,9 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
           return toolError(refusal.status, refusal.body);
         }
         try {
-          return toolResult(await tool.run(args as never, ctx));
+          const out = await tool.run(args as never, ctx);
+          await recordAudit(tool, args as Record<string, unknown>, out, ctx);
+          return toolResult(out);
         } catch (err) {
           return errorResult(err, deps.logger, tool.name);
         } finally {
@@ -273,6 +279,31 @@ export function registerTools(server: McpServer, tools: ToolDef[], deps: ToolDep
       if (typeof idempotencyKey !== 'string' || !deps.idempotency || !auth.tenantId) return call();
       return idempotent(deps.idempotency, deps.logger, `mcp:${auth.tenantId}:${idempotencyKey}`, tool.name, args, call);
     }) as never);
+  }
+}
+
+/**
+ * The audit record of a tool's successful write, as the gateway records the same operation over REST (issue 40
+ * item 5: the tenants' webhook writes): its path parameters are the arguments of the same names, its changes the
+ * others. A record that cannot be written is logged at warn with everything it held; the answer stands.
+ */
+async function recordAudit(tool: ToolDef & { operation?: OperationKey }, args: Record<string, unknown>, out: ToolOutput, ctx: ToolContext) {
+  if (!tool.operation) return;
+  const [method, path] = tool.operation.split(' ');
+  const spec = OPERATIONS[tool.operation];
+  if (!isAudited(method, spec)) return;
+  const names = [...path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+  const params = Object.fromEntries(names.filter((n) => args[n] !== undefined).map((n) => [n, String(args[n])]));
+  const { idempotency_key: _key, ...rest } = args;
+  const body = Object.fromEntries(Object.entries(rest).filter(([k]) => !names.includes(k)));
+  const record = auditRecord(auditEntry(spec, { params, body, principal: ctx.principal }, out.data));
+  try {
+    await ctx.deps.clients.tenancy.recordAudit(record, ctx.principal, { timeoutMs: RECORD_TIMEOUT_MS });
+  } catch (err) {
+    ctx.deps.logger.warn(
+      { err, audit: { ...record, actor: ctx.principal.tenantId } },
+      'AUDIT RECORD NOT WRITTEN: the write succeeded and was answered, its audit record is missing',
+    );
   }
 }
 
