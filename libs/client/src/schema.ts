@@ -1229,6 +1229,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1255,6 +1257,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1278,6 +1282,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1300,6 +1306,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1323,6 +1331,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1346,6 +1356,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1364,6 +1376,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1382,6 +1396,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1400,6 +1416,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1418,6 +1436,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1436,6 +1456,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1454,6 +1476,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1472,6 +1496,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Seconds to wait before retrying */
                 "Retry-After": number;
                 [name: string]: unknown;
@@ -1498,6 +1524,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1522,6 +1550,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1540,6 +1570,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Seconds to wait before retrying */
                 "Retry-After": number;
                 [name: string]: unknown;
@@ -1565,6 +1597,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -1583,6 +1617,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1615,6 +1651,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1644,6 +1682,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1672,6 +1712,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1701,6 +1743,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1730,6 +1774,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1754,6 +1800,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1778,6 +1826,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1802,6 +1852,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1826,6 +1878,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1850,6 +1904,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1874,6 +1930,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1898,6 +1956,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1930,6 +1990,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1960,6 +2022,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -1984,6 +2048,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -2015,6 +2081,8 @@ export interface components {
             headers: {
                 /** @description The request id (echoes a valid X-Request-Id sent) */
                 "X-Request-Id"?: string;
+                /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                traceresponse?: string;
                 /** @description Requests allowed in the current window */
                 "X-RateLimit-Limit"?: number;
                 /** @description Requests left in the current window */
@@ -2056,6 +2124,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2091,7 +2161,12 @@ export interface operations {
                 /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2102,6 +2177,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2155,6 +2232,10 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
                 "Idempotency-Key"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2198,6 +2279,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2249,7 +2332,12 @@ export interface operations {
     getCharacter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2263,6 +2351,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2310,7 +2400,12 @@ export interface operations {
     deleteCharacter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2324,6 +2419,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2356,7 +2453,12 @@ export interface operations {
     updateCharacter: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2393,6 +2495,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2450,6 +2554,10 @@ export interface operations {
                 "X-Session-Id"?: string;
                 /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
                 Prefer?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2481,6 +2589,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2512,6 +2622,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2567,6 +2679,10 @@ export interface operations {
                 "X-Session-Id"?: string;
                 /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
                 Prefer?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path: {
                 /** @description numeric id or URL-encoded name */
@@ -2598,6 +2714,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2632,6 +2750,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2690,7 +2810,12 @@ export interface operations {
                 /** @description Continue after the last product of a previous answer (its pagination.nextCursor); not with page > 1 */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2701,6 +2826,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2754,6 +2881,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2787,6 +2918,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2833,7 +2966,12 @@ export interface operations {
     getProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2847,6 +2985,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2896,7 +3036,12 @@ export interface operations {
     deleteProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2910,6 +3055,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -2942,7 +3089,12 @@ export interface operations {
     updateProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -2969,6 +3121,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3013,6 +3167,10 @@ export interface operations {
                 "X-Session-Id"?: string;
                 /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
                 Prefer?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path: {
                 /** @description numeric id or URL-encoded name */
@@ -3052,6 +3210,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3092,6 +3252,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3152,7 +3314,12 @@ export interface operations {
                 /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3163,6 +3330,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3217,6 +3386,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3258,6 +3431,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3312,7 +3487,12 @@ export interface operations {
     getScene: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -3326,6 +3506,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3373,7 +3555,12 @@ export interface operations {
     deleteScene: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 /** @description numeric id or URL-encoded name */
                 identifier: string;
@@ -3387,6 +3574,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3425,6 +3614,10 @@ export interface operations {
             header?: {
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path: {
                 /** @description numeric id or URL-encoded name */
@@ -3462,6 +3655,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3522,7 +3717,12 @@ export interface operations {
                 /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3533,6 +3733,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3579,6 +3781,10 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
                 "Idempotency-Key"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3614,6 +3820,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3656,7 +3864,12 @@ export interface operations {
     getStylePreset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3669,6 +3882,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3707,7 +3922,12 @@ export interface operations {
     deleteStylePreset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3720,6 +3940,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3752,7 +3974,12 @@ export interface operations {
     updateStylePreset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3782,6 +4009,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3823,7 +4052,12 @@ export interface operations {
     listSearchPresets: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3834,6 +4068,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3890,6 +4126,10 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
                 "Idempotency-Key"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3938,6 +4178,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -3997,7 +4239,12 @@ export interface operations {
     deleteSearchPreset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4010,6 +4257,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4049,7 +4298,12 @@ export interface operations {
                 /** @description Continue after the last image of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4062,6 +4316,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4179,7 +4435,12 @@ export interface operations {
                 /** @description Continue after the last image of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4190,6 +4451,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4246,6 +4509,10 @@ export interface operations {
                 "X-Session-Id"?: string;
                 /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
                 Prefer?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4347,6 +4614,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4394,6 +4663,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4442,7 +4713,12 @@ export interface operations {
     getImage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: number;
             };
@@ -4455,6 +4731,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4529,7 +4807,12 @@ export interface operations {
     deleteImage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: number;
             };
@@ -4542,6 +4825,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4567,7 +4852,12 @@ export interface operations {
     deleteImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4585,6 +4875,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4623,7 +4915,12 @@ export interface operations {
     downloadImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4641,6 +4938,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4674,7 +4973,12 @@ export interface operations {
                 /** @description Continue after the last session of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4685,6 +4989,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4734,6 +5040,10 @@ export interface operations {
             header?: {
                 /** @description ETags of answers already held: 304 without a body when one of them is still current */
                 "If-None-Match"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path: {
                 sessionId: string;
@@ -4747,6 +5057,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4808,6 +5120,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -4844,6 +5158,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4942,6 +5258,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5003,6 +5321,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5109,6 +5429,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5201,6 +5523,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,6 +5572,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5313,6 +5639,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5368,6 +5696,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5421,6 +5751,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5475,6 +5807,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5510,6 +5844,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5561,6 +5897,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5608,6 +5946,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5669,6 +6009,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5717,6 +6059,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5758,6 +6102,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5821,6 +6167,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5868,6 +6216,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5909,6 +6259,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5960,6 +6312,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6031,6 +6385,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6090,6 +6446,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6161,6 +6519,10 @@ export interface operations {
                 "X-Session-Id"?: string;
                 /** @description respond-async (RFC 7240, extension): answer 202 at once with the queued job (its execution) instead of waiting for the images; GET /api/executions/{executionId} carries the result once completed. */
                 Prefer?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6201,6 +6563,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6235,6 +6599,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6288,6 +6654,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description Application session id (1-200 characters) that groups operations; a new one is generated when absent */
                 "X-Session-Id"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6324,6 +6694,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6371,7 +6743,12 @@ export interface operations {
                 /** @description Page size (default 50, max 200) */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 sessionId: string;
             };
@@ -6384,6 +6761,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6446,7 +6825,12 @@ export interface operations {
                 /** @description Heartbeat interval in ms (default 15000). */
                 heartbeat?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 sessionId: string;
             };
@@ -6459,6 +6843,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6487,7 +6873,12 @@ export interface operations {
                 /** @description Page size (default 100, max 200) */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6498,6 +6889,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6545,7 +6938,12 @@ export interface operations {
     getExecution: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 executionId: string;
             };
@@ -6558,6 +6956,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6705,7 +7105,12 @@ export interface operations {
     cancelExecution: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 executionId: string;
             };
@@ -6718,6 +7123,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6773,7 +7180,12 @@ export interface operations {
                 /** @description Heartbeat interval in ms (default 15000). */
                 heartbeat?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 executionId: string;
             };
@@ -6786,6 +7198,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6814,7 +7228,12 @@ export interface operations {
                 /** @description Months (default 12, max 24) */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6825,6 +7244,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6871,7 +7292,12 @@ export interface operations {
     getProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6882,6 +7308,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6916,7 +7344,12 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6927,6 +7360,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -6971,6 +7406,10 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
                 "Idempotency-Key"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7004,6 +7443,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7056,7 +7497,12 @@ export interface operations {
                 id?: string;
                 url?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7067,6 +7513,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7103,7 +7551,12 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7116,6 +7569,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7159,7 +7614,12 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7172,6 +7632,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7205,7 +7667,12 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7230,6 +7697,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7277,7 +7746,12 @@ export interface operations {
             query?: {
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7290,6 +7764,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7413,7 +7889,12 @@ export interface operations {
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7426,6 +7907,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */
@@ -7554,6 +8037,10 @@ export interface operations {
             header?: {
                 /** @description Makes the request safe to retry: the first answer (success or error) is stored for 24 h and replayed with Idempotent-Replayed: true; the same key with another method, path or body answers 422, while the first is still running 409. */
                 "Idempotency-Key"?: string;
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
             };
             path: {
                 id: string;
@@ -7568,6 +8055,8 @@ export interface operations {
                 headers: {
                     /** @description The request id (echoes a valid X-Request-Id sent) */
                     "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
                     /** @description Requests allowed in the current window */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in the current window */

@@ -53,6 +53,23 @@ const HEADER_PARAMS: Record<string, Json> = {
     description: 'Application session id (1-200 characters) that groups operations; a new one is generated when absent',
     schema: { type: 'string', minLength: 1, maxLength: 200 },
   },
+  signature: {
+    name: 'X-Signature',
+    in: 'header',
+    required: false,
+    description:
+      "Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's " +
+      'signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw ' +
+      'body (README, "Signed requests")',
+    schema: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
+  },
+  timestamp: {
+    name: 'X-Timestamp',
+    in: 'header',
+    required: false,
+    description: 'With X-Signature: milliseconds since the epoch, within 5 minutes of the server time',
+    schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
+  },
 };
 
 /** Request examples of the operations a client starts with. */
@@ -117,6 +134,7 @@ function operationObject(method: string, url: string, spec: OperationSpec): Json
   if (spec.upstream && spec.auth === 'tenant') parameters.push(HEADER_PARAMS.sessionId);
   if (spec.conditional) parameters.push(HEADER_PARAMS.ifNoneMatch);
   if (spec.async) parameters.push(HEADER_PARAMS.preferAsync);
+  if (spec.auth === 'tenant') parameters.push(HEADER_PARAMS.signature, HEADER_PARAMS.timestamp);
   if (parameters.length) op.parameters = parameters;
   return op;
 }

@@ -36,7 +36,13 @@ const RATE_HEADERS = {
   'X-RateLimit-Reset': intHeader('When the window resets (unix seconds)'),
 };
 const RETRY_AFTER = { 'Retry-After': { ...intHeader('Seconds to wait before retrying'), required: true } };
-const REQUEST_ID = { 'X-Request-Id': { description: 'The request id (echoes a valid X-Request-Id sent)', schema: { type: 'string' } } };
+const REQUEST_ID = {
+  'X-Request-Id': { description: 'The request id (echoes a valid X-Request-Id sent)', schema: { type: 'string' } },
+  traceresponse: {
+    description: "W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it)",
+    schema: { type: 'string', pattern: '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
+  },
+};
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Invalid request ({error, details})',
