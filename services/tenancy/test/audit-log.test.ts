@@ -1,35 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import {
-  createClient,
-  createDb,
-  createInProcessTransport,
-  createLogger,
-  createStorage,
-  createTestDatabase,
-  type EventTransport,
-  loadConfig,
-  type Principal,
-  type RunningService,
-  type ServiceContext,
-  type Sql,
-} from '@imagegen/platform';
+import { createLogger, loadConfig, type Principal, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor } from '../src/handlers/audit-log.js';
-import { start, sweepAuditRecords } from '../src/service.js';
+import { sweepAuditRecords } from '../src/service.js';
+import { startTenancyHarness, type TenancyHarness } from './harness.js';
 
 /** The audit log of tenancy (issue 40, item 5): RecordAudit, ListAuditLog, append-only, retention. */
 
 const logger = createLogger('tenancy-audit-test', 'silent');
-let db: { url: string; drop: () => Promise<void> };
-let dataDir: string;
-let events: EventTransport;
-let running: RunningService;
+let h: TenancyHarness;
+let client: TenancyHarness['client'];
 let sql: Sql;
-let client: ReturnType<typeof createClient<typeof TenancyServiceService>>;
 
 const superAdmin: Principal = { requestId: 'req-1', adminUserId: 'usr_boss', adminRole: 'super_admin', source: 'admin' };
 const token: Principal = { requestId: 'req-2', adminRole: 'super_admin', source: 'admin' };
@@ -37,37 +18,15 @@ const tenant: Principal = { requestId: 'req-3', tenantId: 'acme', keyType: 'live
 const internal: Principal = { requestId: 'req-4', source: 'internal' };
 
 beforeAll(async () => {
-  db = await createTestDatabase(undefined, 'tenancy');
-  dataDir = mkdtempSync(join(tmpdir(), 'tenancy-audit-'));
-  events = createInProcessTransport({ logger });
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    DATA_DIR: dataDir,
-    EVENTS_PREFIX: 'tenancyaudit',
-    CREDENTIALS_KEY: randomBytes(32).toString('base64'),
-    AUDIT_LOG_RETENTION_DAYS: '30',
+  h = await startTenancyHarness({
+    eventsPrefix: 'tenancyaudit',
+    env: { CREDENTIALS_KEY: randomBytes(32).toString('base64'), AUDIT_LOG_RETENTION_DAYS: '30' },
   });
-  const ctx: ServiceContext = {
-    config,
-    logger,
-    events,
-    storage: createStorage({ dataDir, publicBaseUrl: 'http://localhost' }),
-    resolve: () => {
-      throw new Error('not needed');
-    },
-  };
-  running = await start(ctx);
-  client = createClient(TenancyServiceService, running.grpcAddress as string);
-  sql = createDb(db.url, { schema: 'tenancy', max: 2 });
+  ({ client, sql } = h);
 });
 
 afterAll(async () => {
-  client?.close();
-  await sql?.end();
-  await running?.stop();
-  await events?.close();
-  await db?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await h?.stop();
 });
 
 describe('audit log', () => {

@@ -1,52 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { TenantChanged } from '@imagegen/contracts/events/v1/events';
-import { TenancyServiceService } from '@imagegen/contracts/tenancy/v1/tenancy';
-import {
-  createClient,
-  createDb,
-  createInProcessTransport,
-  createLogger,
-  createStorage,
-  createTestDatabase,
-  type EventMessage,
-  type EventTransport,
-  loadConfig,
-  type RunningService,
-  type ServiceContext,
-  type Sql,
-} from '@imagegen/platform';
+import type { EventMessage, Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
 import { decryptSecret, sha256Hex } from '../src/crypto.js';
 import { SIGNED_KEY_ELSEWHERE } from '../src/handlers/api-keys.js';
 import { readSigningSecrets } from '../src/repositories/api-keys.js';
 import { start } from '../src/service.js';
+import { startTenancyHarness, type TenancyHarness } from './harness.js';
 
-const logger = createLogger('tenancy-test', 'silent');
-let db: { url: string; drop: () => Promise<void> };
-let dataDir: string;
-let events: EventTransport;
-let running: RunningService;
+let h: TenancyHarness;
+let client: TenancyHarness['client'];
 let sql: Sql;
-let client: ReturnType<typeof createClient<typeof TenancyServiceService>>;
 const received: EventMessage[] = [];
 const p = { requestId: 'test', source: 'internal' };
 
-function context(env: Record<string, string>): ServiceContext {
-  const config = loadConfig({ DATABASE_URL: db.url, DATA_DIR: dataDir, EVENTS_PREFIX: 'tenancytest', ...env });
-  return {
-    config,
-    logger,
-    events,
-    storage: createStorage({ dataDir, publicBaseUrl: 'http://localhost' }),
-    resolve: () => {
-      throw new Error('not needed');
-    },
-  };
-}
+const context = (env: Record<string, string>) => h.context(env);
 
 const credentialsKey = randomBytes(32);
 /** SIGNING_SECRET_GRACE_MS of the service under test. */
@@ -60,28 +29,12 @@ const baseEnv = () => ({
 });
 
 beforeAll(async () => {
-  db = await createTestDatabase(undefined, 'tenancy');
-  dataDir = mkdtempSync(join(tmpdir(), 'tenancy-test-'));
-  events = createInProcessTransport({ logger });
-  await events.subscribe({
-    durable: 'test',
-    subjects: ['tenancytest.tenancy.>'],
-    handler: async (m) => {
-      received.push(m);
-    },
-  });
-  running = await start(context(baseEnv()));
-  client = createClient(TenancyServiceService, running.grpcAddress as string);
-  sql = createDb(db.url, { schema: 'tenancy', max: 2 });
+  h = await startTenancyHarness({ eventsPrefix: 'tenancytest', env: baseEnv(), received });
+  ({ client, sql } = h);
 });
 
 afterAll(async () => {
-  client?.close();
-  await sql?.end();
-  await running?.stop();
-  await events?.close();
-  await db?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await h?.stop();
 });
 
 describe('tenancy service', () => {
