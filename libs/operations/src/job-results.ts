@@ -65,12 +65,19 @@ export const needsRecords = (operation: JobOperation) => operation === 'POST /ap
  */
 export async function jobResult(
   e: Execution,
-  library: Pick<Client<typeof LibraryServiceService>, 'resolveImages'>,
+  library: Pick<Client<typeof LibraryServiceService>, 'resolveImages' | 'commitExecutionImages'>,
   principal: Principal,
 ): Promise<unknown | undefined> {
   if (e.status !== 'completed' || !isJobOperation(e.operation) || e.imageIds.length === 0) return undefined;
-  const r = await library.resolveImages({ imageIds: e.imageIds }, principal);
-  if (r.missingIds.length > 0) return undefined;
+  let r = await library.resolveImages({ imageIds: e.imageIds }, principal);
+  if (r.missingIds.length > 0) {
+    // Completed a moment ago: its images are the caller's, and are listed right after the completion is written
+    // (by the process that ran it, or the library's ExecutionFinished consumer). Acknowledging it here lists them
+    // now (idempotent), so a completed job never shows without its result.
+    await library.commitExecutionImages({ tenantId: '', executionId: e.executionId, imageIds: e.imageIds }, principal);
+    r = await library.resolveImages({ imageIds: e.imageIds }, principal);
+    if (r.missingIds.length > 0) return undefined; // deleted since
+  }
   return presentGeneration(e.operation, generatedAnswer(e, r.images), JSON.parse(e.presentation || '{}'), r.images);
 }
 

@@ -115,13 +115,14 @@ describe('async jobs', () => {
     // Never more than RUNNING_PER_TENANT of A's jobs running, sampled while the test goes on.
     let maxRunning = 0;
     let sampling = true;
+    // Caught: when an assertion below fails first, the loop ends with the pool instead of as an unhandled rejection.
     const sampler = (async () => {
       while (sampling) {
         const [{ n }] = await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = 't-a' AND status = 'running'`;
         maxRunning = Math.max(maxRunning, n as number);
         await new Promise((r) => setTimeout(r, 25));
       }
-    })();
+    })().catch(() => {});
     await waitFor(
       async () => (await sql`SELECT count(*)::int AS n FROM executions WHERE tenant_id = 't-a' AND status = 'running'`)[0].n === 2,
     );
@@ -146,10 +147,11 @@ describe('async jobs', () => {
     expect(b.position).toBe(1);
     await waitFor(async () => (await statusOf(b.executionId)) === 'completed', { timeout: 15_000 });
     const [bRow] = await sql`SELECT queued_at, started_at FROM executions WHERE execution_id = ${b.executionId}`;
-    const [firstAfter] = await sql`SELECT execution_id FROM executions
-      WHERE queued_at IS NOT NULL AND started_at >= ${bRow.queued_at} AND status <> 'queued'
-      ORDER BY started_at LIMIT 1`;
-    expect(firstAfter.execution_id).toBe(b.executionId);
+    // Fair: once B's job waited, the next free worker took it. With 2 workers, two of A's jobs may end together
+    // and both slots be claimed side by side (one for B, one for A): at most one of A's started between.
+    const [{ n: aBefore }] = await sql`SELECT count(*)::int AS n FROM executions
+      WHERE tenant_id = 't-a' AND started_at >= ${bRow.queued_at} AND started_at < ${bRow.started_at} AND status <> 'queued'`;
+    expect(aBefore).toBeLessThanOrEqual(1);
     // At most one job's duration (4 s upstream) and a poll.
     const waitedMs = (bRow.started_at as Date).getTime() - (bRow.queued_at as Date).getTime();
     console.log(`tenant B's first job waited ${waitedMs} ms behind ${QUEUED_PER_TENANT} queued jobs of tenant A`);
