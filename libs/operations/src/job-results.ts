@@ -68,17 +68,30 @@ export async function jobResult(
   library: Pick<Client<typeof LibraryServiceService>, 'resolveImages' | 'commitExecutionImages'>,
   principal: Principal,
 ): Promise<unknown | undefined> {
-  if (e.status !== 'completed' || !isJobOperation(e.operation) || e.imageIds.length === 0) return undefined;
+  if (e.status !== 'completed' || !isJobOperation(e.operation)) return undefined;
+  const images = await completedImages(e, library, principal);
+  return images && presentGeneration(e.operation, generatedAnswer(e, images), JSON.parse(e.presentation || '{}'), images);
+}
+
+/**
+ * The images a completed execution reported, in its order, as the library lists them; undefined when it reported
+ * none (or is not completed) or some were deleted since. Completed a moment ago, its images may not be listed yet
+ * (the process that ran it, or the library's ExecutionFinished consumer, lists them right after the completion is
+ * written): they are the caller's, so acknowledging the completion here lists them now (idempotent), and a reader
+ * never sees a completed execution without its images.
+ */
+export async function completedImages(
+  e: Execution,
+  library: Pick<Client<typeof LibraryServiceService>, 'resolveImages' | 'commitExecutionImages'>,
+  principal: Principal,
+): Promise<ImageRecord[] | undefined> {
+  if (e.status !== 'completed' || e.imageIds.length === 0) return undefined;
   let r = await library.resolveImages({ imageIds: e.imageIds }, principal);
   if (r.missingIds.length > 0) {
-    // Completed a moment ago: its images are the caller's, and are listed right after the completion is written
-    // (by the process that ran it, or the library's ExecutionFinished consumer). Acknowledging it here lists them
-    // now (idempotent), so a completed job never shows without its result.
     await library.commitExecutionImages({ tenantId: '', executionId: e.executionId, imageIds: e.imageIds }, principal);
     r = await library.resolveImages({ imageIds: e.imageIds }, principal);
-    if (r.missingIds.length > 0) return undefined; // deleted since
   }
-  return presentGeneration(e.operation, generatedAnswer(e, r.images), JSON.parse(e.presentation || '{}'), r.images);
+  return r.missingIds.length > 0 ? undefined : r.images;
 }
 
 /** A generating operation's request: a generate (or an edit) and what its answer needs besides the images. */

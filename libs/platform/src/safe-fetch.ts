@@ -4,6 +4,7 @@
  * address checked, the connection is pinned to the checked address (no second DNS answer can sneak in,
  * i.e. DNS rebinding), redirects are followed by hand and re-checked, and size and time are bounded.
  */
+import { createHash } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
@@ -226,7 +227,7 @@ export function pinnedAgent(address: string, family: 4 | 6, ca?: string | Buffer
 const KEPT_AGENTS_MAX = 256;
 const keptAgents = new Map<string, Agent>();
 function keptAgent(address: string, family: 4 | 6, ca?: string | Buffer): Agent {
-  const key = `${family}|${address}|${ca ? ca.toString().length : 0}:${ca ? ca.toString().slice(-64) : ''}`;
+  const key = `${family}|${address}|${ca ? createHash('sha256').update(ca).digest('hex') : ''}`;
   let agent = keptAgents.get(key);
   if (agent) {
     keptAgents.delete(key); // most recently used last

@@ -1,6 +1,6 @@
 import type { Execution } from '@imagegen/contracts/generation/v1/generation';
 import { AppError, type DirectPublisher, notFound, type Principal, type Sql } from '@imagegen/platform';
-import { finishExecution, getExecution } from '../store.js';
+import { executionExists, finishExecution, getExecution, type NewExecution } from '../store.js';
 
 /**
  * The durable job queue (issue 37), in PostgreSQL: a job is its execution row, written 'queued' with the request
@@ -17,32 +17,24 @@ import { finishExecution, getExecution } from '../store.js';
 /** The caller a job runs as: the principal without its per-request parts. */
 export type JobPrincipal = Pick<Principal, 'tenantId' | 'keyType' | 'scopes' | 'source' | 'sessionId' | 'requestId'>;
 
-export interface NewJob {
-  executionId: string;
-  tenantId: string;
-  sessionId: string;
-  toolName: string;
-  toolSource: string;
-  modelId: string;
-  keyType: string;
+/** An execution to queue (NewExecution's fields, without a process or a step yet) and the job it runs. */
+export type NewJob = Pick<
+  NewExecution,
+  'executionId' | 'tenantId' | 'sessionId' | 'toolName' | 'toolSource' | 'modelId' | 'keyType' | 'firstLog'
+> & {
   /** GenerateImagesRequest, encoded. */
   request: Uint8Array;
   principal: JobPrincipal;
   operation: string;
   presentation: string;
-  firstLog: string;
-}
+};
 
-export interface ClaimedJob {
-  executionId: string;
-  tenantId: string;
-  sessionId: string;
-  toolName: string;
-  keyType: string;
+/** A job this process claimed: what ExecutionTracker.attach takes, and the job it runs. */
+export type ClaimedJob = Pick<NewExecution, 'executionId' | 'tenantId' | 'sessionId' | 'toolName' | 'keyType'> & {
   startedAt: Date;
   request: Uint8Array;
   principal: JobPrincipal;
-}
+};
 
 const tenantLock = (tenantId: string) => `jobs:${tenantId}`;
 
@@ -80,7 +72,7 @@ export async function enqueueJob(sql: Sql, job: NewJob, maxQueued: number): Prom
       )
       SELECT depth.n, EXISTS (SELECT 1 FROM x) AS queued FROM depth`) as unknown as { n: number; queued: boolean }[];
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw new AppError(409, { error: `Execution ${job.executionId} already exists` });
+    if ((err as { code?: string }).code === '23505') throw executionExists(job.executionId);
     throw err;
   }
   if (!row?.queued) throw queueFull(maxQueued);

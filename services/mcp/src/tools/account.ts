@@ -11,6 +11,7 @@ import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imag
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import { CreateWebhookRequest, UpdateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
 import {
+  completedImages,
   cursorPagination,
   executionJson,
   generatedAnswer,
@@ -146,14 +147,14 @@ const waitForExecution = defineTool({
     if (e.status !== 'completed') {
       throw new AppError(502, { error: e.error || 'Execution failed', executionId: e.executionId, execution: executionJson(e) });
     }
-    // Its images, as the library lists them (any replica may have run it).
-    const r = e.imageIds.length ? await library.resolveImages({ imageIds: e.imageIds }, ctx.principal) : undefined;
-    if (r && r.missingIds.length === 0) {
-      const res = generatedAnswer(e, r.images);
+    // Its images, as the library lists them (any replica may have run it; completedImages lists them if need be).
+    const listed = await completedImages(e, library, ctx.principal);
+    if (listed) {
+      const res = generatedAnswer(e, listed);
       const result = e.operation === 'POST /api/images' || e.toolName === 'generate_image' ? generateResultJson(res) : undefined;
       const thumbs = await thumbnailsOfGenerated(ctx, res.images);
       return {
-        data: { done: true, execution: executionJson(e), result: result ?? { images: r.images.map(sessionImageJson) } },
+        data: { done: true, execution: executionJson(e), result: result ?? { images: listed.map(sessionImageJson) } },
         images: thumbs,
       };
     }

@@ -52,7 +52,8 @@ export interface ToolDeps {
   idempotency?: IdempotencyStore;
   /**
    * The tenant's generations in flight (TENANT_MAX_GENERATIONS_IN_FLIGHT), in the gateway's slots: a generation
-   * or upload tool holds one while it runs (an async one until its execution ends). Absent or max 0: no cap.
+   * or upload tool holds one while it runs (an async one while it is submitted: the job queue caps its running). Absent
+   * or max 0: no cap.
    */
   generationSlots?: { store: SlotStore; max: number };
 }

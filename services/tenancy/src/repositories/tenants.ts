@@ -35,15 +35,10 @@ function toTenant(r: TenantRow): Tenant {
 }
 
 /** The settings a tenant is created with (its id aside) and that an update writes. */
-export interface TenantSettings {
-  tenantName: string;
-  contactEmail: string;
-  monthlyQuotaMb: number;
-  rateLimitPerMinute: number;
-  notes: string | null;
-  modelId: string;
-  allowedModels: string[];
-}
+export type TenantSettings = Pick<
+  Tenant,
+  'tenantName' | 'contactEmail' | 'monthlyQuotaMb' | 'rateLimitPerMinute' | 'notes' | 'modelId' | 'allowedModels'
+>;
 
 /** forUpdate locks the row until the transaction ends (FOR UPDATE). */
 export async function findTenant(db: Db, tenantId: string, forUpdate = false): Promise<Tenant | undefined> {
