@@ -17,6 +17,7 @@ import {
 } from '@imagegen/platform';
 import { cursorKey as makeCursorKey } from './images/cursor.js';
 import { type ImageListFilters, type ListPageInfo, listImages, listImagesJson } from './images/list-query.js';
+import { objectServable } from './images/object-gc.js';
 import { commitExecutionImages } from './images/pending.js';
 import {
   deleteImage,
@@ -183,6 +184,10 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
       if (!valid) throw notFound('Object not found');
       const [data, st] = await Promise.all([ctx.storage.get(key), ctx.storage.stat(key)]);
       return { data, mimeType: st?.contentType ?? 'application/octet-stream' };
+    },
+
+    async objectServable(req) {
+      return { servable: await objectServable(sql, req.objectKey) };
     },
 
     async listImages(req, { principal, signal, deadline }) {

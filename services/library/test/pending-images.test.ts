@@ -432,11 +432,17 @@ describe('object sweeper', () => {
     expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key = ANY(${keys}::text[])`).toHaveLength(0);
   });
 
-  it('leaves no entry behind for a stored image, and a deleted image leaves none either', async () => {
+  it('leaves no entry behind for a stored image; a deleted image leaves its files until the grace ends, then none', async () => {
     const rec = await h.client.storeImage(req('tG2', '', { pending: false }), h.principal('tG2'));
-    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key IN (${rec.objectKey}, ${rec.thumbnailKey})`).toHaveLength(0);
+    const keys = [rec.objectKey, rec.thumbnailKey];
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key = ANY(${keys}::text[])`).toHaveLength(0);
     await h.client.deleteImage({ imageId: rec.id }, h.principal('tG2'));
-    expect(existsSync(file(rec.objectKey))).toBe(false);
-    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key IN (${rec.objectKey}, ${rec.thumbnailKey})`).toHaveLength(0);
+    const deps = { sql: h.sql, storage: h.ctx.storage };
+    await sweepObjects(deps);
+    expect(keys.every((k) => existsSync(file(k)))).toBe(true); // OBJECT_DELETE_GRACE (7 days) not over
+    await h.sql`UPDATE object_gc SET due_at = now() - interval '1 second' WHERE object_key = ANY(${keys}::text[])`;
+    expect(await sweepObjects(deps)).toBe(2);
+    expect(keys.some((k) => existsSync(file(k)))).toBe(false);
+    expect(await h.sql`SELECT 1 FROM object_gc WHERE object_key = ANY(${keys}::text[])`).toHaveLength(0);
   });
 });

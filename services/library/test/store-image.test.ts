@@ -307,8 +307,15 @@ describe('DeleteImage', () => {
     );
     await expect(h.client.deleteImage({ imageId: parent.id }, h.principal('tOther'))).rejects.toMatchObject({ status: 404 });
     await h.client.deleteImage({ imageId: parent.id }, h.principal('tDel'));
-    expect(await h.ctx.storage.stat(parent.objectKey)).toBeNull();
-    expect(await h.ctx.storage.stat(parent.thumbnailKey)).toBeNull();
+    // The files stay for OBJECT_DELETE_GRACE (7 days by default; a restored backup still finds them), not served.
+    for (const key of [parent.objectKey, parent.thumbnailKey]) {
+      expect(await h.ctx.storage.stat(key)).not.toBeNull();
+      expect(await h.client.objectServable({ objectKey: key }, h.principal('tDel'))).toEqual({ servable: false });
+    }
+    const [due] = await h.sql`SELECT min(due_at) > now() + interval '6 days 23 hours' AS later FROM object_gc
+      WHERE object_key IN (${parent.objectKey}, ${parent.thumbnailKey})`;
+    expect(due.later).toBe(true);
+    expect(await h.client.objectServable({ objectKey: child.objectKey }, h.principal('tDel'))).toEqual({ servable: true });
     const detail = await h.client.getImage({ imageId: child.id }, h.principal('tDel'));
     expect(detail.image?.parentImageId).toBe(parent.id);
     expect(detail.ancestors).toEqual([]);

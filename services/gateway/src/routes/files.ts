@@ -1,11 +1,13 @@
-import { validateKey } from '@imagegen/platform';
+import { internalPrincipal, validateKey } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../types.js';
 
 /**
  * GET /files/<key>: objects of ctx.storage, the public URLs of filesystem storage
  * (`${PUBLIC_BASE_URL}/files/<key>`). No credential (the URLs are the images' public URLs; keys carry a
- * random uuid). Objects are never rewritten under the same key, so they are cached for a year.
+ * random uuid). Objects are never rewritten under the same key, so they are cached for a year. An object whose
+ * key awaits removal (a deleted image's files kept for OBJECT_DELETE_GRACE, a store not committed) is not served:
+ * the library says so (objectServable).
  */
 const CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
@@ -17,7 +19,7 @@ const CACHE_CONTROL = 'public, max-age=31536000, immutable';
 const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif']);
 const isInline = (contentType: string): boolean => INLINE_TYPES.has(contentType.split(';')[0].trim().toLowerCase());
 
-const filesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
+const filesRoutes: RouteModule = (app: FastifyInstance, { ctx, clients }) => {
   app.route({
     method: ['GET', 'HEAD'],
     url: '/files/*',
@@ -32,8 +34,11 @@ const filesRoutes: RouteModule = (app: FastifyInstance, { ctx }) => {
       } catch {
         return notFound();
       }
-      const st = await ctx.storage.stat(key);
-      if (!st) return notFound();
+      const [st, { servable }] = await Promise.all([
+        ctx.storage.stat(key),
+        clients.library.objectServable({ objectKey: key }, internalPrincipal()),
+      ]);
+      if (!st || !servable) return notFound();
       let stream: NodeJS.ReadableStream | undefined;
       if (req.method === 'GET') {
         try {

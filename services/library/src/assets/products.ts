@@ -23,7 +23,14 @@ import {
   tenantKey,
 } from '@imagegen/platform';
 import { writeImageDeleted, writeImageStored } from '../images/events.js';
-import { claimKeys, OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from '../images/object-gc.js';
+import {
+  claimKeys,
+  OBJECT_GC_GRACE_MS,
+  removeDeletedObjects,
+  removeObjects,
+  scheduleDeletedObjects,
+  scheduleRemoval,
+} from '../images/object-gc.js';
 import { processImage, THUMBNAIL_MIME_TYPE } from '../images/store-image.js';
 import { assetListWhere, findAsset, iso, isoOrUndef, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { fetchImage } from './fetch-image.js';
@@ -294,11 +301,11 @@ export function productHandlers(deps: {
         const found = await findProduct(tx, tenantId, req.identifier, true);
         await tx`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${found.id}`;
         await productDeleted(tx, config, tenantId, found);
-        await scheduleRemoval(tx, [found.objectKey, found.objectThumbnailKey], 0);
+        await scheduleDeletedObjects(tx, [found.objectKey, found.objectThumbnailKey]);
         return found;
       });
       // The product's own image goes; generated images (library rows with product_reference_id) stay.
-      await removeObjects({ sql, storage, logger: call.logger }, [row.objectKey, row.objectThumbnailKey]);
+      await removeDeletedObjects({ sql, storage, logger: call.logger }, [row.objectKey, row.objectThumbnailKey]);
       return { deleted: true };
     },
   };

@@ -1,18 +1,34 @@
-import { durationFromEnv, type Logger, type ObjectStorage, type Sql, type TransactionSql } from '@imagegen/platform';
+import {
+  durationFromEnv,
+  durationSettingFromEnv,
+  type Logger,
+  type ObjectStorage,
+  type Sql,
+  type TransactionSql,
+} from '@imagegen/platform';
 
 /**
  * Object keys that storage must lose unless a row claims them (table object_gc, migration 200). Writes are
  * ordered so that no file can outlive a crash without an entry here:
  * - a store schedules its keys (due after OBJECT_GC_GRACE_MS) BEFORE it writes the files, and claims them
  *   (deletes the entries) in the transaction that inserts the row;
- * - a delete schedules the keys of the row (due now) in the transaction that deletes the row, then removes
- *   the files and the entries;
+ * - a delete schedules the keys of the row (due after OBJECT_DELETE_GRACE) in the transaction that deletes the
+ *   row; with no grace it then removes the files and the entries at once;
  * - the sweeper removes the files of due entries a crash left behind, then the entries.
  * Filesystem and S3 storage alike: it only uses ObjectStorage.deleteMany.
  */
 
 /** OBJECT_GC_GRACE_MS: how long a store may take between scheduling its keys and committing its row. */
 export const OBJECT_GC_GRACE_MS = durationFromEnv('OBJECT_GC_GRACE_MS', 10 * 60_000);
+/**
+ * OBJECT_DELETE_GRACE (`7d`, `12h`, `0`...): how long a deleted image's or product's files stay in storage.
+ * A database restored from a backup younger than this finds every object it lists, so it must be at least the
+ * backup retention (README, "Backups"). Until then the files are not served at their public URLs (the
+ * gateway's /files route asks objectServable); a bucket whose URLs are public bypasses that (README).
+ * 0 removes the files right after the delete commits.
+ */
+export const OBJECT_DELETE_GRACE_MS = durationSettingFromEnv('OBJECT_DELETE_GRACE', 7 * 86_400_000);
+
 /** OBJECT_GC_SWEEP_MS: how often each library process sweeps due entries. */
 export const OBJECT_GC_SWEEP_MS = durationFromEnv('OBJECT_GC_SWEEP_MS', 60_000);
 
@@ -24,6 +40,25 @@ export async function scheduleRemoval(db: Db, keys: string[], afterMs: number): 
   await db`INSERT INTO object_gc (object_key, due_at)
     SELECT k, now() + ${`${Math.max(0, afterMs)} milliseconds`}::interval FROM unnest(${keys}::text[]) AS k
     ON CONFLICT (object_key) DO UPDATE SET due_at = LEAST(object_gc.due_at, excluded.due_at)`;
+}
+
+/**
+ * In the transaction that deletes the rows owning these keys: their files go after OBJECT_DELETE_GRACE
+ * (now, when it is 0: then call removeDeletedObjects after the commit).
+ */
+export async function scheduleDeletedObjects(db: Db, keys: string[]): Promise<void> {
+  await scheduleRemoval(db, keys, OBJECT_DELETE_GRACE_MS);
+}
+
+/** After the commit of a delete: removes the files at once when there is no grace (else the sweeper does, when due). */
+export async function removeDeletedObjects(deps: { sql: Sql; storage: ObjectStorage; logger?: Logger }, keys: string[]): Promise<void> {
+  if (OBJECT_DELETE_GRACE_MS === 0) await removeObjects(deps, keys);
+}
+
+/** Whether a stored object may be served at its public URL: not while its key awaits removal. */
+export async function objectServable(db: Db, key: string): Promise<boolean> {
+  const [r] = await db`SELECT 1 FROM object_gc WHERE object_key = ${key}`;
+  return !r;
 }
 
 /** A row now owns these keys: they are no longer to be removed. */

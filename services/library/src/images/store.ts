@@ -1,7 +1,7 @@
 import { type Config, type Logger, notFound, type ObjectStorage, PLAIN_KEY_SQL, type Sql } from '@imagegen/platform';
 import { adjustSessionCount } from '../sessions/store.js';
 import { writeImageDeleted } from './events.js';
-import { removeObjects, scheduleRemoval } from './object-gc.js';
+import { removeDeletedObjects, scheduleDeletedObjects } from './object-gc.js';
 import { IMAGE_COLUMNS, type ImageRow, jsonStringContent, rowFromDb, sessionImageJsonText, sessionImageRawSafe } from './types.js';
 
 export const imageNotFound = () => notFound('Image not found');
@@ -88,12 +88,12 @@ export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number
     const deleted = rowFromDb(r as Record<string, unknown>);
     await Promise.all([
       writeImageDeleted(tx, deps.config.eventsPrefix, { ...deleted, imageId: deleted.id }),
-      // The files go after the commit; scheduled here, so a crash in between leaves them to the sweeper.
-      scheduleRemoval(tx, [deleted.objectKey, deleted.thumbnailKey], 0),
+      // The files go after OBJECT_DELETE_GRACE (a restored backup still finds them), scheduled with the delete.
+      scheduleDeletedObjects(tx, [deleted.objectKey, deleted.thumbnailKey]),
     ]);
     return deleted;
   });
-  await removeObjects(deps, [row.objectKey, row.thumbnailKey]);
+  await removeDeletedObjects(deps, [row.objectKey, row.thumbnailKey]);
   return row;
 }
 

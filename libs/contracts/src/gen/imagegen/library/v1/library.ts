@@ -127,6 +127,14 @@ export interface GetObjectDataRequest {
   objectKey: string;
 }
 
+export interface ObjectServableRequest {
+  objectKey: string;
+}
+
+export interface ObjectServableResponse {
+  servable: boolean;
+}
+
 export interface GetObjectDataResponse {
   data: Buffer;
   mimeType: string;
@@ -1955,6 +1963,146 @@ export const GetObjectDataRequest: MessageFns<GetObjectDataRequest> = {
   fromPartial(object: DeepPartial<GetObjectDataRequest>): GetObjectDataRequest {
     const message = createBaseGetObjectDataRequest();
     message.objectKey = object.objectKey ?? "";
+    return message;
+  },
+};
+
+function createBaseObjectServableRequest(): ObjectServableRequest {
+  return { objectKey: "" };
+}
+
+export const ObjectServableRequest: MessageFns<ObjectServableRequest> = {
+  encode(message: ObjectServableRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.objectKey !== "") {
+      writer.uint32(10).string(message.objectKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObjectServableRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObjectServableRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.objectKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObjectServableRequest {
+    return {
+      objectKey: isSet(object.objectKey)
+        ? globalThis.String(object.objectKey)
+        : isSet(object.object_key)
+        ? globalThis.String(object.object_key)
+        : "",
+    };
+  },
+
+  toJSON(message: ObjectServableRequest): unknown {
+    const obj: any = {};
+    if (message.objectKey !== "") {
+      obj.objectKey = message.objectKey;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ObjectServableRequest>): ObjectServableRequest {
+    return ObjectServableRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ObjectServableRequest>): ObjectServableRequest {
+    const message = createBaseObjectServableRequest();
+    message.objectKey = object.objectKey ?? "";
+    return message;
+  },
+};
+
+function createBaseObjectServableResponse(): ObjectServableResponse {
+  return { servable: false };
+}
+
+export const ObjectServableResponse: MessageFns<ObjectServableResponse> = {
+  encode(message: ObjectServableResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.servable !== false) {
+      writer.uint32(8).bool(message.servable);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObjectServableResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObjectServableResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.servable = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObjectServableResponse {
+    return { servable: isSet(object.servable) ? globalThis.Boolean(object.servable) : false };
+  },
+
+  toJSON(message: ObjectServableResponse): unknown {
+    const obj: any = {};
+    if (message.servable !== false) {
+      obj.servable = message.servable;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ObjectServableResponse>): ObjectServableResponse {
+    return ObjectServableResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ObjectServableResponse>): ObjectServableResponse {
+    const message = createBaseObjectServableResponse();
+    message.servable = object.servable ?? false;
     return message;
   },
 };
@@ -4665,6 +4813,18 @@ export const LibraryServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * Whether the gateway may serve an object at its public URL (/files/<key>): false while its key awaits
+     * removal (a deleted image's files during OBJECT_DELETE_GRACE, a store not committed yet). Internal caller.
+     */
+    objectServable: {
+      name: "ObjectServable",
+      requestType: ObjectServableRequest as typeof ObjectServableRequest,
+      requestStream: false,
+      responseType: ObjectServableResponse as typeof ObjectServableResponse,
+      responseStream: false,
+      options: {},
+    },
     /** GET /api/images: every filter of SPEC 4.1 (+ sort_by for search presets). */
     listImages: {
       name: "ListImages",
@@ -4801,6 +4961,21 @@ export const LibraryServiceService = {
       Buffer.from(GetObjectDataResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetObjectDataResponse => GetObjectDataResponse.decode(value),
   },
+  /**
+   * Whether the gateway may serve an object at its public URL (/files/<key>): false while its key awaits
+   * removal (a deleted image's files during OBJECT_DELETE_GRACE, a store not committed yet). Internal caller.
+   */
+  objectServable: {
+    path: "/imagegen.library.v1.LibraryService/ObjectServable" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ObjectServableRequest): Buffer =>
+      Buffer.from(ObjectServableRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ObjectServableRequest => ObjectServableRequest.decode(value),
+    responseSerialize: (value: ObjectServableResponse): Buffer =>
+      Buffer.from(ObjectServableResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ObjectServableResponse => ObjectServableResponse.decode(value),
+  },
   /** GET /api/images: every filter of SPEC 4.1 (+ sort_by for search presets). */
   listImages: {
     path: "/imagegen.library.v1.LibraryService/ListImages" as const,
@@ -4905,6 +5080,11 @@ export interface LibraryServiceServer extends UntypedServiceImplementation {
   getImageData: handleUnaryCall<GetImageDataRequest, GetImageDataResponse>;
   /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
   getObjectData: handleUnaryCall<GetObjectDataRequest, GetObjectDataResponse>;
+  /**
+   * Whether the gateway may serve an object at its public URL (/files/<key>): false while its key awaits
+   * removal (a deleted image's files during OBJECT_DELETE_GRACE, a store not committed yet). Internal caller.
+   */
+  objectServable: handleUnaryCall<ObjectServableRequest, ObjectServableResponse>;
   /** GET /api/images: every filter of SPEC 4.1 (+ sort_by for search presets). */
   listImages: handleUnaryCall<ListImagesRequest, ListImagesResponse>;
   /** GET /api/images/:id: the record plus edit history. 404 'Image not found'. */
@@ -4997,6 +5177,25 @@ export interface LibraryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetObjectDataResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Whether the gateway may serve an object at its public URL (/files/<key>): false while its key awaits
+   * removal (a deleted image's files during OBJECT_DELETE_GRACE, a store not committed yet). Internal caller.
+   */
+  objectServable(
+    request: ObjectServableRequest,
+    callback: (error: ServiceError | null, response: ObjectServableResponse) => void,
+  ): ClientUnaryCall;
+  objectServable(
+    request: ObjectServableRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ObjectServableResponse) => void,
+  ): ClientUnaryCall;
+  objectServable(
+    request: ObjectServableRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ObjectServableResponse) => void,
   ): ClientUnaryCall;
   /** GET /api/images: every filter of SPEC 4.1 (+ sort_by for search presets). */
   listImages(
