@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import type { ImageRecord } from '@imagegen/contracts/library/v1/library';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { librarySeeder } from './images-seed.js';
 import { noisePng } from './usage-support.js';
@@ -11,12 +11,9 @@ import { noisePng } from './usage-support.js';
  * (the entry's file is gone) had no listener: thrown from the open() promise's handler, an unhandled rejection
  * that ended the whole all-in-one process (its crash handler exits), and the download hung.
  * Now that download ends (the response is cut short of its Content-Length) and the process serves on.
- * Deleted files stay in storage for OBJECT_DELETE_GRACE: they vanish at once only without a grace (set here
- * before the stack's modules load), or when the sweeper removes them while a download of stale ids runs.
+ * Deleted files stay in storage for OBJECT_DELETE_GRACE: they vanish at once only without a grace (as here),
+ * or when the sweeper removes them while a download of stale ids runs.
  */
-vi.hoisted(() => {
-  process.env.OBJECT_DELETE_GRACE = '0';
-});
 
 let s: TestStack;
 let t: TestTenant;
@@ -28,7 +25,7 @@ beforeAll(async () => {
   // The stack runs in this process: record what would have ended it (vitest keeps the worker alive).
   process.on('uncaughtException', onUncaught);
   process.on('unhandledRejection', onUncaught);
-  s = await startTestStack();
+  s = await startTestStack({ env: { OBJECT_DELETE_GRACE: '0' } });
   t = await s.createTenant();
   const seed = librarySeeder(s);
   // ~190 KB of incompressible pixels each: the 19 MB archive cannot sit in socket buffers while the client waits.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseDuration } from './env.js';
 
 /**
  * Every setting of every service, read from the environment once. One name per setting in every
@@ -31,6 +32,21 @@ const int = (def: number, min = 0) => z.preprocess(blank, z.coerce.number().int(
 const positive = (def: number) => z.preprocess(blank, z.coerce.number().finite().positive().default(def));
 /** A number >= 0 whose default the using service derives. */
 const optionalNumber = z.preprocess(blank, z.coerce.number().finite().min(0).optional());
+
+/** A duration with its unit (`7d`, `12h`, `30m`, `90s`, `500ms`, `0`), in milliseconds. */
+const duration = (def: number) =>
+  z.preprocess(
+    blank,
+    z
+      .string()
+      .optional()
+      .transform((v, c) => {
+        if (v === undefined) return def;
+        const ms = parseDuration(v);
+        if (ms === undefined) c.addIssue({ code: 'custom', message: 'must be a duration such as 7d, 12h, 30m, 90s, 500ms or 0' });
+        return ms ?? def;
+      }),
+  );
 
 /** How long a process waits for NATS at start before it gives up (NATS_CONNECT_TIMEOUT_MS). */
 export const DEFAULT_NATS_CONNECT_TIMEOUT_MS = 60_000;
@@ -82,6 +98,7 @@ const schema = z.object({
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   SIGNING_SECRET_GRACE_MS: int(86_400_000),
   AUDIT_LOG_RETENTION_DAYS: int(400),
+  OBJECT_DELETE_GRACE: duration(7 * 86_400_000),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
@@ -160,6 +177,11 @@ export interface Config {
   signingSecretGraceMs: number;
   /** Tenancy: days an audit record is kept (AUDIT_LOG_RETENTION_DAYS, 400); 0 keeps them forever. */
   auditLogRetentionDays: number;
+  /**
+   * Library: how long a deleted image's or product's files stay in storage, not served (OBJECT_DELETE_GRACE, 7d):
+   * a database restored from a backup inside it finds every object it lists. 0 removes them at once.
+   */
+  objectDeleteGraceMs: number;
   dbPoolMax: number;
   /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
   sessionJsonCacheMb: number;
@@ -346,6 +368,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     signingSecretGraceMs: e.SIGNING_SECRET_GRACE_MS,
     auditLogRetentionDays: e.AUDIT_LOG_RETENTION_DAYS,
+    objectDeleteGraceMs: e.OBJECT_DELETE_GRACE,
     dbPoolMax: e.DB_POOL_MAX,
     sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,

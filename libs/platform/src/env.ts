@@ -11,15 +11,13 @@ export function durationFromEnv(name: string, dflt: number): number {
 const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
- * A duration setting written with its unit (`500ms`, `90s`, `30m`, `12h`, `7d`, or `0`), in milliseconds;
- * `dflt` when unset. A value without a unit or otherwise unreadable is refused (the process does not start)
- * rather than guessed: a grace period read as seconds instead of days would lose data.
+ * A duration written with its unit (`500ms`, `90s`, `30m`, `12h`, `7d`, or `0`) in milliseconds; undefined when
+ * it has no unit or is otherwise unreadable (a setting refuses it rather than guessing: a grace period read as
+ * seconds instead of days would lose data).
  */
-export function durationSettingFromEnv(name: string, dflt: number): number {
-  const v = process.env[name]?.trim();
-  if (v === undefined || v === '') return dflt;
+export function parseDuration(text: string): number | undefined {
+  const v = text.trim();
   if (v === '0') return 0;
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(v);
-  if (!m) throw new Error(`${name} must be a duration such as 7d, 12h, 30m, 90s, 500ms or 0 (got "${v}")`);
-  return Math.round(Number(m[1]) * DURATION_UNITS_MS[m[2]]);
+  return m ? Math.round(Number(m[1]) * DURATION_UNITS_MS[m[2]]) : undefined;
 }

@@ -301,11 +301,15 @@ export function productHandlers(deps: {
         const found = await findProduct(tx, tenantId, req.identifier, true);
         await tx`DELETE FROM products WHERE tenant_id = ${tenantId} AND id = ${found.id}`;
         await productDeleted(tx, config, tenantId, found);
-        await scheduleDeletedObjects(tx, [found.objectKey, found.objectThumbnailKey]);
+        await scheduleDeletedObjects(tx, [found.objectKey, found.objectThumbnailKey], config.objectDeleteGraceMs);
         return found;
       });
       // The product's own image goes; generated images (library rows with product_reference_id) stay.
-      await removeDeletedObjects({ sql, storage, logger: call.logger }, [row.objectKey, row.objectThumbnailKey]);
+      await removeDeletedObjects(
+        { sql, storage, logger: call.logger },
+        [row.objectKey, row.objectThumbnailKey],
+        config.objectDeleteGraceMs,
+      );
       return { deleted: true };
     },
   };

@@ -1,11 +1,4 @@
-import {
-  durationFromEnv,
-  durationSettingFromEnv,
-  type Logger,
-  type ObjectStorage,
-  type Sql,
-  type TransactionSql,
-} from '@imagegen/platform';
+import { durationFromEnv, type Logger, type ObjectStorage, type Sql, type TransactionSql } from '@imagegen/platform';
 
 /**
  * Object keys that storage must lose unless a row claims them (table object_gc, migration 200). Writes are
@@ -20,15 +13,6 @@ import {
 
 /** OBJECT_GC_GRACE_MS: how long a store may take between scheduling its keys and committing its row. */
 export const OBJECT_GC_GRACE_MS = durationFromEnv('OBJECT_GC_GRACE_MS', 10 * 60_000);
-/**
- * OBJECT_DELETE_GRACE (`7d`, `12h`, `0`...): how long a deleted image's or product's files stay in storage.
- * A database restored from a backup younger than this finds every object it lists, so it must be at least the
- * backup retention (README, "Backups"). Until then the files are not served at their public URLs (the
- * gateway's /files route asks objectServable); a bucket whose URLs are public bypasses that (README).
- * 0 removes the files right after the delete commits.
- */
-export const OBJECT_DELETE_GRACE_MS = durationSettingFromEnv('OBJECT_DELETE_GRACE', 7 * 86_400_000);
-
 /** OBJECT_GC_SWEEP_MS: how often each library process sweeps due entries. */
 export const OBJECT_GC_SWEEP_MS = durationFromEnv('OBJECT_GC_SWEEP_MS', 60_000);
 
@@ -43,16 +27,21 @@ export async function scheduleRemoval(db: Db, keys: string[], afterMs: number): 
 }
 
 /**
- * In the transaction that deletes the rows owning these keys: their files go after OBJECT_DELETE_GRACE
- * (now, when it is 0: then call removeDeletedObjects after the commit).
+ * In the transaction that deletes the rows owning these keys: their files go after `graceMs` (config
+ * objectDeleteGraceMs, OBJECT_DELETE_GRACE: a database restored from a backup inside it finds every object it
+ * lists; the gateway does not serve them meanwhile). With no grace, call removeDeletedObjects after the commit.
  */
-export async function scheduleDeletedObjects(db: Db, keys: string[]): Promise<void> {
-  await scheduleRemoval(db, keys, OBJECT_DELETE_GRACE_MS);
+export async function scheduleDeletedObjects(db: Db, keys: string[], graceMs: number): Promise<void> {
+  await scheduleRemoval(db, keys, graceMs);
 }
 
 /** After the commit of a delete: removes the files at once when there is no grace (else the sweeper does, when due). */
-export async function removeDeletedObjects(deps: { sql: Sql; storage: ObjectStorage; logger?: Logger }, keys: string[]): Promise<void> {
-  if (OBJECT_DELETE_GRACE_MS === 0) await removeObjects(deps, keys);
+export async function removeDeletedObjects(
+  deps: { sql: Sql; storage: ObjectStorage; logger?: Logger },
+  keys: string[],
+  graceMs: number,
+): Promise<void> {
+  if (graceMs === 0) await removeObjects(deps, keys);
 }
 
 /** Whether a stored object may be served at its public URL: not while its key awaits removal. */

@@ -89,11 +89,11 @@ export async function deleteImage(deps: DeleteDeps, tenantId: string, id: number
     await Promise.all([
       writeImageDeleted(tx, deps.config.eventsPrefix, { ...deleted, imageId: deleted.id }),
       // The files go after OBJECT_DELETE_GRACE (a restored backup still finds them), scheduled with the delete.
-      scheduleDeletedObjects(tx, [deleted.objectKey, deleted.thumbnailKey]),
+      scheduleDeletedObjects(tx, [deleted.objectKey, deleted.thumbnailKey], deps.config.objectDeleteGraceMs),
     ]);
     return deleted;
   });
-  await removeDeletedObjects(deps, [row.objectKey, row.thumbnailKey]);
+  await removeDeletedObjects(deps, [row.objectKey, row.thumbnailKey], deps.config.objectDeleteGraceMs);
   return row;
 }
 
