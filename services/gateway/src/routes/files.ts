@@ -1,4 +1,4 @@
-import { internalPrincipal, validateKey } from '@imagegen/platform';
+import { internalPrincipal, transportFailure, validateKey } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../types.js';
 
@@ -20,6 +20,17 @@ const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp', 'image/gi
 const isInline = (contentType: string): boolean => INLINE_TYPES.has(contentType.split(';')[0].trim().toLowerCase());
 
 const filesRoutes: RouteModule = (app: FastifyInstance, { ctx, clients }) => {
+  /** Whether the library lets the key be served; a library of the previous version (no such call, during a rolling
+   * upgrade) removes a deleted image's files at once, so there storage alone answers. */
+  const servable = (key: string) =>
+    clients.library.objectServable({ objectKey: key }, internalPrincipal()).then(
+      (r) => r.servable,
+      (err) => {
+        if (transportFailure(err)?.code === 'UNIMPLEMENTED') return true;
+        throw err;
+      },
+    );
+
   app.route({
     method: ['GET', 'HEAD'],
     url: '/files/*',
@@ -34,11 +45,8 @@ const filesRoutes: RouteModule = (app: FastifyInstance, { ctx, clients }) => {
       } catch {
         return notFound();
       }
-      const [st, { servable }] = await Promise.all([
-        ctx.storage.stat(key),
-        clients.library.objectServable({ objectKey: key }, internalPrincipal()),
-      ]);
-      if (!st || !servable) return notFound();
+      const [st, allowed] = await Promise.all([ctx.storage.stat(key), servable(key)]);
+      if (!st || !allowed) return notFound();
       let stream: NodeJS.ReadableStream | undefined;
       if (req.method === 'GET') {
         try {
