@@ -2,7 +2,7 @@ import { benchGateway } from './gateway.js';
 
 /**
  * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale,
- * generate-path, session-detail, async).
+ * generate-path, session-detail, async, files).
  * Each prints its figures and the ratio against a baseline measured in the same run. `scale` (issue 16: 2M
  * seeded rows, several minutes) and `session-detail` run only when named: `pnpm bench scale`.
  */
@@ -15,6 +15,7 @@ const all: Record<string, () => Promise<void>> = {
   'generate-path': async () => (await import('./generate-path.js')).benchGeneratePath(),
   'session-detail': async () => (await import('./session-detail.js')).benchSessionDetail(),
   async: async () => (await import('./async.js')).benchAsync(),
+  files: async () => (await import('./files.js')).benchFiles(),
 };
 const explicitOnly = new Set(['scale', 'session-detail']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
