@@ -1,3 +1,4 @@
+import { type Readable, Transform } from 'node:stream';
 import { Client } from 'minio';
 import { DEFAULT_CONTENT_TYPE } from './content-type.js';
 import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
@@ -68,6 +69,24 @@ export function createS3Storage(opts: S3StorageOptions): ObjectStorage {
       validateKey(key);
       await ensureBucket();
       await client.putObject(bucket, key, data, data.length, { 'Content-Type': contentType });
+    },
+
+    async putStream(key, data, contentType) {
+      validateKey(key);
+      await ensureBucket();
+      // Unknown length: the client uploads it in parts (multipart), completed only when the stream ended whole.
+      let size = 0;
+      const counted = (data as Readable).pipe(
+        new Transform({
+          transform(chunk: Buffer, _enc, cb) {
+            size += chunk.length;
+            cb(null, chunk);
+          },
+        }),
+      );
+      (data as Readable).once('error', (err) => counted.destroy(err));
+      await client.putObject(bucket, key, counted, undefined, { 'Content-Type': contentType });
+      return size;
     },
 
     async get(key) {
