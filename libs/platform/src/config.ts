@@ -82,6 +82,7 @@ const schema = z.object({
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(3000),
   SIGNING_SECRET_GRACE_MS: int(86_400_000),
   AUDIT_LOG_RETENTION_DAYS: int(400),
+  EXPORT_RETENTION_DAYS: z.preprocess(blank, z.coerce.number().int().min(1).max(365).default(7)),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
@@ -160,6 +161,8 @@ export interface Config {
   signingSecretGraceMs: number;
   /** Tenancy: days an audit record is kept (AUDIT_LOG_RETENTION_DAYS, 400); 0 keeps them forever. */
   auditLogRetentionDays: number;
+  /** Gateway: days a tenant export's ZIP is kept (EXPORT_RETENTION_DAYS, 7; issue 40, item 4). */
+  exportRetentionDays: number;
   dbPoolMax: number;
   /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
   sessionJsonCacheMb: number;
@@ -346,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyCacheTtlMs: e.API_KEY_CACHE_TTL_MS,
     signingSecretGraceMs: e.SIGNING_SECRET_GRACE_MS,
     auditLogRetentionDays: e.AUDIT_LOG_RETENTION_DAYS,
+    exportRetentionDays: e.EXPORT_RETENTION_DAYS,
     dbPoolMax: e.DB_POOL_MAX,
     sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,

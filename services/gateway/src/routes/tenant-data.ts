@@ -1,10 +1,10 @@
 import type { Infer, TenantPurgeBody } from '@imagegen/api-schemas';
 import type { TenantExport } from '@imagegen/contracts/tenancy/v1/tenancy';
-import { AppError, badRequest, ConfigError, conflict, type Principal } from '@imagegen/platform';
+import { AppError, badRequest, conflict, type Principal } from '@imagegen/platform';
 import type { FastifyReply } from 'fastify';
 import { createTenantDataClients } from '../tenant-data/clients.js';
 import { runExport } from '../tenant-data/export.js';
-import { type PurgeDeps, runPurge } from '../tenant-data/purge.js';
+import { runPurge } from '../tenant-data/purge.js';
 import type { RouteModule } from '../types.js';
 
 /**
@@ -14,18 +14,6 @@ import type { RouteModule } from '../types.js';
  * request and is resumed by sending it again (tenant-data/purge.ts). Both are recorded in the audit log by its
  * hook (src/audit.ts): the purge's record carries what was removed.
  */
-
-/** EXPORT_RETENTION_DAYS: how long a completed export's ZIP is kept (default 7). */
-export function exportRetentionDays(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.EXPORT_RETENTION_DAYS;
-  if (raw === undefined || raw === '') return 7;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 365) throw new ConfigError('EXPORT_RETENTION_DAYS must be a whole number of days, 1 to 365');
-  return n;
-}
-
-/** The purge's step hook, for the fault test only (a step that fails for real, by a fault the test injects). */
-export const purgeTestHooks: { beforeStep?: PurgeDeps['beforeStep'] } = {};
 
 function exportJson(e: TenantExport, base: string) {
   const expired = e.status === 'expired';
@@ -51,7 +39,7 @@ const tenantData: RouteModule = (app, { ctx, clients }) => {
   app.addHook('onClose', async () => {
     for (const c of Object.values(data)) c.close();
   });
-  const keepDays = exportRetentionDays();
+  const keepDays = ctx.config.exportRetentionDays;
   const running = new Set<Promise<void>>();
   // A stopping gateway lets its exports end as they are: their rows fail by lease (never a partial ZIP).
   app.addHook('onClose', async () => {
@@ -127,7 +115,6 @@ const tenantData: RouteModule = (app, { ctx, clients }) => {
         config: ctx.config,
         logger: ctx.logger,
         resolveOAuth: () => ctx.resolve('oauth'),
-        beforeStep: purgeTestHooks.beforeStep,
       },
       tenantId,
       req.principal,

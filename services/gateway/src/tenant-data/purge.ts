@@ -28,8 +28,6 @@ export interface PurgeDeps {
   logger: Logger;
   /** The oauth service's internal base URL. */
   resolveOAuth: () => string;
-  /** Test hook: called before each step with its name (a fault test kills the process there). */
-  beforeStep?: (step: string) => Promise<void> | void;
 }
 
 export interface PurgeResult {
@@ -119,19 +117,16 @@ export async function runPurge(deps: PurgeDeps, tenantId: string, principal: Pri
   const keyIds = (await exportRowsAll(deps.data, 'tenancy', 'api_keys', tenantId, principal)).map((k) => String(k.key_id));
 
   for (const service of SERVICE_STEPS) {
-    await deps.beforeStep?.(service);
     const r = await deps.data[service].purgeTenantData({ tenantId }, principal);
     const schema = service === 'usage' ? 'usage' : service;
     await record(service, { rows: prefixed(schema, r.rowsRemoved), objects: r.objectsRemoved });
   }
 
-  await deps.beforeStep?.('exports');
   const exports = await exportRowsAll(deps.data, 'tenancy', 'tenant_exports', tenantId, principal);
   const zipKeys = exports.map((e) => String(e.object_key));
   await deps.storage.deleteMany(zipKeys);
   await record('exports', { objects: zipKeys.length });
 
-  await deps.beforeStep?.('oauth');
   const res = await fetch(`${deps.resolveOAuth()}/_internal/purge-tenant`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -142,11 +137,9 @@ export async function runPurge(deps: PurgeDeps, tenantId: string, principal: Pri
   const oauth = (await res.json()) as { rows_removed: Record<string, number> };
   await record('oauth', { rows: prefixed('oauth', oauth.rows_removed) });
 
-  await deps.beforeStep?.('redis');
   await record('redis', { redisKeys: await purgeRedis(deps.config, tenantId, keyIds, deps.logger) });
 
   // Last: tenancy's rows and the tenant itself (TenantChanged: every replica drops its cached credentials).
-  await deps.beforeStep?.('tenancy');
   const last = await deps.data.tenancy.purgeTenantData({ tenantId }, principal);
   const rowsRemoved: Record<string, number> = prefixed('tenancy', last.rowsRemoved);
   let objectsRemoved = 0;
