@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepExpiredExports } from '../../services/tenancy/src/grpc.js';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
 import { librarySeeder } from './images-seed.js';
 import { type ImageServer, startImageServer } from './products-support.js';
@@ -264,6 +265,46 @@ describe('export', () => {
     expect((await s.api(`/admin/tenants/${other.tenantId}/exports/${start.body.data.exportId}`, superAuth())).status).toBe(404);
     expect((await s.api('/admin/tenants/nosuchtenant/exports', { ...superAuth(), method: 'POST' })).status).toBe(404);
   });
+  it('a ZIP past EXPORT_RETENTION_DAYS reads expired, answers 410, and the hourly sweep removes it', async () => {
+    const start = await s.api('/api/exports', { key: t.liveKey, method: 'POST' });
+    const done = await waitExport(`/api/exports/${start.body.data.exportId}`, { key: t.liveKey });
+    const key = `tenants/${t.tenantId}/exports/${done.exportId}.zip`;
+    expect(Object.keys(objectsOf(t.tenantId))).toContain(key);
+    const days = (Date.parse(done.expiresAt) - Date.parse(done.completedAt)) / 86_400_000;
+    expect(Math.round(days)).toBe(7);
+    await sql`UPDATE tenancy.tenant_exports SET expires_at = now() - interval '1 minute' WHERE export_id = ${done.exportId}`;
+    const read = await s.api(`/api/exports/${done.exportId}`, { key: t.liveKey });
+    expect(read.body.data).toMatchObject({ status: 'expired', downloadUrl: null });
+    const gone = await s.api(`/api/exports/${done.exportId}/download`, { key: t.liveKey });
+    expect(gone.status).toBe(410);
+    expect(gone.body).toEqual({ error: 'Export has expired' });
+    // The sweep (tenancy, hourly) marks it and removes what is left.
+    const other = await s.api('/api/exports', { key: t.liveKey, method: 'POST' });
+    const second = await waitExport(`/api/exports/${other.body.data.exportId}`, { key: t.liveKey });
+    await sql`UPDATE tenancy.tenant_exports SET expires_at = now() - interval '1 minute' WHERE export_id = ${second.exportId}`;
+    const tenancySql = createDb(s.env.DATABASE_URL as string, { schema: 'tenancy', max: 1 });
+    try {
+      expect(await sweepExpiredExports(tenancySql, s.stack.ctx.storage, s.stack.ctx.logger)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await tenancySql.end();
+    }
+    expect(Object.keys(objectsOf(t.tenantId))).not.toContain(`tenants/${t.tenantId}/exports/${second.exportId}.zip`);
+    const [row] = await sql`SELECT status FROM tenancy.tenant_exports WHERE export_id = ${second.exportId}`;
+    expect(row?.status).toBe('expired');
+  });
+
+  it('a download before completion is 409', async () => {
+    const [row] = await sql`INSERT INTO tenancy.tenant_exports (export_id, tenant_id, object_key, requested_by, status)
+      VALUES (${`exp_running${Date.now()}`}, ${t.tenantId}, 'tenants/x/exports/none.zip', 'test', 'running') RETURNING export_id`;
+    const r = await s.api(`/api/exports/${row?.export_id}/download`, { key: t.liveKey });
+    expect(r.status).toBe(409);
+    expect(r.body).toEqual({ error: 'Export is not completed' });
+    // Its heartbeat stopped long ago (its process died): it reads failed, never running forever.
+    await sql`UPDATE tenancy.tenant_exports SET updated_at = now() - interval '10 minutes' WHERE export_id = ${row?.export_id}`;
+    const read = await s.api(`/api/exports/${row?.export_id}`, { key: t.liveKey });
+    expect(read.body.data.status).toBe('failed');
+    expect(read.body.data.error).toMatch(/interrupted/);
+  });
 });
 
 describe('purge', () => {
@@ -303,7 +344,14 @@ describe('purge', () => {
     expect(empty, 'tables with a tenant column but no rows of the purged tenant').toEqual([]);
     const objectsBefore = objectsOf(t.tenantId);
     expect(Object.keys(objectsBefore).length).toBeGreaterThan(8);
-    const keepRows = await rowsOf(keep.tenantId);
+    // The other tenant at rest: its keys' use counts are written in batches after its seeding's requests.
+    let keepRows = await rowsOf(keep.tenantId);
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const again = await rowsOf(keep.tenantId);
+      if (JSON.stringify(again) === JSON.stringify(keepRows)) break;
+      keepRows = again;
+    }
     const keepObjects = objectsOf(keep.tenantId);
 
     await deactivate(t.tenantId);

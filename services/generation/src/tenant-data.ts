@@ -4,7 +4,7 @@ import { bind, type GrpcServiceBinding, type Sql, tenantDataHandlers } from '@im
 /**
  * Generation's part of a tenant's export and purge (issue 40, item 4): executions with their logs. The queued
  * job's request and principal are internal (job_request, job_principal) and not exported. The purge removes
- * the logs before their executions, so each table's count is its own (not hidden in a cascade).
+ * each page of executions with their logs, so each table's count is its own (not hidden in a cascade).
  */
 export function generationTenantData(sql: Sql): GrpcServiceBinding {
   return bind(
@@ -22,7 +22,24 @@ export function generationTenantData(sql: Sql): GrpcServiceBinding {
           },
         },
       ],
-      purgeOrder: ['execution_logs', 'executions'],
+      // Logs through their executions' ids (index execution_logs_execution), not a scan of every tenant's logs.
+      purgeFirst: [
+        async (tenantId) => {
+          let logs = 0;
+          let executions = 0;
+          for (;;) {
+            const page = await sql<{ execution_id: string }[]>`
+              SELECT execution_id FROM executions WHERE tenant_id = ${tenantId} ORDER BY execution_id LIMIT 500`;
+            if (page.length === 0) break;
+            const ids = page.map((p) => p.execution_id);
+            await sql.begin(async (tx) => {
+              logs += (await tx`DELETE FROM execution_logs WHERE execution_id = ANY(${ids})`).count;
+              executions += (await tx`DELETE FROM executions WHERE tenant_id = ${tenantId} AND execution_id = ANY(${ids})`).count;
+            });
+          }
+          return { rows: { execution_logs: logs, executions }, objects: 0 };
+        },
+      ],
     }),
   );
 }

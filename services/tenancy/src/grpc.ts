@@ -29,4 +29,4 @@ export function createHandlers(deps: TenancyDeps): TenancyHandlers {
 }
 
 export { handlerContext } from './handlers/context.js';
-export { tenancyTenantData } from './handlers/tenant-data.js';
+export { sweepExpiredExports, tenancyTenantData } from './handlers/tenant-data.js';

@@ -13,7 +13,20 @@ export function webhooksTenantData(sql: Sql): GrpcServiceBinding {
       sql,
       schema: 'webhooks',
       tables: [{ name: 'endpoints', key: [{ column: 'id', type: 'bigint' }], omit: ['secret'] }],
-      purgeOrder: ['deliveries', 'endpoints'],
+      // Deliveries through their endpoints (index deliveries_endpoint), their attempts by the foreign key's cascade.
+      purgeFirst: [
+        async (tenantId) => {
+          let deliveries = 0;
+          let endpoints = 0;
+          for (const e of await sql<{ id: string }[]>`SELECT id FROM endpoints WHERE tenant_id = ${tenantId} ORDER BY id`) {
+            await sql.begin(async (tx) => {
+              deliveries += (await tx`DELETE FROM deliveries WHERE endpoint_id = ${e.id}`).count;
+              endpoints += (await tx`DELETE FROM endpoints WHERE tenant_id = ${tenantId} AND id = ${e.id}`).count;
+            });
+          }
+          return { rows: { deliveries, endpoints }, objects: 0 };
+        },
+      ],
     }),
   );
 }

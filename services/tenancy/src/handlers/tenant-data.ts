@@ -1,6 +1,17 @@
 import type { TenantExport } from '@imagegen/contracts/tenancy/v1/tenancy';
 import { TenantDataServiceService } from '@imagegen/contracts/tenantdata/v1/tenant_data';
-import { bind, conflict, forbidden, type GrpcServiceBinding, invalidPayload, notFound, tenantDataHandlers } from '@imagegen/platform';
+import {
+  bind,
+  conflict,
+  forbidden,
+  type GrpcServiceBinding,
+  invalidPayload,
+  type Logger,
+  notFound,
+  type ObjectStorage,
+  type Sql,
+  tenantDataHandlers,
+} from '@imagegen/platform';
 import { randomId } from '../crypto.js';
 import { type HandlerContext, normalizeTenantId, type TenancyHandlers, tenantNotFound } from './context.js';
 
@@ -201,4 +212,25 @@ export function tenancyTenantData(c: HandlerContext): GrpcServiceBinding {
       },
     }),
   );
+}
+
+/**
+ * The export ZIPs' retention (EXPORT_RETENTION_DAYS, set at completion as expires_at): removes the objects of
+ * completed exports past their time and marks them expired. Hourly on each replica; idempotent.
+ */
+export async function sweepExpiredExports(sql: Sql, storage: ObjectStorage, logger: Logger): Promise<number> {
+  let swept = 0;
+  for (;;) {
+    const page = await sql<{ export_id: string; object_key: string }[]>`
+      SELECT export_id, object_key FROM tenant_exports WHERE status = 'completed' AND expires_at <= clock_timestamp()
+      ORDER BY expires_at LIMIT 500`;
+    if (page.length === 0) break;
+    await storage.deleteMany(page.map((p) => p.object_key));
+    swept += (
+      await sql`UPDATE tenant_exports SET status = 'expired', updated_at = clock_timestamp()
+        WHERE export_id = ANY(${page.map((p) => p.export_id)}) AND status = 'completed'`
+    ).count;
+  }
+  if (swept) logger.info({ swept }, 'expired tenant exports removed');
+  return swept;
 }
