@@ -15,8 +15,9 @@ import type { TenantDataClients, TenantDataServiceName } from './clients.js';
  *   gRPC (TenantDataService.ExportRows), secrets left out by each owner;
  * - objects/<key under tenants/<id>/>: every image original and thumbnail and every product file, byte for byte,
  *   read one at a time from storage in the order of the rows.
- * Memory stays flat: one page of rows and one object stream at a time; the ZIP itself is never in memory (yazl
- * streams entries, the storage uploads the stream). What grows is yazl's central directory, ~100 bytes per file.
+ * Memory stays flat: one page of rows and a few object streams at a time; the ZIP itself is never in memory (yazl
+ * streams entries, the storage uploads the stream), at most AHEAD objects open. What grows is yazl's central
+ * directory, ~100 bytes per file.
  *
  * The job runs in the gateway replica that accepted it, in the background; its progress and heartbeat are in
  * tenancy's tenant_exports row (updated at least every HEARTBEAT_MS). A process that dies mid-export leaves the row
@@ -28,6 +29,8 @@ import type { TenantDataClients, TenantDataServiceName } from './clients.js';
 export const HEARTBEAT_MS = 15_000;
 const PAGE = 500;
 const PROGRESS_EVERY = 200;
+/** Objects opened ahead of the one the archive is reading. */
+const AHEAD = 8;
 
 /** Tables whose rows name objects of the tenant, and the columns that hold the keys. */
 const FILE_TABLES: { service: TenantDataServiceName; table: string; keys: string[] }[] = [
@@ -138,6 +141,7 @@ export async function runExport(deps: ExportDeps, job: TenantExport, principal: 
     await update('running');
     const prefix = `tenants/${tenantId}/`;
     const missing: string[] = [];
+    const inFlight: Promise<void>[] = [];
     for (const f of FILE_TABLES) {
       for await (const rows of pages(deps.data, f.service, f.table, tenantId, principal)) {
         for (const row of rows) {
@@ -158,14 +162,19 @@ export async function runExport(deps: ExportDeps, job: TenantExport, principal: 
             const name = `objects/${key.startsWith(prefix) ? key.slice(prefix.length) : key}`;
             const mtime = typeof r.created_at === 'string' ? new Date(r.created_at) : new Date();
             zip.addReadStream(stream, name, { compress: false, mtime: Number.isNaN(mtime.getTime()) ? new Date() : mtime });
-            // One object at a time: the next is opened once this one was read into the archive.
-            await finished(stream);
+            // At most AHEAD objects open ahead of the archive (each buffers at most its stream's 64 KiB), so the
+            // storage's latency overlaps the archive's writing; memory stays bounded whatever the tenant's size.
+            const read = finished(stream);
+            read.catch(() => {});
+            inFlight.push(read);
+            if (inFlight.length >= AHEAD) await inFlight.shift();
             progress.itemsDone++;
             if (progress.itemsDone % PROGRESS_EVERY === 0) await update('running');
           }
         }
       }
     }
+    await Promise.all(inFlight);
     if (missing.length) zip.addBuffer(Buffer.from(JSON.stringify({ missing_objects: missing })), 'missing-objects.json');
     checkAlive();
     zip.end();
