@@ -16,8 +16,9 @@ const all: Record<string, () => Promise<void>> = {
   'session-detail': async () => (await import('./session-detail.js')).benchSessionDetail(),
   async: async () => (await import('./async.js')).benchAsync(),
   files: async () => (await import('./files.js')).benchFiles(),
+  'tenant-data': async () => (await import('./tenant-data.js')).benchTenantData(),
 };
-const explicitOnly = new Set(['scale', 'session-detail']);
+const explicitOnly = new Set(['scale', 'session-detail', 'tenant-data']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(all).filter((n) => !explicitOnly.has(n))) {
   const run = all[name];

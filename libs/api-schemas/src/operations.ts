@@ -505,6 +505,8 @@ const CATALOGUE = {
     body: B.TenantUpdateBody,
     bodyRules: { properties: { allowed_models: { uniqueItems: true } } },
     ok: ok(data(R.TenantDetail)),
+    // 409: activating a tenant whose purge started (issue 40, item 4).
+    errors: [409],
   },
   'POST /admin/tenants/:tenantId/api-keys': {
     operationId: 'createApiKey',
@@ -932,6 +934,83 @@ const CATALOGUE = {
     idempotent: true,
     params: P.WebhookDeliveryParams,
     ok: ok(data(R.Delivery), 'The replay was queued', 202),
+  },
+
+  // ---- a tenant's data: export and purge (extension, issue 40, item 4) ----
+  'POST /api/exports': {
+    operationId: 'createExport',
+    tag: 'Exports',
+    summary: "Export all of the tenant's data as a ZIP: starts a job (extension)",
+    description:
+      'Answers 202 with the export at once; GET /api/exports/:exportId reads its progress, and once completed ' +
+      '/download streams the ZIP: tenant.json (every resource, no secret) and objects/ (every image, thumbnail and ' +
+      'product file, byte for byte). The ZIP is kept EXPORT_RETENTION_DAYS (default 7).',
+    auth: 'tenant',
+    scopes: ['images:read'],
+    ok: ok(data(R.TenantExport), 'The export job was started', 202),
+  },
+  'GET /api/exports/:exportId': {
+    operationId: 'getExport',
+    tag: 'Exports',
+    summary: "An export's status and progress (extension)",
+    auth: 'tenant',
+    scopes: ['images:read'],
+    params: P.ExportParams,
+    ok: ok(data(R.TenantExport)),
+    errors: [404],
+  },
+  'GET /api/exports/:exportId/download': {
+    operationId: 'downloadExport',
+    tag: 'Exports',
+    summary: "A completed export's ZIP (extension)",
+    description: "409 'Export is not completed' before it is; 410 'Export has expired' after its keeping time.",
+    auth: 'tenant',
+    scopes: ['images:read'],
+    params: P.ExportParams,
+    ok: { status: 200, description: 'The ZIP', media: 'application/zip' },
+    errors: [404, 409, 410],
+  },
+  'POST /admin/tenants/:tenantId/exports': {
+    operationId: 'createTenantExport',
+    tag: 'Admin',
+    summary: "Export all of a tenant's data as a ZIP: starts a job (extension)",
+    auth: 'super_admin',
+    params: P.TenantParams,
+    ok: ok(data(R.TenantExport), 'The export job was started', 202),
+    errors: [404],
+  },
+  'GET /admin/tenants/:tenantId/exports/:exportId': {
+    operationId: 'getTenantExport',
+    tag: 'Admin',
+    summary: "A tenant export's status and progress (extension)",
+    auth: 'super_admin',
+    params: P.TenantExportParams,
+    ok: ok(data(R.TenantExport)),
+    errors: [404],
+  },
+  'GET /admin/tenants/:tenantId/exports/:exportId/download': {
+    operationId: 'downloadTenantExport',
+    tag: 'Admin',
+    summary: "A completed tenant export's ZIP (extension)",
+    auth: 'super_admin',
+    params: P.TenantExportParams,
+    ok: { status: 200, description: 'The ZIP', media: 'application/zip' },
+    errors: [404, 409, 410],
+  },
+  'POST /admin/tenants/:tenantId/purge': {
+    operationId: 'purgeTenant',
+    tag: 'Admin',
+    summary: 'Remove everything of a deactivated tenant; only its audit records are left (extension)',
+    description:
+      "The body repeats the tenant's id ({confirm}). 409 'Tenant must be deactivated before it is purged' while it is " +
+      'active. Rows in every schema, objects (images, thumbnails, products, export ZIPs), Redis keys and every ' +
+      "replica's cached credentials go. Idempotent and resumable: a purge cut short is finished by sending it again.",
+    auth: 'super_admin',
+    params: P.TenantParams,
+    body: B.TenantPurgeBody,
+    ok: ok(data(R.TenantPurgeResult)),
+    // 503/504: a step could not finish (a service or store unreachable or too slow); send the purge again.
+    errors: [404, 409, 503, 504],
   },
 } satisfies Record<string, OperationSpec>;
 

@@ -81,3 +81,8 @@ export const WebhookDeliveriesQuery = z
     limit: z.number().int().min(1).max(WEBHOOK_DELIVERIES_LIMIT_MAX).default(WEBHOOK_DELIVERIES_LIMIT_DEFAULT),
   })
   .passthrough();
+
+/** A tenant's data export (extension, issue 40): GET /api/exports/:exportId[/download]. */
+export const ExportParams = z.object({ exportId: z.string().min(1).max(64) }).passthrough();
+/** GET /admin/tenants/:tenantId/exports/:exportId[/download]. */
+export const TenantExportParams = TenantParams.extend({ exportId: z.string().min(1).max(64) }).passthrough();

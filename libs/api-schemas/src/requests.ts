@@ -650,3 +650,8 @@ export const InvitationAcceptBody = z
 
 /** The TypeScript type of a request body or query (for code that does not depend on zod itself). */
 export type Infer<T extends z.ZodTypeAny> = z.infer<T>;
+
+/** POST /admin/tenants/:tenantId/purge (extension, issue 40): the tenant's id repeated, as a confirmation. */
+export const TenantPurgeBody = z.object({
+  confirm: z.string().min(1).max(128).describe("The tenant's id, repeated: the purge removes everything of the tenant"),
+});

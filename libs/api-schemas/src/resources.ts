@@ -703,3 +703,32 @@ export type UsageMonthJson = z.infer<typeof UsageMonth>;
 export type QuotaJson = z.infer<typeof Quota>;
 export type WebhookJson = z.infer<typeof Webhook>;
 export type CharacterGenerateResultJson = z.infer<typeof CharacterGenerateResult>;
+
+/** A tenant's data export (extension, issue 40, item 4): a job, then a ZIP kept for EXPORT_RETENTION_DAYS. */
+export const TenantExport = z.object({
+  exportId: z.string(),
+  tenantId: z.string(),
+  status: z.enum(['queued', 'running', 'completed', 'failed', 'expired']),
+  phase: z.enum(['data', 'files', 'done']).describe('data: the JSON document; files: the images and thumbnails'),
+  itemsDone: z.number().int().describe('Rows written (data) or files written (files)'),
+  itemsTotal: z.number().int().describe('Files to write (known once the data phase ended)'),
+  sizeBytes: z.number().int().describe("The ZIP's size once completed"),
+  error: z.string().nullable(),
+  createdAt: ts(),
+  updatedAt: ts(),
+  completedAt: ts().nullable(),
+  expiresAt: ts().nullable().describe('When the ZIP is removed'),
+  downloadUrl: z.string().nullable().describe('The ZIP, once completed'),
+});
+
+/** What a tenant's purge removed (extension, issue 40, item 4). */
+export const TenantPurgeResult = z.object({
+  tenantId: z.string(),
+  status: z.literal('purged'),
+  startedAt: ts(),
+  completedAt: ts(),
+  rowsRemoved: z.record(z.string(), z.number().int()).describe('Per schema.table, over every run of the purge'),
+  objectsRemoved: z.number().int(),
+  redisKeysRemoved: z.number().int(),
+  kept: z.array(z.string()).describe('What is left of the tenant: its audit records'),
+});

@@ -994,6 +994,143 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export all of the tenant's data as a ZIP: starts a job (extension)
+         * @description Answers 202 with the export at once; GET /api/exports/:exportId reads its progress, and once completed /download streams the ZIP: tenant.json (every resource, no secret) and objects/ (every image, thumbnail and product file, byte for byte). The ZIP is kept EXPORT_RETENTION_DAYS (default 7).
+         */
+        post: operations["createExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exports/{exportId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An export's status and progress (extension) */
+        get: operations["getExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/exports/{exportId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A completed export's ZIP (extension)
+         * @description 409 'Export is not completed' before it is; 410 'Export has expired' after its keeping time.
+         */
+        get: operations["downloadExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenantId}/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export all of a tenant's data as a ZIP: starts a job (extension)
+         * @description Needs the super_admin role.
+         */
+        post: operations["createTenantExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenantId}/exports/{exportId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A tenant export's status and progress (extension)
+         * @description Needs the super_admin role.
+         */
+        get: operations["getTenantExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenantId}/exports/{exportId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A completed tenant export's ZIP (extension)
+         * @description Needs the super_admin role.
+         */
+        get: operations["downloadTenantExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenantId}/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove everything of a deactivated tenant; only its audit records are left (extension)
+         * @description The body repeats the tenant's id ({confirm}). 409 'Tenant must be deactivated before it is purged' while it is active. Rows in every schema, objects (images, thumbnails, products, export ZIPs), Redis keys and every replica's cached credentials go. Idempotent and resumable: a purge cut short is finished by sending it again. Needs the super_admin role.
+         */
+        post: operations["purgeTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/oauth-protected-resource": {
         parameters: {
             query?: never;
@@ -5485,6 +5622,7 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
@@ -8181,6 +8319,424 @@ export interface operations {
             429: components["responses"]["TenantError429"];
             500: components["responses"]["TenantError500"];
             503: components["responses"]["TenantError503"];
+        };
+    };
+    createExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job was started */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            exportId: string;
+                            tenantId: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "expired";
+                            /**
+                             * @description data: the JSON document; files: the images and thumbnails
+                             * @enum {string}
+                             */
+                            phase: "data" | "files" | "done";
+                            /** @description Rows written (data) or files written (files) */
+                            itemsDone: number;
+                            /** @description Files to write (known once the data phase ended) */
+                            itemsTotal: number;
+                            /** @description The ZIP's size once completed */
+                            sizeBytes: number;
+                            error: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            completedAt: string | null;
+                            /** @description When the ZIP is removed */
+                            expiresAt: string | null;
+                            /** @description The ZIP, once completed */
+                            downloadUrl: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            413: components["responses"]["TenantError413"];
+            415: components["responses"]["TenantError415"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    getExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
+            path: {
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            exportId: string;
+                            tenantId: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "expired";
+                            /**
+                             * @description data: the JSON document; files: the images and thumbnails
+                             * @enum {string}
+                             */
+                            phase: "data" | "files" | "done";
+                            /** @description Rows written (data) or files written (files) */
+                            itemsDone: number;
+                            /** @description Files to write (known once the data phase ended) */
+                            itemsTotal: number;
+                            /** @description The ZIP's size once completed */
+                            sizeBytes: number;
+                            error: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            completedAt: string | null;
+                            /** @description When the ZIP is removed */
+                            expiresAt: string | null;
+                            /** @description The ZIP, once completed */
+                            downloadUrl: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            404: components["responses"]["TenantError404"];
+            414: components["responses"]["TenantError414"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    downloadExport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
+            path: {
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            404: components["responses"]["TenantError404"];
+            409: components["responses"]["TenantError409"];
+            410: components["responses"]["TenantError410"];
+            414: components["responses"]["TenantError414"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    createTenantExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export job was started */
+            202: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            exportId: string;
+                            tenantId: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "expired";
+                            /**
+                             * @description data: the JSON document; files: the images and thumbnails
+                             * @enum {string}
+                             */
+                            phase: "data" | "files" | "done";
+                            /** @description Rows written (data) or files written (files) */
+                            itemsDone: number;
+                            /** @description Files to write (known once the data phase ended) */
+                            itemsTotal: number;
+                            /** @description The ZIP's size once completed */
+                            sizeBytes: number;
+                            error: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            completedAt: string | null;
+                            /** @description When the ZIP is removed */
+                            expiresAt: string | null;
+                            /** @description The ZIP, once completed */
+                            downloadUrl: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getTenantExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            exportId: string;
+                            tenantId: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "expired";
+                            /**
+                             * @description data: the JSON document; files: the images and thumbnails
+                             * @enum {string}
+                             */
+                            phase: "data" | "files" | "done";
+                            /** @description Rows written (data) or files written (files) */
+                            itemsDone: number;
+                            /** @description Files to write (known once the data phase ended) */
+                            itemsTotal: number;
+                            /** @description The ZIP's size once completed */
+                            sizeBytes: number;
+                            error: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            completedAt: string | null;
+                            /** @description When the ZIP is removed */
+                            expiresAt: string | null;
+                            /** @description The ZIP, once completed */
+                            downloadUrl: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            414: components["responses"]["Error414"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    downloadTenantExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+                exportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ZIP */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            410: components["responses"]["Error410"];
+            414: components["responses"]["Error414"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    purgeTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The tenant's id, repeated: the purge removes everything of the tenant */
+                    confirm: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            tenantId: string;
+                            /** @constant */
+                            status: "purged";
+                            /** Format: date-time */
+                            startedAt: string;
+                            /** Format: date-time */
+                            completedAt: string;
+                            /** @description Per schema.table, over every run of the purge */
+                            rowsRemoved: {
+                                [key: string]: number;
+                            };
+                            objectsRemoved: number;
+                            redisKeysRemoved: number;
+                            /** @description What is left of the tenant: its audit records */
+                            kept: string[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
         };
     };
     getProtectedResourceMetadata: {

@@ -4,5 +4,6 @@ export * as generationV1 from './gen/imagegen/generation/v1/generation.js';
 export * as libraryAssetsV1 from './gen/imagegen/library/v1/assets.js';
 export * as libraryV1 from './gen/imagegen/library/v1/library.js';
 export * as tenancyV1 from './gen/imagegen/tenancy/v1/tenancy.js';
+export * as tenantdataTenantDataV1 from './gen/imagegen/tenantdata/v1/tenant_data.js';
 export * as usageV1 from './gen/imagegen/usage/v1/usage.js';
 export * as webhooksV1 from './gen/imagegen/webhooks/v1/webhooks.js';

@@ -99,6 +99,7 @@ const schema = z.object({
   SIGNING_SECRET_GRACE_MS: int(86_400_000),
   AUDIT_LOG_RETENTION_DAYS: int(400),
   OBJECT_DELETE_GRACE: duration(7 * 86_400_000),
+  EXPORT_RETENTION_DAYS: z.preprocess(blank, z.coerce.number().int().min(1).max(365).default(7)),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(5),
   SESSION_JSON_CACHE_MB: z.coerce.number().int().min(0).default(64),
   GRPC_DEADLINE_MS: int(30_000, 1),
@@ -182,6 +183,8 @@ export interface Config {
    * a database restored from a backup inside it finds every object it lists. 0 removes them at once.
    */
   objectDeleteGraceMs: number;
+  /** Gateway: days a tenant export's ZIP is kept (EXPORT_RETENTION_DAYS, 7; issue 40, item 4). */
+  exportRetentionDays: number;
   dbPoolMax: number;
   /** Library: MiB of session detail JSON kept per process (sessions/json-cache.ts); 0 keeps none. */
   sessionJsonCacheMb: number;
@@ -369,6 +372,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signingSecretGraceMs: e.SIGNING_SECRET_GRACE_MS,
     auditLogRetentionDays: e.AUDIT_LOG_RETENTION_DAYS,
     objectDeleteGraceMs: e.OBJECT_DELETE_GRACE,
+    exportRetentionDays: e.EXPORT_RETENTION_DAYS,
     dbPoolMax: e.DB_POOL_MAX,
     sessionJsonCacheMb: e.SESSION_JSON_CACHE_MB,
     grpcDeadlineMs: e.GRPC_DEADLINE_MS,

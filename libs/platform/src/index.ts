@@ -19,4 +19,5 @@ export * from './service.js';
 export * from './standalone.js';
 export * from './storage/index.js';
 export * from './telemetry.js';
+export * from './tenant-data.js';
 export * from './ttl-cache.js';

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.js';
 import { createFsStorage, createS3Storage, createStorage, isPlainKey, type ObjectStorage, tenantKey } from '../src/storage/index.js';
@@ -155,6 +156,23 @@ describe.each([
       expect((await storage.get(next)).toString()).toBe(`next ${round}`);
       await storage.delete(next);
     }
+  });
+
+  it('puts a stream of unknown length whole, or not at all when the stream fails (issue 40: export ZIPs)', async () => {
+    const key = tenantKey('t4', 'exports', 'x.zip');
+    // 20 MiB: more than one part of an S3 multipart upload.
+    const parts = Array.from({ length: 320 }, (_, i) => Buffer.alloc(64 * 1024, i));
+    expect(await storage.putStream(key, Readable.from(parts), 'application/zip')).toBe(320 * 64 * 1024);
+    expect((await storage.get(key)).equals(Buffer.concat(parts))).toBe(true);
+    expect((await storage.stat(key))?.contentType).toBe('application/zip');
+    // A stream that breaks halfway leaves no object under its key.
+    const broken = tenantKey('t4', 'exports', 'broken.zip');
+    async function* failing() {
+      for (let i = 0; i < 200; i++) yield Buffer.alloc(64 * 1024, i);
+      throw new Error('source failed');
+    }
+    await expect(storage.putStream(broken, Readable.from(failing()), 'application/zip')).rejects.toThrow();
+    expect(await storage.stat(broken)).toBeNull();
   });
 
   it('deletes many objects, missing ones included', async () => {

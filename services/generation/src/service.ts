@@ -31,6 +31,7 @@ import { ProvBAdapter } from './providers/provb.js';
 import { withQuotaFallback } from './quota-fallback.js';
 import { type GenerationSettings, loadSettings } from './settings.js';
 import { failOrphanedExecutions, heartbeat, removeInstance } from './store.js';
+import { generationTenantData } from './tenant-data.js';
 
 /** Generation's (per-process) consumer of TenantChanged, which drops the tenant from its cache. */
 export const TENANT_CHANGED_DURABLE = 'generation-tenant-changed';
@@ -179,6 +180,7 @@ export async function startGeneration(ctx: ServiceContext, opts: GenerationOptio
               GenerationServiceService,
               generationHandlers(deps, pipeline, [breakers.provA, breakers.provB], () => jobs.wake()),
             ),
+            generationTenantData(sql),
           ],
           logger,
           ready: dbReady,

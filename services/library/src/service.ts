@@ -16,6 +16,7 @@ import {
 import { createAssets } from './assets/index.js';
 import { libraryHandlers } from './grpc.js';
 import { startExecutionOutcomes } from './images/outcomes.js';
+import { libraryTenantData } from './tenant-data.js';
 
 const MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
@@ -49,6 +50,7 @@ export const start: StartService = (ctx: ServiceContext): Promise<RunningService
     const bindings: GrpcServiceBinding[] = [
       bind(LibraryServiceService, libraryHandlers({ sql, ctx, outbox: relay.direct })),
       assets.binding,
+      libraryTenantData(sql, ctx.storage),
     ];
     // Pending images follow their execution's outcome; crashed stores and deletes leave no files behind.
     await step(

@@ -25,6 +25,8 @@ export interface OAuthAppDeps {
   getTenant: SigninDeps['getTenant'];
   /** One log line per request (LOG_REQUESTS). */
   logRequests?: boolean;
+  /** Removes every stored model of a tenant (its grants, sessions, codes and tokens): the purge's oauth step. */
+  purgeTenant?: (tenantId: string) => Promise<number>;
 }
 
 /**
@@ -155,6 +157,15 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
     const handler = (req: FastifyRequest, reply: FastifyReply) => dispatch(req, reply, req.url);
     scope.all(MOUNT, handler);
     scope.all(`${MOUNT}/*`, handler);
+  });
+
+  // A tenant's purge (issue 40, item 4), called by the gateway's purge (internal: never forwarded).
+  app.post('/_internal/purge-tenant', async (req, reply) => {
+    const tenantId = (req.body as { tenant_id?: unknown } | undefined)?.tenant_id;
+    if (typeof tenantId !== 'string' || !tenantId || tenantId.length > 128 || !deps.purgeTenant) {
+      return reply.code(400).send({ error: 'Invalid request payload', details: ['tenant_id is required'] });
+    }
+    return { rows_removed: { oidc_payloads: await deps.purgeTenant(tenantId) } };
   });
 
   // Token introspection for the mcp service (internal: the gateway never forwards /_internal).

@@ -77,6 +77,11 @@ export const start: StartService = (ctx) =>
           getTenant,
           signin: { provider, urls, logger, csrfSecret: secrets.csrfSecret, authenticateKey, getTenant },
           logRequests: config.logRequests,
+          // Every model naming the tenant as its account (grants, sessions, codes, tokens), or an interaction's session.
+          purgeTenant: async (tenantId) =>
+            (
+              await sql`DELETE FROM oidc_payloads WHERE payload->>'accountId' = ${tenantId} OR payload->'session'->>'accountId' = ${tenantId}`
+            ).count,
         });
         try {
           await app.listen({ host, port: config.httpPort });

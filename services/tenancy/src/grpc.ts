@@ -9,6 +9,7 @@ import { apiKeyHandlers } from './handlers/api-keys.js';
 import { auditLogHandlers } from './handlers/audit-log.js';
 import { handlerContext, type TenancyDeps, type TenancyHandlers } from './handlers/context.js';
 import { invitationHandlers } from './handlers/invitations.js';
+import { tenantDataJobHandlers } from './handlers/tenant-data.js';
 import { tenantHandlers } from './handlers/tenants.js';
 
 export { normalizeTenantId, type TenancyDeps } from './handlers/context.js';
@@ -23,5 +24,9 @@ export function createHandlers(deps: TenancyDeps): TenancyHandlers {
     ...adminUserHandlers(c),
     ...invitationHandlers(c),
     ...auditLogHandlers(c),
+    ...tenantDataJobHandlers(c),
   };
 }
+
+export { handlerContext } from './handlers/context.js';
+export { sweepExpiredExports, tenancyTenantData } from './handlers/tenant-data.js';

@@ -13,7 +13,7 @@ import {
   startSteps,
 } from '@imagegen/platform';
 import { hashPassword, parseCredentialsKey, randomAlphanumeric, randomId } from './crypto.js';
-import { createHandlers } from './grpc.js';
+import { createHandlers, handlerContext, sweepExpiredExports, tenancyTenantData } from './grpc.js';
 import { findUserByEmail, insertBootstrapAdmin } from './repositories/admin-users.js';
 import { sweepAuditLog } from './repositories/audit-log.js';
 import { createUsageBatcher } from './usage-batcher.js';
@@ -63,18 +63,25 @@ export const start: StartService = (ctx) =>
     );
     // Readiness (the ops /readyz and the gRPC Probe/Ready the gateway's /readyz asks): the database answers.
     const ready = dbReadiness(sql);
-    const handlers = createHandlers({
+    const deps = {
       sql,
       credentialsKey,
       eventsPrefix: config.eventsPrefix,
       usage,
       dummyPasswordHash,
       signingSecretGraceMs: config.signingSecretGraceMs,
-    });
+    };
+    const handlers = createHandlers(deps);
     const grpc = await step(
       'grpc server',
       () =>
-        startGrpcServer({ host: config.grpcHost, port: config.grpcPort, services: [bind(TenancyServiceService, handlers)], logger, ready }),
+        startGrpcServer({
+          host: config.grpcHost,
+          port: config.grpcPort,
+          services: [bind(TenancyServiceService, handlers), tenancyTenantData(handlerContext(deps))],
+          logger,
+          ready,
+        }),
       (g) => g.stop(config.shutdownGraceMs),
     );
     await step(
@@ -87,5 +94,7 @@ export const start: StartService = (ctx) =>
     if (retentionDays > 0) {
       await repeatingStep(step, 'audit log retention', () => sweepAuditRecords(sql, retentionDays, logger), AUDIT_SWEEP_EVERY_MS);
     }
+    // Tenant exports' ZIPs past EXPORT_RETENTION_DAYS (issue 40, item 4): removed hourly on each replica.
+    await repeatingStep(step, 'export retention', () => sweepExpiredExports(sql, ctx.storage, logger), AUDIT_SWEEP_EVERY_MS);
     return { grpcAddress: grpc.address, ready };
   });

@@ -17,6 +17,7 @@ import { startUsageConsumer, USAGE_DURABLE } from './consumer.js';
 import { usageHandlers } from './grpc.js';
 import { MonthBytesCache } from './month-bytes.js';
 import { pruneOld } from './store.js';
+import { usageTenantData } from './tenant-data.js';
 import { TenantLimitsCache, type TenantLimitsSource, tenancySource } from './tenants.js';
 
 export const SCHEMA = 'usage';
@@ -75,7 +76,7 @@ export async function startUsageMetering(ctx: ServiceContext, opts: UsageOptions
         startGrpcServer({
           host: config.grpcHost,
           port: config.grpcPort,
-          services: [bind(UsageServiceService, usageHandlers({ sql, tenants, monthBytes }))],
+          services: [bind(UsageServiceService, usageHandlers({ sql, tenants, monthBytes })), usageTenantData(sql)],
           logger,
           ready,
         }),

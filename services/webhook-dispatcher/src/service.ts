@@ -32,6 +32,7 @@ import {
 } from './payloads.js';
 import { SecretBox } from './signing.js';
 import { insertDelivery, pruneOld, subscribedEndpoints } from './store.js';
+import { webhooksTenantData } from './tenant-data.js';
 
 export const SCHEMA = 'webhooks';
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -134,7 +135,10 @@ export async function startWebhookDispatcher(ctx: ServiceContext, opts: WebhookO
         startGrpcServer({
           host: ctx.config.grpcHost,
           port: ctx.config.grpcPort,
-          services: [bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() }))],
+          services: [
+            bind(WebhookServiceService, webhookHandlers({ sql, secrets, allowLoopback, wake: () => dispatcher.wake() })),
+            webhooksTenantData(sql),
+          ],
           logger,
           ready: dbReady,
         }),

@@ -15,6 +15,8 @@ export const AUDITED_TENANT_OPERATIONS = new Set([
   'deleteWebhook',
   'deleteWebhooksByIdOrUrl',
   'replayWebhookDelivery',
+  // A tenant's export of all its data (issue 40, item 4).
+  'createExport',
 ]);
 /** Unauthenticated writes recorded anyway: accepting an invitation creates an admin user. */
 const AUDITED_OPEN_OPERATIONS = new Set(['acceptInvitation']);
@@ -75,6 +77,14 @@ const CREATED: Record<string, (data: any) => unknown> = {
   createWebhook: (d) => d?.id,
   replayWebhookDelivery: (d) => d?.id,
   acceptInvitation: (d) => d?.user?.userId,
+  createExport: (d) => d?.exportId,
+  createTenantExport: (d) => d?.exportId,
+};
+
+/** What an operation's answer adds to its record's changes: what a purge removed (issue 40, item 4). */
+const OUTCOME: Record<string, (data: any) => Record<string, unknown> | undefined> = {
+  purgeTenant: (d) =>
+    d ? { rowsRemoved: d.rowsRemoved, objectsRemoved: d.objectsRemoved, redisKeysRemoved: d.redisKeysRemoved } : undefined,
 };
 
 export interface AuditEntry {
@@ -106,6 +116,8 @@ export function auditEntry(
   const changes: Record<string, unknown> = {};
   if (spec.query && req.query && typeof req.query === 'object') Object.assign(changes, req.query);
   Object.assign(changes, body);
+  const outcome = OUTCOME[spec.operationId]?.(data);
+  if (outcome) changes.outcome = outcome;
   return {
     action: spec.operationId,
     tenantId: spec.operationId === 'createTenant' ? ((CREATED.createTenant(data) as string | undefined) ?? tenantId) : tenantId,
@@ -127,4 +139,4 @@ export function auditRecord(entry: AuditEntry) {
 }
 
 /** Whether an answer's data names the resource the write created (the gateway parses only those answers). */
-export const namesCreated = (spec: OperationSpec) => Object.hasOwn(CREATED, spec.operationId);
+export const namesCreated = (spec: OperationSpec) => Object.hasOwn(CREATED, spec.operationId) || Object.hasOwn(OUTCOME, spec.operationId);

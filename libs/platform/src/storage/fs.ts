@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, createWriteStream } from 'node:fs';
 import { access, type FileHandle, mkdir, open, readFile, realpath, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { contentTypeFromKey } from './content-type.js';
 import { encodeKeyPath, isPlainKey, objectNotFound, trimTrailingSlash, validateKey } from './keys.js';
 import type { ObjectStorage, ObjectStream } from './types.js';
@@ -116,6 +117,21 @@ export function createFsStorage(opts: FsStorageOptions): ObjectStorage {
       // pending row) removes.
       if (opts?.fresh) await writeInKnownDir(path, data);
       else await writeAtomic(path, data);
+    },
+
+    async putStream(key, data, contentType) {
+      const path = pathOf(key);
+      await ensureDir(dirname(path));
+      if (contentType !== contentTypeFromKey(key)) await writeAtomic(sidecarOf(path), contentType);
+      const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+      try {
+        await pipeline(data, createWriteStream(tmp));
+        await rename(tmp, path);
+        return (await stat(path)).size;
+      } catch (e) {
+        await rm(tmp, { force: true });
+        throw e;
+      }
     },
 
     async get(key) {

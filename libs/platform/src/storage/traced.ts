@@ -24,6 +24,7 @@ export function tracedStorage(inner: ObjectStorage): ObjectStorage {
       (k: string, data: Buffer, type: string, opts?: PutOptions) => inner.put(k, data, type, opts),
       (k, data) => ({ ...key(k), 'imagegen.storage.bytes': data.length }),
     ),
+    putStream: traced('put', (k: string, data: NodeJS.ReadableStream, type: string) => inner.putStream(k, data, type), key),
     get: traced('get', (k: string) => inner.get(k), key),
     getStream: traced('get', (k: string) => inner.getStream(k), key),
     stat: traced('stat', (k: string) => inner.stat(k), key),

@@ -14,6 +14,11 @@ export interface PutOptions {
 export interface ObjectStorage {
   readonly kind: 'fs' | 's3';
   put(key: string, data: Buffer, contentType: string, opts?: PutOptions): Promise<void>;
+  /**
+   * Stores a stream of unknown length (a large export ZIP) without holding it in memory; readers see the object
+   * only once it is whole (a temp file and a rename, or an S3 multipart upload completed). Resolves to its size.
+   */
+  putStream(key: string, data: NodeJS.ReadableStream, contentType: string): Promise<number>;
   /** Throws AppError 404 {error:'Object not found'} when the key is missing. */
   get(key: string): Promise<Buffer>;
   /** Same 404 as get(), raised before the stream is returned. */

@@ -16,6 +16,7 @@ import scenesRoutes from './scenes.js';
 import searchPresetRoutes from './search-presets.js';
 import sessionsRoutes from './sessions.js';
 import stylePresetRoutes from './style-presets.js';
+import tenantDataRoutes from './tenant-data.js';
 import tenantsRoutes from './tenants.js';
 import usageRoutes from './usage.js';
 import webhookRoutes from './webhooks.js';
@@ -45,4 +46,5 @@ export const routeModules: RouteModule[] = [
   executionsRoutes,
   usageRoutes,
   webhookRoutes,
+  tenantDataRoutes,
 ];

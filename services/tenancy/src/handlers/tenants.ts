@@ -171,6 +171,11 @@ export function tenantHandlers(
             throw invalidPayload(['At least one provider key is required; a tenant cannot remove its last provider']);
           await writePools(tx, tenantId, pools);
         }
+        // A purge under way (issue 40, item 4) finishes; the tenant is never brought back half-removed.
+        if (req.isActive === true && !cur.isActive) {
+          const [p] = await tx`SELECT purge_started_at FROM tenants WHERE tenant_id = ${tenantId}`;
+          if (p?.purge_started_at) throw conflict('Tenant is being purged; finish the purge');
+        }
         await tenants.updateTenant(tx, tenantId, {
           tenantName: name ?? cur.tenantName,
           contactEmail: email ?? cur.contactEmail,

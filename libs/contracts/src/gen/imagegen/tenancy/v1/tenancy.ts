@@ -397,6 +397,68 @@ export interface ListAuditLogResponse {
   nextCursor?: string | undefined;
 }
 
+export interface TenantExport {
+  exportId: string;
+  tenantId: string;
+  /** queued | running | completed | failed | expired */
+  status: string;
+  /** data | files | done */
+  phase: string;
+  itemsDone: number;
+  itemsTotal: number;
+  sizeBytes: number;
+  objectKey: string;
+  error?: string | undefined;
+  createdAt: string;
+  updatedAt: string;
+  completedAt?: string | undefined;
+  expiresAt?: string | undefined;
+  requestedBy: string;
+}
+
+export interface CreateTenantExportRequest {
+  tenantId: string;
+  requestedBy: string;
+}
+
+export interface GetTenantExportRequest {
+  tenantId: string;
+  exportId: string;
+}
+
+export interface UpdateTenantExportRequest {
+  tenantId: string;
+  exportId: string;
+  status: string;
+  phase: string;
+  itemsDone: number;
+  itemsTotal: number;
+  sizeBytes: number;
+  error?:
+    | string
+    | undefined;
+  /** on completion: how long the ZIP is kept */
+  keepDays: number;
+}
+
+export interface TenantPurge {
+  tenantId: string;
+  tenantName: string;
+  startedAt: string;
+  /** {"<step>": {"rows": {...}, "objects": n}} of the steps done */
+  stepsJson: string;
+}
+
+export interface BeginTenantPurgeRequest {
+  tenantId: string;
+}
+
+export interface RecordTenantPurgeStepRequest {
+  tenantId: string;
+  step: string;
+  resultJson: string;
+}
+
 function createBaseAuthenticateApiKeyRequest(): AuthenticateApiKeyRequest {
   return { keyHash: "", verifiesSignatures: undefined };
 }
@@ -6613,6 +6675,1074 @@ export const ListAuditLogResponse: MessageFns<ListAuditLogResponse> = {
   },
 };
 
+function createBaseTenantExport(): TenantExport {
+  return {
+    exportId: "",
+    tenantId: "",
+    status: "",
+    phase: "",
+    itemsDone: 0,
+    itemsTotal: 0,
+    sizeBytes: 0,
+    objectKey: "",
+    error: undefined,
+    createdAt: "",
+    updatedAt: "",
+    completedAt: undefined,
+    expiresAt: undefined,
+    requestedBy: "",
+  };
+}
+
+export const TenantExport: MessageFns<TenantExport> = {
+  encode(message: TenantExport, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.exportId !== "") {
+      writer.uint32(10).string(message.exportId);
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.phase !== "") {
+      writer.uint32(34).string(message.phase);
+    }
+    if (message.itemsDone !== 0) {
+      writer.uint32(40).int64(message.itemsDone);
+    }
+    if (message.itemsTotal !== 0) {
+      writer.uint32(48).int64(message.itemsTotal);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(56).int64(message.sizeBytes);
+    }
+    if (message.objectKey !== "") {
+      writer.uint32(66).string(message.objectKey);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(74).string(message.error);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(82).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(90).string(message.updatedAt);
+    }
+    if (message.completedAt !== undefined) {
+      writer.uint32(98).string(message.completedAt);
+    }
+    if (message.expiresAt !== undefined) {
+      writer.uint32(106).string(message.expiresAt);
+    }
+    if (message.requestedBy !== "") {
+      writer.uint32(114).string(message.requestedBy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TenantExport {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTenantExport();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.exportId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.itemsDone = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.itemsTotal = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.objectKey = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.updatedAt = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.completedAt = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.requestedBy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TenantExport {
+    return {
+      exportId: isSet(object.exportId)
+        ? globalThis.String(object.exportId)
+        : isSet(object.export_id)
+        ? globalThis.String(object.export_id)
+        : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      phase: isSet(object.phase) ? globalThis.String(object.phase) : "",
+      itemsDone: isSet(object.itemsDone)
+        ? globalThis.Number(object.itemsDone)
+        : isSet(object.items_done)
+        ? globalThis.Number(object.items_done)
+        : 0,
+      itemsTotal: isSet(object.itemsTotal)
+        ? globalThis.Number(object.itemsTotal)
+        : isSet(object.items_total)
+        ? globalThis.Number(object.items_total)
+        : 0,
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+      objectKey: isSet(object.objectKey)
+        ? globalThis.String(object.objectKey)
+        : isSet(object.object_key)
+        ? globalThis.String(object.object_key)
+        : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : "",
+      completedAt: isSet(object.completedAt)
+        ? globalThis.String(object.completedAt)
+        : isSet(object.completed_at)
+        ? globalThis.String(object.completed_at)
+        : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : undefined,
+      requestedBy: isSet(object.requestedBy)
+        ? globalThis.String(object.requestedBy)
+        : isSet(object.requested_by)
+        ? globalThis.String(object.requested_by)
+        : "",
+    };
+  },
+
+  toJSON(message: TenantExport): unknown {
+    const obj: any = {};
+    if (message.exportId !== "") {
+      obj.exportId = message.exportId;
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.phase !== "") {
+      obj.phase = message.phase;
+    }
+    if (message.itemsDone !== 0) {
+      obj.itemsDone = Math.round(message.itemsDone);
+    }
+    if (message.itemsTotal !== 0) {
+      obj.itemsTotal = Math.round(message.itemsTotal);
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    if (message.objectKey !== "") {
+      obj.objectKey = message.objectKey;
+    }
+    if (message.error !== undefined) {
+      obj.error = message.error;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    if (message.completedAt !== undefined) {
+      obj.completedAt = message.completedAt;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.requestedBy !== "") {
+      obj.requestedBy = message.requestedBy;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TenantExport>): TenantExport {
+    return TenantExport.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TenantExport>): TenantExport {
+    const message = createBaseTenantExport();
+    message.exportId = object.exportId ?? "";
+    message.tenantId = object.tenantId ?? "";
+    message.status = object.status ?? "";
+    message.phase = object.phase ?? "";
+    message.itemsDone = object.itemsDone ?? 0;
+    message.itemsTotal = object.itemsTotal ?? 0;
+    message.sizeBytes = object.sizeBytes ?? 0;
+    message.objectKey = object.objectKey ?? "";
+    message.error = object.error ?? undefined;
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    message.completedAt = object.completedAt ?? undefined;
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.requestedBy = object.requestedBy ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateTenantExportRequest(): CreateTenantExportRequest {
+  return { tenantId: "", requestedBy: "" };
+}
+
+export const CreateTenantExportRequest: MessageFns<CreateTenantExportRequest> = {
+  encode(message: CreateTenantExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.requestedBy !== "") {
+      writer.uint32(18).string(message.requestedBy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateTenantExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateTenantExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestedBy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateTenantExportRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      requestedBy: isSet(object.requestedBy)
+        ? globalThis.String(object.requestedBy)
+        : isSet(object.requested_by)
+        ? globalThis.String(object.requested_by)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateTenantExportRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.requestedBy !== "") {
+      obj.requestedBy = message.requestedBy;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateTenantExportRequest>): CreateTenantExportRequest {
+    return CreateTenantExportRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateTenantExportRequest>): CreateTenantExportRequest {
+    const message = createBaseCreateTenantExportRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.requestedBy = object.requestedBy ?? "";
+    return message;
+  },
+};
+
+function createBaseGetTenantExportRequest(): GetTenantExportRequest {
+  return { tenantId: "", exportId: "" };
+}
+
+export const GetTenantExportRequest: MessageFns<GetTenantExportRequest> = {
+  encode(message: GetTenantExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.exportId !== "") {
+      writer.uint32(18).string(message.exportId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTenantExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTenantExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.exportId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetTenantExportRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      exportId: isSet(object.exportId)
+        ? globalThis.String(object.exportId)
+        : isSet(object.export_id)
+        ? globalThis.String(object.export_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetTenantExportRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.exportId !== "") {
+      obj.exportId = message.exportId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetTenantExportRequest>): GetTenantExportRequest {
+    return GetTenantExportRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTenantExportRequest>): GetTenantExportRequest {
+    const message = createBaseGetTenantExportRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.exportId = object.exportId ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateTenantExportRequest(): UpdateTenantExportRequest {
+  return {
+    tenantId: "",
+    exportId: "",
+    status: "",
+    phase: "",
+    itemsDone: 0,
+    itemsTotal: 0,
+    sizeBytes: 0,
+    error: undefined,
+    keepDays: 0,
+  };
+}
+
+export const UpdateTenantExportRequest: MessageFns<UpdateTenantExportRequest> = {
+  encode(message: UpdateTenantExportRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.exportId !== "") {
+      writer.uint32(18).string(message.exportId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.phase !== "") {
+      writer.uint32(34).string(message.phase);
+    }
+    if (message.itemsDone !== 0) {
+      writer.uint32(40).int64(message.itemsDone);
+    }
+    if (message.itemsTotal !== 0) {
+      writer.uint32(48).int64(message.itemsTotal);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(56).int64(message.sizeBytes);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(66).string(message.error);
+    }
+    if (message.keepDays !== 0) {
+      writer.uint32(72).int32(message.keepDays);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTenantExportRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTenantExportRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.exportId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.itemsDone = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.itemsTotal = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.keepDays = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateTenantExportRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      exportId: isSet(object.exportId)
+        ? globalThis.String(object.exportId)
+        : isSet(object.export_id)
+        ? globalThis.String(object.export_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      phase: isSet(object.phase) ? globalThis.String(object.phase) : "",
+      itemsDone: isSet(object.itemsDone)
+        ? globalThis.Number(object.itemsDone)
+        : isSet(object.items_done)
+        ? globalThis.Number(object.items_done)
+        : 0,
+      itemsTotal: isSet(object.itemsTotal)
+        ? globalThis.Number(object.itemsTotal)
+        : isSet(object.items_total)
+        ? globalThis.Number(object.items_total)
+        : 0,
+      sizeBytes: isSet(object.sizeBytes)
+        ? globalThis.Number(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? globalThis.Number(object.size_bytes)
+        : 0,
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
+      keepDays: isSet(object.keepDays)
+        ? globalThis.Number(object.keepDays)
+        : isSet(object.keep_days)
+        ? globalThis.Number(object.keep_days)
+        : 0,
+    };
+  },
+
+  toJSON(message: UpdateTenantExportRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.exportId !== "") {
+      obj.exportId = message.exportId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.phase !== "") {
+      obj.phase = message.phase;
+    }
+    if (message.itemsDone !== 0) {
+      obj.itemsDone = Math.round(message.itemsDone);
+    }
+    if (message.itemsTotal !== 0) {
+      obj.itemsTotal = Math.round(message.itemsTotal);
+    }
+    if (message.sizeBytes !== 0) {
+      obj.sizeBytes = Math.round(message.sizeBytes);
+    }
+    if (message.error !== undefined) {
+      obj.error = message.error;
+    }
+    if (message.keepDays !== 0) {
+      obj.keepDays = Math.round(message.keepDays);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateTenantExportRequest>): UpdateTenantExportRequest {
+    return UpdateTenantExportRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTenantExportRequest>): UpdateTenantExportRequest {
+    const message = createBaseUpdateTenantExportRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.exportId = object.exportId ?? "";
+    message.status = object.status ?? "";
+    message.phase = object.phase ?? "";
+    message.itemsDone = object.itemsDone ?? 0;
+    message.itemsTotal = object.itemsTotal ?? 0;
+    message.sizeBytes = object.sizeBytes ?? 0;
+    message.error = object.error ?? undefined;
+    message.keepDays = object.keepDays ?? 0;
+    return message;
+  },
+};
+
+function createBaseTenantPurge(): TenantPurge {
+  return { tenantId: "", tenantName: "", startedAt: "", stepsJson: "" };
+}
+
+export const TenantPurge: MessageFns<TenantPurge> = {
+  encode(message: TenantPurge, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.tenantName !== "") {
+      writer.uint32(18).string(message.tenantName);
+    }
+    if (message.startedAt !== "") {
+      writer.uint32(26).string(message.startedAt);
+    }
+    if (message.stepsJson !== "") {
+      writer.uint32(34).string(message.stepsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TenantPurge {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTenantPurge();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.startedAt = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.stepsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TenantPurge {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      tenantName: isSet(object.tenantName)
+        ? globalThis.String(object.tenantName)
+        : isSet(object.tenant_name)
+        ? globalThis.String(object.tenant_name)
+        : "",
+      startedAt: isSet(object.startedAt)
+        ? globalThis.String(object.startedAt)
+        : isSet(object.started_at)
+        ? globalThis.String(object.started_at)
+        : "",
+      stepsJson: isSet(object.stepsJson)
+        ? globalThis.String(object.stepsJson)
+        : isSet(object.steps_json)
+        ? globalThis.String(object.steps_json)
+        : "",
+    };
+  },
+
+  toJSON(message: TenantPurge): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.tenantName !== "") {
+      obj.tenantName = message.tenantName;
+    }
+    if (message.startedAt !== "") {
+      obj.startedAt = message.startedAt;
+    }
+    if (message.stepsJson !== "") {
+      obj.stepsJson = message.stepsJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TenantPurge>): TenantPurge {
+    return TenantPurge.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TenantPurge>): TenantPurge {
+    const message = createBaseTenantPurge();
+    message.tenantId = object.tenantId ?? "";
+    message.tenantName = object.tenantName ?? "";
+    message.startedAt = object.startedAt ?? "";
+    message.stepsJson = object.stepsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseBeginTenantPurgeRequest(): BeginTenantPurgeRequest {
+  return { tenantId: "" };
+}
+
+export const BeginTenantPurgeRequest: MessageFns<BeginTenantPurgeRequest> = {
+  encode(message: BeginTenantPurgeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BeginTenantPurgeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBeginTenantPurgeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BeginTenantPurgeRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+    };
+  },
+
+  toJSON(message: BeginTenantPurgeRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BeginTenantPurgeRequest>): BeginTenantPurgeRequest {
+    return BeginTenantPurgeRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BeginTenantPurgeRequest>): BeginTenantPurgeRequest {
+    const message = createBaseBeginTenantPurgeRequest();
+    message.tenantId = object.tenantId ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordTenantPurgeStepRequest(): RecordTenantPurgeStepRequest {
+  return { tenantId: "", step: "", resultJson: "" };
+}
+
+export const RecordTenantPurgeStepRequest: MessageFns<RecordTenantPurgeStepRequest> = {
+  encode(message: RecordTenantPurgeStepRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenantId !== "") {
+      writer.uint32(10).string(message.tenantId);
+    }
+    if (message.step !== "") {
+      writer.uint32(18).string(message.step);
+    }
+    if (message.resultJson !== "") {
+      writer.uint32(26).string(message.resultJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordTenantPurgeStepRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordTenantPurgeStepRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.step = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resultJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordTenantPurgeStepRequest {
+    return {
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      step: isSet(object.step) ? globalThis.String(object.step) : "",
+      resultJson: isSet(object.resultJson)
+        ? globalThis.String(object.resultJson)
+        : isSet(object.result_json)
+        ? globalThis.String(object.result_json)
+        : "",
+    };
+  },
+
+  toJSON(message: RecordTenantPurgeStepRequest): unknown {
+    const obj: any = {};
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.step !== "") {
+      obj.step = message.step;
+    }
+    if (message.resultJson !== "") {
+      obj.resultJson = message.resultJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordTenantPurgeStepRequest>): RecordTenantPurgeStepRequest {
+    return RecordTenantPurgeStepRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordTenantPurgeStepRequest>): RecordTenantPurgeStepRequest {
+    const message = createBaseRecordTenantPurgeStepRequest();
+    message.tenantId = object.tenantId ?? "";
+    message.step = object.step ?? "";
+    message.resultJson = object.resultJson ?? "";
+    return message;
+  },
+};
+
 /**
  * Tenants, API keys, provider credentials, model allowlists, admin users, admin sessions and
  * invitations. Timestamps are ISO 8601 strings; empty string means "not set" unless optional.
@@ -6860,6 +7990,53 @@ export const TenancyServiceDefinition = {
       requestType: ListAuditLogRequest as typeof ListAuditLogRequest,
       requestStream: false,
       responseType: ListAuditLogResponse as typeof ListAuditLogResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ---- a tenant's data: export jobs and the purge's progress (issue 40, item 4) ---- */
+    createTenantExport: {
+      name: "CreateTenantExport",
+      requestType: CreateTenantExportRequest as typeof CreateTenantExportRequest,
+      requestStream: false,
+      responseType: TenantExport as typeof TenantExport,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * 404 'Export not found' for another tenant's export. A queued or running export whose heartbeat is older
+     * than its lease (its process died) is answered, and recorded, as failed.
+     */
+    getTenantExport: {
+      name: "GetTenantExport",
+      requestType: GetTenantExportRequest as typeof GetTenantExportRequest,
+      requestStream: false,
+      responseType: TenantExport as typeof TenantExport,
+      responseStream: false,
+      options: {},
+    },
+    updateTenantExport: {
+      name: "UpdateTenantExport",
+      requestType: UpdateTenantExportRequest as typeof UpdateTenantExportRequest,
+      requestStream: false,
+      responseType: TenantExport as typeof TenantExport,
+      responseStream: false,
+      options: {},
+    },
+    /** Starts or resumes a purge: 404 unknown tenant, 409 while the tenant is active. Records its start durably. */
+    beginTenantPurge: {
+      name: "BeginTenantPurge",
+      requestType: BeginTenantPurgeRequest as typeof BeginTenantPurgeRequest,
+      requestStream: false,
+      responseType: TenantPurge as typeof TenantPurge,
+      responseStream: false,
+      options: {},
+    },
+    /** Records one finished step of a purge and what it removed. */
+    recordTenantPurgeStep: {
+      name: "RecordTenantPurgeStep",
+      requestType: RecordTenantPurgeStepRequest as typeof RecordTenantPurgeStepRequest,
+      requestStream: false,
+      responseType: TenantPurge as typeof TenantPurge,
       responseStream: false,
       options: {},
     },
@@ -7167,6 +8344,63 @@ export const TenancyServiceService = {
       Buffer.from(ListAuditLogResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListAuditLogResponse => ListAuditLogResponse.decode(value),
   },
+  /** ---- a tenant's data: export jobs and the purge's progress (issue 40, item 4) ---- */
+  createTenantExport: {
+    path: "/imagegen.tenancy.v1.TenancyService/CreateTenantExport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateTenantExportRequest): Buffer =>
+      Buffer.from(CreateTenantExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateTenantExportRequest => CreateTenantExportRequest.decode(value),
+    responseSerialize: (value: TenantExport): Buffer => Buffer.from(TenantExport.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TenantExport => TenantExport.decode(value),
+  },
+  /**
+   * 404 'Export not found' for another tenant's export. A queued or running export whose heartbeat is older
+   * than its lease (its process died) is answered, and recorded, as failed.
+   */
+  getTenantExport: {
+    path: "/imagegen.tenancy.v1.TenancyService/GetTenantExport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetTenantExportRequest): Buffer =>
+      Buffer.from(GetTenantExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetTenantExportRequest => GetTenantExportRequest.decode(value),
+    responseSerialize: (value: TenantExport): Buffer => Buffer.from(TenantExport.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TenantExport => TenantExport.decode(value),
+  },
+  updateTenantExport: {
+    path: "/imagegen.tenancy.v1.TenancyService/UpdateTenantExport" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateTenantExportRequest): Buffer =>
+      Buffer.from(UpdateTenantExportRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateTenantExportRequest => UpdateTenantExportRequest.decode(value),
+    responseSerialize: (value: TenantExport): Buffer => Buffer.from(TenantExport.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TenantExport => TenantExport.decode(value),
+  },
+  /** Starts or resumes a purge: 404 unknown tenant, 409 while the tenant is active. Records its start durably. */
+  beginTenantPurge: {
+    path: "/imagegen.tenancy.v1.TenancyService/BeginTenantPurge" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: BeginTenantPurgeRequest): Buffer =>
+      Buffer.from(BeginTenantPurgeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BeginTenantPurgeRequest => BeginTenantPurgeRequest.decode(value),
+    responseSerialize: (value: TenantPurge): Buffer => Buffer.from(TenantPurge.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TenantPurge => TenantPurge.decode(value),
+  },
+  /** Records one finished step of a purge and what it removed. */
+  recordTenantPurgeStep: {
+    path: "/imagegen.tenancy.v1.TenancyService/RecordTenantPurgeStep" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordTenantPurgeStepRequest): Buffer =>
+      Buffer.from(RecordTenantPurgeStepRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordTenantPurgeStepRequest => RecordTenantPurgeStepRequest.decode(value),
+    responseSerialize: (value: TenantPurge): Buffer => Buffer.from(TenantPurge.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TenantPurge => TenantPurge.decode(value),
+  },
 } as const;
 
 export interface TenancyServiceServer extends UntypedServiceImplementation {
@@ -7222,6 +8456,18 @@ export interface TenancyServiceServer extends UntypedServiceImplementation {
   recordAudit: handleUnaryCall<RecordAuditRequest, AuditRecord>;
   /** Newest first, keyset paging on (at, id). */
   listAuditLog: handleUnaryCall<ListAuditLogRequest, ListAuditLogResponse>;
+  /** ---- a tenant's data: export jobs and the purge's progress (issue 40, item 4) ---- */
+  createTenantExport: handleUnaryCall<CreateTenantExportRequest, TenantExport>;
+  /**
+   * 404 'Export not found' for another tenant's export. A queued or running export whose heartbeat is older
+   * than its lease (its process died) is answered, and recorded, as failed.
+   */
+  getTenantExport: handleUnaryCall<GetTenantExportRequest, TenantExport>;
+  updateTenantExport: handleUnaryCall<UpdateTenantExportRequest, TenantExport>;
+  /** Starts or resumes a purge: 404 unknown tenant, 409 while the tenant is active. Records its start durably. */
+  beginTenantPurge: handleUnaryCall<BeginTenantPurgeRequest, TenantPurge>;
+  /** Records one finished step of a purge and what it removed. */
+  recordTenantPurgeStep: handleUnaryCall<RecordTenantPurgeStepRequest, TenantPurge>;
 }
 
 export interface TenancyServiceClient extends Client {
@@ -7654,6 +8900,88 @@ export interface TenancyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAuditLogResponse) => void,
+  ): ClientUnaryCall;
+  /** ---- a tenant's data: export jobs and the purge's progress (issue 40, item 4) ---- */
+  createTenantExport(
+    request: CreateTenantExportRequest,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  createTenantExport(
+    request: CreateTenantExportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  createTenantExport(
+    request: CreateTenantExportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  /**
+   * 404 'Export not found' for another tenant's export. A queued or running export whose heartbeat is older
+   * than its lease (its process died) is answered, and recorded, as failed.
+   */
+  getTenantExport(
+    request: GetTenantExportRequest,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  getTenantExport(
+    request: GetTenantExportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  getTenantExport(
+    request: GetTenantExportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  updateTenantExport(
+    request: UpdateTenantExportRequest,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  updateTenantExport(
+    request: UpdateTenantExportRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  updateTenantExport(
+    request: UpdateTenantExportRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TenantExport) => void,
+  ): ClientUnaryCall;
+  /** Starts or resumes a purge: 404 unknown tenant, 409 while the tenant is active. Records its start durably. */
+  beginTenantPurge(
+    request: BeginTenantPurgeRequest,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  beginTenantPurge(
+    request: BeginTenantPurgeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  beginTenantPurge(
+    request: BeginTenantPurgeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  /** Records one finished step of a purge and what it removed. */
+  recordTenantPurgeStep(
+    request: RecordTenantPurgeStepRequest,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  recordTenantPurgeStep(
+    request: RecordTenantPurgeStepRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  recordTenantPurgeStep(
+    request: RecordTenantPurgeStepRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TenantPurge) => void,
   ): ClientUnaryCall;
 }
 
