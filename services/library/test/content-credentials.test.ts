@@ -18,7 +18,6 @@ import { type LibraryHarness, startLibrary } from './support.js';
  */
 const FORMATS = ['png', 'jpeg', 'webp'] as const;
 type Format = (typeof FORMATS)[number];
-const MIME: Record<Format, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp' };
 
 let chainDir: string;
 let rootPem: string;
