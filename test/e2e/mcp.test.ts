@@ -7,7 +7,7 @@ import { callTool, jsonOf, mcpClient, mintTokens } from './mcp-support.js';
 
 /**
  * The MCP endpoint through the gateway with the official SDK client (streamable HTTP and legacy SSE):
- * the 49 tools and their schemas, every tool's success and error path, scopes per tool, API key and
+ * the 50 tools and their schemas, every tool's success and error path, scopes per tool, API key and
  * OAuth authentication, session continuity, async generation and progress notifications.
  */
 
@@ -117,7 +117,7 @@ afterAll(async () => {
 });
 
 describe('protocol', () => {
-  it('lists exactly the 49 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
+  it('lists exactly the 50 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
     const sse = await mcpClient(stack.baseUrl, a.testKey, 'sse');
     try {
       for (const client of [mcp, sse]) {
@@ -213,7 +213,7 @@ describe('protocol', () => {
       .filter((l) => l.startsWith('data: '))
       .map((l) => JSON.parse(l.slice(6)));
     expect(data[0].id).toBe(7);
-    expect(data[0].result.tools).toHaveLength(49);
+    expect(data[0].result.tools).toHaveLength(50);
     const get = await fetch(`${stack.baseUrl}/mcp`, { headers: { 'x-api-key': a.liveKey, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
   });
@@ -238,7 +238,7 @@ describe('protocol', () => {
       expect(res.status, url).toBe(200);
       const [msg] = await dataOf(res);
       expect(msg.id).toBe(3);
-      expect(msg.result.tools).toHaveLength(49);
+      expect(msg.result.tools).toHaveLength(50);
       const anonymous = await rpc(url, {});
       expect(anonymous.status, url).toBe(401);
       expect(((await anonymous.json()) as any).error).toBe('Invalid or missing API key');
