@@ -62,7 +62,7 @@ async function c2paTs(data: Buffer) {
   const asset = JPEG.canRead(data) ? new JPEG(data) : new PNG(data);
   const jumbf = asset.getManifestJUMBF();
   if (!jumbf) throw new Error('no manifest');
-  const store = ManifestStore.read(SuperBox.fromBuffer(jumbf));
+  const store = ManifestStore.read(SuperBox.fromBuffer(new Uint8Array(jumbf)));
   const result = await store.validate(asset);
   return { isValid: result.isValid, manifests: store.manifests.length, errors: result.statusEntries.filter((e) => !e.success) };
 }
