@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { ensureDevelopmentChain } from '@imagegen/library/credentials/dev-chain.ts';
 import {
   assertCanListen,
   type Config,
@@ -11,6 +10,7 @@ import {
   type ServiceContext,
   startModules,
 } from '@imagegen/platform';
+import { ensureDevelopmentChain } from './dev-credentials.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { type ModuleName, resolveTargets } from './modules.js';
 import { type LocalSecrets, loadOrCreateSecrets } from './secrets.js';
