@@ -166,6 +166,14 @@ describe('provider output is stored signed', () => {
     }
   });
 
+  it('the prompt is in the manifest only when the request asks for it (credentials_include_prompt)', async () => {
+    const rec = await h.client.storeImage(
+      request({ data: await picture('png', 40), prompt: 'a shareable prompt', credentialsIncludePrompt: true }),
+      h.principal(tenant),
+    );
+    expect(JSON.stringify(await manifestStoreOf(h, rec))).toContain('a shareable prompt');
+  });
+
   it('only the imports keep their bytes unsigned: every other operation is provider output', () => {
     // A new operation is signed unless declared an import here (and reviewed): this list is the whole exception.
     expect([...IMPORTED_OPERATIONS].sort()).toEqual(['scene-reference', 'upload']);

@@ -55,7 +55,16 @@ export class C2paCredentials implements ContentCredentials {
     const out: { buffer: Buffer | null } = { buffer: null };
     builder.sign(this.signer, { buffer: req.data, mimeType: req.mimeType }, out);
     if (!out.buffer) throw new Error('c2pa signing produced no output');
-    return { data: out.buffer, summary: await this.summaryOf(out.buffer, req.mimeType) };
+    // A manifest with no ingredient says what every fresh signature of this signer says (read back once, at start:
+    // createContentCredentials); one with ingredients is read back, as their own manifests weigh in its validation.
+    const plain = !req.parent && !req.references?.length;
+    return { data: out.buffer, summary: plain && this.fresh ? this.fresh : await this.summaryOf(out.buffer, req.mimeType) };
+  }
+
+  /** What a fresh signature with no ingredient validates as (set by createContentCredentials' start-up probe). */
+  private fresh: CredentialsSummary | undefined;
+  rememberFreshSummary(summary: CredentialsSummary): void {
+    this.fresh = summary.present ? Object.freeze({ ...summary }) : undefined;
   }
 
   read(data: Buffer, mimeType: string): Promise<CredentialsReport> {
@@ -168,6 +177,7 @@ export async function createContentCredentials(config: Config, logger?: Logger):
   } catch (err) {
     throw new StartupError(`Content Credentials: c2pa refused the signing key or chain (${firstLine(err)})`);
   }
+  credentials.rememberFreshSummary(summary);
   logger?.info({ issuer: summary.issuer, validationState: summary.validationState }, 'Content Credentials signing is on');
   if (anchors && summary.validationState !== 'Trusted') {
     logger?.warn({ validationState: summary.validationState }, 'C2PA_TRUST_ANCHORS does not make the signing chain Trusted');
