@@ -14,7 +14,7 @@ import {
 } from './content-credentials.js';
 
 /** c2pa-rs settings: no manifest thumbnail (it costs ~30x the signing and doubles the file, issue 39). */
-const BUILDER_SETTINGS = { builder: { thumbnail: { enabled: false } } };
+const BUILDER_SETTINGS = { builder: { thumbnail: { enabled: false } }, verify: { verify_after_sign: false } };
 
 /** A setting given as PEM text or as the path of a PEM file; `name` only names it in errors (never its value). */
 export function pemSetting(value: string, name: string): string {
