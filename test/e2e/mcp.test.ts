@@ -61,6 +61,7 @@ const TOOL_NAMES = [
   'update_webhook',
   'delete_webhook',
   'list_models',
+  'get_image_credentials',
 ];
 
 const ANALYTICS_TOOLS = ['get_usage', 'get_profile', 'list_webhooks', 'create_webhook', 'update_webhook', 'delete_webhook'];
@@ -470,6 +471,14 @@ describe('images', () => {
     await expectError(mcp, 'list_images', { offset: 3_000_000_000 }, 'offset must be <= 2147483647');
     await expectError(mcp, 'list_images', { min_size: 1e20 }, 'min_size must be <= 9007199254740991');
     await expectError(mcp, 'get_image_info', { image_id: 1e20 }, 'image_id must be <= 9007199254740991');
+  });
+
+  it('get_image_credentials (extension): the validated manifest store; other tenants see nothing', async () => {
+    const c = await expectOk(mcp, 'get_image_credentials', { image_id: imageId });
+    expect(c.json).toMatchObject({ imageId, present: true, validationState: 'Trusted', issuer: 'imagegen development' });
+    expect(Object.keys(c.json.manifestStore.manifests)).toHaveLength(1);
+    await expectError(mcpB, 'get_image_credentials', { image_id: imageId }, 'Image not found');
+    await expectError(mcp, 'get_image_credentials', { image_id: 1e20 }, 'image_id must be <= 9007199254740991');
   });
 
   it('upload_image_for_editing fetches a public URL; bad URLs are refused', async () => {
