@@ -51,6 +51,7 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
     passed('build');
     passed('prod_dependencies');
     passed('image_user');
+    passed('credentials_binary');
     expect(Number(result?.image.size_mb)).toBeGreaterThan(0);
   });
 
@@ -68,6 +69,7 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
     passed('build_info_all');
     passed('banner_all');
     passed('generate_all');
+    passed('credentials_all');
     passed('stop_all');
   });
 
@@ -82,6 +84,7 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
     passed('readyz_rest');
     passed('tenant_split');
     passed('generate_split');
+    passed('credentials_split');
     passed('grpc_split');
     passed('stop_rest');
     passed('stop_tenancy');

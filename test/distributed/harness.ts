@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '@imagegen/platform';
+import { ensureDevelopmentChain } from '@imagegen/stack/dev-credentials.ts';
 import { type Api, createApi, createTestTenant, type TestTenant } from '../support/api.js';
 import { freePort } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
@@ -265,8 +266,13 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
   const http = (n: ServiceName, i = 0) => `http://127.0.0.1:${ports.get(key(n, i, 'http'))}`;
   const sandboxUrl = http('sandbox-provider');
 
+  // Content Credentials: a chain as a deployment's Secret gives it (PEM text in C2PA_SIGNING_KEY / _CHAIN / TRUST_ANCHORS).
+  const c2pa = await ensureDevelopmentChain(join(dataDir, 'c2pa'));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
+    C2PA_SIGNING_KEY: readFileSync(c2pa.keyFile, 'utf8'),
+    C2PA_SIGNING_CHAIN: readFileSync(c2pa.chainFile, 'utf8'),
+    C2PA_TRUST_ANCHORS: readFileSync(c2pa.rootFile, 'utf8'),
     HOME: process.env.HOME ?? '/root',
     NODE_ENV: 'test',
     DATABASE_URL: db.url,

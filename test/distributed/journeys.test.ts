@@ -83,6 +83,11 @@ describe('journeys through the gateway, one process per service', () => {
     expect(edit.body.parentImageId).toBe(first.record_id);
     const detail = await j.api(`/api/images/${edit.body.recordId}`, { key: t.liveKey });
     expect(detail.body.data).toMatchObject({ operation: 'edit' });
+    // Content Credentials: the library process signed both, the edit naming its parent (issue 39).
+    expect(detail.body.data.contentCredentials).toEqual({ present: true, validationState: 'Trusted', issuer: 'imagegen development' });
+    const credentials = await j.api(`/api/images/${edit.body.recordId}/credentials`, { key: t.liveKey });
+    expect(credentials.body.data).toMatchObject({ present: true, validationState: 'Trusted' });
+    expect(Object.keys(credentials.body.data.manifestStore.manifests)).toHaveLength(2);
 
     // Another tenant sees none of it.
     const other = await j.createTenant();

@@ -21,6 +21,8 @@ export function storeImageRequest(tenantId: string, over: Partial<StoreImageRequ
     keyType: 'live',
     tokens: 0,
     pending: false,
+    referenceObjectKeys: [],
+    credentialsIncludePrompt: false,
     ...over,
   };
 }

@@ -7,7 +7,7 @@ import { callTool, jsonOf, mcpClient, mintTokens } from './mcp-support.js';
 
 /**
  * The MCP endpoint through the gateway with the official SDK client (streamable HTTP and legacy SSE):
- * the 49 tools and their schemas, every tool's success and error path, scopes per tool, API key and
+ * the 50 tools and their schemas, every tool's success and error path, scopes per tool, API key and
  * OAuth authentication, session continuity, async generation and progress notifications.
  */
 
@@ -61,6 +61,7 @@ const TOOL_NAMES = [
   'update_webhook',
   'delete_webhook',
   'list_models',
+  'get_image_credentials',
 ];
 
 const ANALYTICS_TOOLS = ['get_usage', 'get_profile', 'list_webhooks', 'create_webhook', 'update_webhook', 'delete_webhook'];
@@ -117,7 +118,7 @@ afterAll(async () => {
 });
 
 describe('protocol', () => {
-  it('lists exactly the 49 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
+  it('lists exactly the 50 tools with valid JSON schemas and one-line descriptions (streamable HTTP and SSE)', async () => {
     const sse = await mcpClient(stack.baseUrl, a.testKey, 'sse');
     try {
       for (const client of [mcp, sse]) {
@@ -213,7 +214,7 @@ describe('protocol', () => {
       .filter((l) => l.startsWith('data: '))
       .map((l) => JSON.parse(l.slice(6)));
     expect(data[0].id).toBe(7);
-    expect(data[0].result.tools).toHaveLength(49);
+    expect(data[0].result.tools).toHaveLength(50);
     const get = await fetch(`${stack.baseUrl}/mcp`, { headers: { 'x-api-key': a.liveKey, accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
   });
@@ -238,7 +239,7 @@ describe('protocol', () => {
       expect(res.status, url).toBe(200);
       const [msg] = await dataOf(res);
       expect(msg.id).toBe(3);
-      expect(msg.result.tools).toHaveLength(49);
+      expect(msg.result.tools).toHaveLength(50);
       const anonymous = await rpc(url, {});
       expect(anonymous.status, url).toBe(401);
       expect(((await anonymous.json()) as any).error).toBe('Invalid or missing API key');
@@ -470,6 +471,14 @@ describe('images', () => {
     await expectError(mcp, 'list_images', { offset: 3_000_000_000 }, 'offset must be <= 2147483647');
     await expectError(mcp, 'list_images', { min_size: 1e20 }, 'min_size must be <= 9007199254740991');
     await expectError(mcp, 'get_image_info', { image_id: 1e20 }, 'image_id must be <= 9007199254740991');
+  });
+
+  it('get_image_credentials (extension): the validated manifest store; other tenants see nothing', async () => {
+    const c = await expectOk(mcp, 'get_image_credentials', { image_id: imageId });
+    expect(c.json).toMatchObject({ imageId, present: true, validationState: 'Trusted', issuer: 'imagegen development' });
+    expect(Object.keys(c.json.manifestStore.manifests)).toHaveLength(1);
+    await expectError(mcpB, 'get_image_credentials', { image_id: imageId }, 'Image not found');
+    await expectError(mcp, 'get_image_credentials', { image_id: 1e20 }, 'image_id must be <= 9007199254740991');
   });
 
   it('upload_image_for_editing fetches a public URL; bad URLs are refused', async () => {

@@ -420,6 +420,15 @@ const CATALOGUE = {
     params: P.ImageIdParams,
     ok: ok(data(R.ImageDetail), 'The image with its edit history'),
   },
+  'GET /api/images/:id/credentials': {
+    operationId: 'getImageCredentials',
+    tag: 'Images',
+    summary: "The image's Content Credentials: its whole C2PA manifest store, validated against the trust anchors (extension)",
+    auth: 'tenant',
+    scopes: ['images:read'],
+    params: P.ImageIdParams,
+    ok: ok(data(R.ImageCredentials), 'The manifest store and its validation'),
+  },
   'DELETE /api/images/:id': {
     operationId: 'deleteImage',
     tag: 'Images',

@@ -52,9 +52,28 @@ export const EditHistoryEntry = z.object({
   thumbnailUrl: z.string(),
 });
 
+/** (extension, issue 39) What the stored file's C2PA Content Credentials said when it was stored. */
+export const ContentCredentialsSummary = z
+  .object({
+    present: z.boolean().describe('whether the stored file carries a C2PA manifest'),
+    validationState: nstr().describe('Trusted, Valid or Invalid (c2pa validation state); null when none'),
+    issuer: nstr().describe("the signer's organization; null when none"),
+  })
+  .describe('(extension) Content Credentials (C2PA) of the stored file, recorded when it was stored');
+
 export const ImageDetail = Image.merge(ImageDetailFields).extend({
   editHistory: z.object({ ancestors: z.array(EditHistoryEntry), edits: z.array(EditHistoryEntry) }),
+  contentCredentials: ContentCredentialsSummary,
 });
+
+/** (extension, issue 39) GET /api/images/:id/credentials: the whole manifest store, validated now. */
+export const ImageCredentials = ContentCredentialsSummary.extend({
+  imageId: id(),
+  manifestStore: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe('the C2PA manifest store as c2pa-rs reads it (manifests, active_manifest, validation_results); null when none'),
+}).describe('(extension) The Content Credentials of a stored image, validated against the configured trust anchors');
 
 export const SessionImage = Image.merge(ImageDetailFields).extend({
   thumbnailSizeBytes: int(),
@@ -688,6 +707,7 @@ export const ModelList = z.object({
 
 export type ImageJson = z.infer<typeof Image>;
 export type ImageDetailJson = z.infer<typeof ImageDetail>;
+export type ImageCredentialsJson = z.infer<typeof ImageCredentials>;
 export type SessionImageJson = z.infer<typeof SessionImage>;
 export type GeneratedImageJson = z.infer<typeof GeneratedImage>;
 export type CharacterJson = z.infer<typeof Character>;

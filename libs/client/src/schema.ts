@@ -310,6 +310,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/images/{id}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The image's Content Credentials: its whole C2PA manifest store, validated against the trust anchors (extension) */
+        get: operations["getImageCredentials"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/images/delete-bulk": {
         parameters: {
             query?: never;
@@ -4927,6 +4944,15 @@ export interface operations {
                                     thumbnailUrl: string;
                                 }[];
                             };
+                            /** @description (extension) Content Credentials (C2PA) of the stored file, recorded when it was stored */
+                            contentCredentials: {
+                                /** @description whether the stored file carries a C2PA manifest */
+                                present: boolean;
+                                /** @description Trusted, Valid or Invalid (c2pa validation state); null when none */
+                                validationState: string | null;
+                                /** @description the signer's organization; null when none */
+                                issuer: string | null;
+                            };
                         };
                     };
                 };
@@ -4981,6 +5007,66 @@ export interface operations {
             413: components["responses"]["TenantError413"];
             414: components["responses"]["TenantError414"];
             415: components["responses"]["TenantError415"];
+            429: components["responses"]["TenantError429"];
+            500: components["responses"]["TenantError500"];
+            503: components["responses"]["TenantError503"];
+        };
+    };
+    getImageCredentials: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */
+                "X-Signature"?: string;
+                /** @description With X-Signature: milliseconds since the epoch, within 5 minutes of the server time */
+                "X-Timestamp"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest store and its validation */
+            200: {
+                headers: {
+                    /** @description The request id (echoes a valid X-Request-Id sent) */
+                    "X-Request-Id"?: string;
+                    /** @description W3C Trace Context Level 2: this answer's trace id and the gateway's span (find the request's trace with it) */
+                    traceresponse?: string;
+                    /** @description Requests allowed in the current window */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (unix seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description (extension) The Content Credentials of a stored image, validated against the configured trust anchors */
+                        data: {
+                            /** @description whether the stored file carries a C2PA manifest */
+                            present: boolean;
+                            /** @description Trusted, Valid or Invalid (c2pa validation state); null when none */
+                            validationState: string | null;
+                            /** @description the signer's organization; null when none */
+                            issuer: string | null;
+                            imageId: number;
+                            /** @description the C2PA manifest store as c2pa-rs reads it (manifests, active_manifest, validation_results); null when none */
+                            manifestStore: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["TenantError400"];
+            401: components["responses"]["TenantError401"];
+            403: components["responses"]["TenantError403"];
+            404: components["responses"]["TenantError404"];
+            414: components["responses"]["TenantError414"];
             429: components["responses"]["TenantError429"];
             500: components["responses"]["TenantError500"];
             503: components["responses"]["TenantError503"];

@@ -7,7 +7,13 @@ import type {
   UploadForEditingResponse,
 } from '@imagegen/contracts/generation/v1/generation';
 import type { Character, Product, Scene, SearchPreset, StylePreset } from '@imagegen/contracts/library/v1/assets';
-import type { EditHistoryEntry, ImageDetail, ImageRecord, SessionSummary } from '@imagegen/contracts/library/v1/library';
+import type {
+  EditHistoryEntry,
+  GetImageCredentialsResponse,
+  ImageDetail,
+  ImageRecord,
+  SessionSummary,
+} from '@imagegen/contracts/library/v1/library';
 import type { GetUsageResponse, Quota } from '@imagegen/contracts/usage/v1/usage';
 import type { CreateWebhookResponse, Webhook } from '@imagegen/contracts/webhooks/v1/webhooks';
 import type { z } from 'zod';
@@ -77,7 +83,24 @@ export function imageDetailJson(d: ImageDetail): Json<'ImageDetail'> {
   const r = d.image as ImageRecord;
   return Object.assign(imageJson(r), detailFields(r), {
     editHistory: { ancestors: d.ancestors.map(historyJson), edits: d.edits.map(historyJson) },
+    contentCredentials: contentCredentialsJson(r),
   } satisfies Partial<Json<'ImageDetail'>>);
+}
+
+/** (extension, issue 39) What the row recorded at store time: no file is read. */
+export function contentCredentialsJson(r: ImageRecord): Json<'ImageDetail'>['contentCredentials'] {
+  return { present: r.credentialsState !== undefined, validationState: r.credentialsState ?? null, issuer: r.credentialsIssuer ?? null };
+}
+
+/** (extension, issue 39) GET /api/images/:id/credentials and MCP get_image_credentials. */
+export function imageCredentialsJson(c: GetImageCredentialsResponse): Json<'ImageCredentials'> {
+  return {
+    imageId: c.imageId,
+    present: c.present,
+    validationState: c.validationState ?? null,
+    issuer: c.issuer ?? null,
+    manifestStore: JSON.parse(c.manifestStoreJson || 'null') as Record<string, unknown> | null,
+  };
 }
 
 export function sessionImageJson(r: ImageRecord): Json<'SessionImage'> {

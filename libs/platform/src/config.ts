@@ -75,6 +75,11 @@ const schema = z.object({
   PROVB_MODEL_MAP: optionalString,
   CREDENTIALS_KEY: optionalString,
   CURSOR_KEY: optionalString,
+  // Content Credentials (C2PA, issue 39): PEM text or a file path each; C2PA_SIGNING=off turns signing off.
+  C2PA_SIGNING: z.enum(['on', 'off']).default('on'),
+  C2PA_SIGNING_KEY: optionalString,
+  C2PA_SIGNING_CHAIN: optionalString,
+  C2PA_TRUST_ANCHORS: optionalString,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   TARGET: z.string().default('all'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -161,6 +166,11 @@ export interface Config {
   credentialsKey?: string;
   /** HMAC key of image list cursors (any string); default: derived from CREDENTIALS_KEY. */
   cursorKey?: string;
+  /**
+   * Content Credentials (C2PA) signing of provider output (services/library/src/credentials): each a PEM text or a
+   * file path. Signing is on when `enabled` and both the key and the chain are set; the trust anchors validate.
+   */
+  contentCredentials: { enabled: boolean; signingKey?: string; signingChain?: string; trustAnchors?: string };
   otelEndpoint?: string;
   target: string;
   logLevel: Env['LOG_LEVEL'];
@@ -349,6 +359,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     provBModelMap: parseJsonMap('PROVB_MODEL_MAP', e.PROVB_MODEL_MAP),
     credentialsKey: e.CREDENTIALS_KEY,
     cursorKey: e.CURSOR_KEY,
+    contentCredentials: {
+      enabled: e.C2PA_SIGNING === 'on',
+      signingKey: e.C2PA_SIGNING_KEY,
+      signingChain: e.C2PA_SIGNING_CHAIN,
+      trustAnchors: e.C2PA_TRUST_ANCHORS,
+    },
     otelEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     target: e.TARGET,
     logLevel: e.LOG_LEVEL,

@@ -40,6 +40,7 @@ export interface ComposedAssets {
   systemInstruction?: string;
   aspectRatio?: string;
   referenceImages: { data: Buffer; mimeType: string }[];
+  referenceObjectKeys: string[];
   stylePresetId?: number;
   productReferenceId?: number;
   characterId?: number;
@@ -131,6 +132,7 @@ export function createAssetsComposer(ctx: Pick<ServiceContext, 'resolve'>) {
           negativePrompt: plan.negativePrompt,
           systemInstruction: plan.systemInstruction,
           referenceImages: [],
+          referenceObjectKeys: [],
           referenceGroupIds: [],
         };
       }
@@ -164,6 +166,7 @@ export function createAssetsComposer(ctx: Pick<ServiceContext, 'resolve'>) {
         systemInstruction: plan.systemInstruction ?? r.systemInstruction,
         aspectRatio: ratio ? (aliasedRatio(ratio) ?? ratio) : undefined,
         referenceImages,
+        referenceObjectKeys: keys,
         stylePresetId: r.stylePresetId,
         productReferenceId: r.productReferenceId,
         characterId: r.characterIds[0],

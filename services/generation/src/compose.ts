@@ -18,6 +18,8 @@ export interface Composition {
   /** Ratio supplied by a scene, style preset or character (in that order), used when the request has none. */
   aspectRatio?: string;
   referenceImages: InputImage[];
+  /** The storage keys the reference images were loaded from: their Content Credentials ingredients (issue 39). */
+  referenceObjectKeys?: string[];
   stylePresetId?: number;
   productReferenceId?: number;
   characterId?: number;

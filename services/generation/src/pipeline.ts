@@ -479,6 +479,9 @@ export class GenerationPipeline {
           keyType: principal.keyType ?? 'live',
           tokens: perImageTokens,
           pending: true,
+          // Content Credentials (issue 39): the library signs the picture, naming these as its ingredients.
+          referenceObjectKeys: composition.referenceObjectKeys ?? [],
+          credentialsIncludePrompt: false,
         }),
       ),
     );

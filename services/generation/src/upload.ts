@@ -138,7 +138,7 @@ export async function uploadForEditing(
       data: fetched.body,
       mimeType,
       prompt: `Uploaded image: ${fileName}`.slice(0, 1000),
-      operation: 'upload',
+      operation: 'upload', // an import: kept as it came, with whatever Content Credentials it carries
       aspectRatio: ratioOfSize(width, height),
       modelId: '',
       resolutionTier: tierOf(width, height),
@@ -148,6 +148,8 @@ export async function uploadForEditing(
       hasSynthid: false,
       keyType: principal.keyType ?? 'live',
       tokens: 0,
+      referenceObjectKeys: [],
+      credentialsIncludePrompt: false,
       pending: true,
     });
     const summary = `Uploaded image ${rec.id} (${rec.width}x${rec.height}, ${rec.sizeBytes} bytes)`;

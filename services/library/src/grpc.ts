@@ -15,6 +15,7 @@ import {
   type Sql,
   validateKey,
 } from '@imagegen/platform';
+import type { ContentCredentials } from './credentials/content-credentials.js';
 import { cursorKey as makeCursorKey } from './images/cursor.js';
 import { type ImageListFilters, type ListPageInfo, listImages, listImagesJson } from './images/list-query.js';
 import { objectServable } from './images/object-gc.js';
@@ -75,7 +76,12 @@ function sessionSummary(s: SessionSummaryRow): SessionSummary {
   };
 }
 
-export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: DirectPublisher }): Handlers<typeof LibraryServiceService> {
+export function libraryHandlers(deps: {
+  sql: Sql;
+  ctx: ServiceContext;
+  outbox?: DirectPublisher;
+  credentials: ContentCredentials;
+}): Handlers<typeof LibraryServiceService> {
   const { sql, ctx, outbox } = deps;
   const record = (row: ImageRow): ImageRecord => toImageRecord(row, ctx.storage);
   const { key: cursorKey, ephemeral } = makeCursorKey(ctx.config);
@@ -121,6 +127,7 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
     storage: ctx.storage,
     config: ctx.config,
     outbox,
+    credentials: deps.credentials,
     get logger() {
       return call.logger;
     },
@@ -152,8 +159,26 @@ export function libraryHandlers(deps: { sql: Sql; ctx: ServiceContext; outbox?: 
         keyType: req.keyType || principal.keyType || 'live',
         tokens: req.tokens,
         pending: req.pending,
+        referenceObjectKeys: req.referenceObjectKeys,
+        credentialsIncludePrompt: req.credentialsIncludePrompt,
       });
       return record(row);
+    },
+
+    async getImageCredentials(req, { principal }) {
+      const row = await getImage(sql, tenantOf(principal), req.imageId);
+      const data = await ctx.storage.get(row.objectKey).catch((err) => {
+        if ((err as { status?: number }).status === 404) throw notFound('Image not found');
+        throw err;
+      });
+      const report = await deps.credentials.read(data, row.mimeType);
+      return {
+        imageId: row.id,
+        present: report.present,
+        validationState: report.validationState ?? undefined,
+        issuer: report.issuer ?? undefined,
+        manifestStoreJson: JSON.stringify(report.manifestStore),
+      };
     },
 
     async commitExecutionImages(req, call) {

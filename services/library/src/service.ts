@@ -14,6 +14,7 @@ import {
   startSteps,
 } from '@imagegen/platform';
 import { createAssets } from './assets/index.js';
+import { createContentCredentials } from './credentials/c2pa.js';
 import { libraryHandlers } from './grpc.js';
 import { startExecutionOutcomes } from './images/outcomes.js';
 import { libraryTenantData } from './tenant-data.js';
@@ -35,10 +36,12 @@ export const start: StartService = (ctx: ServiceContext): Promise<RunningService
       migrations: MIGRATIONS,
       applicationName: 'imagegen-library',
     });
+    // Content Credentials: signs provider output in storeImage (C2PA_SIGNING*, src/credentials).
+    const credentials = await step('content credentials', () => createContentCredentials(config, logger));
     // Saved assets (characters, products, scenes, style presets, search presets): src/assets, same server and pool.
     const assets = await step(
       'assets',
-      () => createAssets({ sql, ctx }),
+      () => createAssets({ sql, ctx, credentials }),
       (a) => a.stop(),
     );
     const relay = await step(
@@ -48,7 +51,7 @@ export const start: StartService = (ctx: ServiceContext): Promise<RunningService
     );
     // The commits of pending images publish their ImageStored events themselves (relay.direct).
     const bindings: GrpcServiceBinding[] = [
-      bind(LibraryServiceService, libraryHandlers({ sql, ctx, outbox: relay.direct })),
+      bind(LibraryServiceService, libraryHandlers({ sql, ctx, outbox: relay.direct, credentials })),
       assets.binding,
       libraryTenantData(sql, ctx.storage),
     ];

@@ -6,6 +6,7 @@ import { AppError, createDb } from '@imagegen/platform';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/wait.js';
+import { NoCredentials } from '../src/credentials/c2pa.js';
 import { storeImage } from '../src/images/store-image.js';
 import { type LibraryHarness, makeImage, startLibrary, storeRequest } from './support.js';
 
@@ -211,7 +212,7 @@ describe('StoreImage', () => {
 
   it('removes the files again when the transaction fails (lock-time session check)', async () => {
     // Pre-check sees 0 images; the authoritative check under the row lock sees a full session.
-    const deps = { sql: h.sql, storage: h.ctx.storage, config: h.ctx.config };
+    const deps = { sql: h.sql, storage: h.ctx.storage, config: h.ctx.config, credentials: new NoCredentials() };
     await h.sql`INSERT INTO sessions (tenant_id, session_id, image_count) VALUES ('tRace', 'r', 0)`;
     const data = await makeImage(20, 20);
     // Its own connection: the store takes the other one of h.sql while the transaction below holds the first.

@@ -33,7 +33,7 @@ export interface LibraryHarness {
 }
 
 /** The library service alone on a fresh database, files in a temp dir, in-process events recorded in `events`. */
-export async function startLibrary(): Promise<LibraryHarness> {
+export async function startLibrary(env: Record<string, string> = {}): Promise<LibraryHarness> {
   const db = await createTestDatabase(undefined, 'lib');
   const dataDir = mkdtempSync(join(tmpdir(), 'imagegen-lib-'));
   const config = loadConfig({
@@ -43,6 +43,7 @@ export async function startLibrary(): Promise<LibraryHarness> {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     EVENTS_PREFIX: `lib${randomUUID().slice(0, 8)}`,
     DB_POOL_MAX: '4',
+    ...env,
   });
   const logger = createLogger('library-test', config.logLevel);
   const events = createInProcessTransport({ logger });

@@ -81,7 +81,7 @@ const authOfExtra = (extra: Extra): McpAuth => {
   return a;
 };
 
-/** One McpServer with the 49 tools; stateless /mcp builds one per request, /sse one per connection. */
+/** One McpServer with the 50 tools; stateless /mcp builds one per request, /sse one per connection. */
 export function createMcpServer(deps: ToolDeps): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS });
   registerTools(server, ALL_TOOLS, deps, authOfExtra);

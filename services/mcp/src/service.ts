@@ -7,7 +7,7 @@ import { createToolLimiter, toolLimiterSettings } from './rate-limit.js';
 
 /**
  * The MCP server (@modelcontextprotocol/sdk): /mcp (streamable HTTP, stateless), /sse + /messages
- * (legacy), 49 tools calling the other services over gRPC. HTTP only; the gateway forwards to `httpUrl`.
+ * (legacy), 50 tools calling the other services over gRPC. HTTP only; the gateway forwards to `httpUrl`.
  */
 export const start: StartService = (ctx) =>
   startSteps({ logger: ctx.logger }, async (step) => {

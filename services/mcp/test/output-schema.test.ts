@@ -67,7 +67,7 @@ describe('outputSchema', () => {
   it('every tool publishes one, an object schema the SDK validator compiles', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(49);
+    expect(tools).toHaveLength(50);
     expect(Object.keys(TOOL_OUTPUTS).sort()).toEqual(tools.map((t) => t.name).sort());
     const ajv = new AjvJsonSchemaValidator();
     for (const t of tools) {

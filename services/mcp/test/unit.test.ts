@@ -12,9 +12,9 @@ import { ALL_TOOLS } from '../src/tools/index.js';
 const logger = createLogger('mcp-test', 'silent');
 
 describe('tool set', () => {
-  it('has 49 uniquely named tools, each with a one-line description and a scope rule', () => {
-    expect(ALL_TOOLS).toHaveLength(49);
-    expect(new Set(ALL_TOOLS.map((t) => t.name)).size).toBe(49);
+  it('has 50 uniquely named tools, each with a one-line description and a scope rule', () => {
+    expect(ALL_TOOLS).toHaveLength(50);
+    expect(new Set(ALL_TOOLS.map((t) => t.name)).size).toBe(50);
     for (const t of ALL_TOOLS) {
       expect(t.description.length, t.name).toBeGreaterThan(10);
       expect(t.description).not.toContain('\n');

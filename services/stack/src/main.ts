@@ -77,6 +77,9 @@ if (stack.baseUrl) {
     `  Admin sign-in:   ${stack.config.adminEmail} / ${adminFromEnv ? '(ADMIN_PASSWORD)' : stack.config.adminPassword}   (POST /admin/auth/login)`,
     demo ? `  Demo tenant:     ${demo.tenantId}   test API key: ${demo.testKey}` : '',
     `  Try:  curl -H "X-API-Key: ${demo?.testKey ?? '<key>'}" ${stack.config.publicBaseUrl}/api/profile`,
+    stack.developmentCredentials
+      ? `  Content Credentials: signed with a self-signed development chain (${stack.developmentCredentials}), for development only; set C2PA_SIGNING_KEY and C2PA_SIGNING_CHAIN`
+      : '',
     `  Data: ${stack.config.dataDir}   Stop with Ctrl+C.`,
     '',
   ];

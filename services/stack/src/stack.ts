@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import {
   assertCanListen,
   type Config,
@@ -9,6 +10,7 @@ import {
   type ServiceContext,
   startModules,
 } from '@imagegen/platform';
+import { ensureDevelopmentChain } from './dev-credentials.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { type ModuleName, resolveTargets } from './modules.js';
 import { type LocalSecrets, loadOrCreateSecrets } from './secrets.js';
@@ -28,6 +30,8 @@ export interface RunningStack {
   modules: { name: ModuleName; running: RunningService }[];
   secrets: LocalSecrets;
   firstStart: boolean;
+  /** The folder of the self-signed development Content Credentials chain, when the stack signs with it. */
+  developmentCredentials?: string;
   saveSecrets(s: LocalSecrets): Promise<void>;
   stop(): Promise<void>;
 }
@@ -70,6 +74,17 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
     env.CREDENTIALS_KEY ||= secrets.credentialsKey;
     env.ADMIN_EMAIL ||= 'admin@localhost';
     env.ADMIN_PASSWORD ||= secrets.adminPassword;
+    // Content Credentials (issue 39): started with no signing key, chain or C2PA_SIGNING=off, the all-in-one signs
+    // with a self-signed development chain it makes on first start and keeps in $DATA_DIR/c2pa (and trusts its root).
+    const cc = early.contentCredentials;
+    let developmentCredentials: string | undefined;
+    if (cc.enabled && !cc.signingKey && !cc.signingChain && planned.some((m) => m.name === 'library')) {
+      const chain = await step('development content credentials', () => ensureDevelopmentChain(join(early.dataDir, 'c2pa')));
+      env.C2PA_SIGNING_KEY = chain.keyFile;
+      env.C2PA_SIGNING_CHAIN = chain.chainFile;
+      env.C2PA_TRUST_ANCHORS ||= chain.rootFile;
+      developmentCredentials = chain.dir;
+    }
     const config = loadConfig(env);
     if (!config.databaseUrl) {
       const pg = await step(
@@ -100,6 +115,7 @@ export async function startStack(opts: StackOptions = {}): Promise<RunningStack>
       modules,
       secrets,
       firstStart,
+      developmentCredentials,
       saveSecrets: save,
       stop: () => steps.stop(),
     };

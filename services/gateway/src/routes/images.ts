@@ -1,5 +1,5 @@
 import type { DeleteImagesBody, DownloadImagesBody, Infer } from '@imagegen/api-schemas';
-import { imageDetailJson, listImagesRequest } from '@imagegen/operations';
+import { imageCredentialsJson, imageDetailJson, listImagesRequest } from '@imagegen/operations';
 import { notFound } from '@imagegen/platform';
 import type { FastifyInstance } from 'fastify';
 import type { RouteModule } from '../types.js';
@@ -46,6 +46,12 @@ const imagesRoutes: RouteModule = (app: FastifyInstance, { ctx, clients }) => {
     const { id } = req.params as { id: number };
     const d = await library.getImage({ imageId: id }, req.principal);
     return { data: imageDetailJson(d) };
+  });
+
+  // (extension, issue 39) The whole manifest store, read off the stored file and validated now.
+  app.get('/api/images/:id/credentials', async (req) => {
+    const { id } = req.params as { id: number };
+    return { data: imageCredentialsJson(await library.getImageCredentials({ imageId: id }, req.principal)) };
   });
 
   app.delete('/api/images/:id', async (req, reply) => {

@@ -18,6 +18,7 @@ import {
   type Sql,
   type TransactionSql,
 } from '@imagegen/platform';
+import type { ContentCredentials } from '../credentials/content-credentials.js';
 import { processImage, storeImage } from '../images/store-image.js';
 import { newSessionId } from '../sessions/store.js';
 import {
@@ -165,6 +166,8 @@ export function sceneHandlers(deps: {
   sql: Sql;
   storage: ObjectStorage;
   config: Config;
+  /** Imports keep their bytes; storeImage records what their own Content Credentials say. */
+  credentials: ContentCredentials;
   quota: QuotaGuard;
   logger: Logger;
   cursorKey: Buffer;
@@ -221,7 +224,7 @@ export function sceneHandlers(deps: {
     const sessionId = call.principal.sessionId || newSessionId();
     for (const [i, f] of batch.fetched.entries()) {
       const row = await storeImage(
-        { sql, storage, config: deps.config, logger: call.logger },
+        { sql, storage, config: deps.config, logger: call.logger, credentials: deps.credentials },
         {
           tenantId,
           sessionId,

@@ -13,6 +13,12 @@ import {
   withSpanInTrace,
 } from '@imagegen/platform';
 import sharp, { type Metadata } from 'sharp';
+import {
+  type ContentCredentials,
+  type CredentialsSummary,
+  IMPORTED_OPERATIONS,
+  type IngredientAsset,
+} from '../credentials/content-credentials.js';
 import { MAX_IMAGES_PER_SESSION, newSessionId, sessionFullError, sessionImageCount, validateSessionId } from '../sessions/store.js';
 import { writeImageStored } from './events.js';
 import { OBJECT_GC_GRACE_MS, removeObjects, scheduleRemoval } from './object-gc.js';
@@ -35,6 +41,8 @@ export interface StoreImageDeps {
   storage: ObjectStorage;
   config: Config;
   logger?: Logger;
+  /** Signs provider output (every operation but the imports) and reads what imports carry: required, so no path skips it. */
+  credentials: ContentCredentials;
 }
 
 export interface StoreImageInput {
@@ -63,6 +71,10 @@ export interface StoreImageInput {
   tokens?: number;
   /** Held back until its execution completes (pending_images): not listed, not billed, no ImageStored yet. */
   pending?: boolean;
+  /** Storage keys (the tenant's) of the reference images sent upstream: componentOf ingredients of its credentials. */
+  referenceObjectKeys?: string[];
+  /** The tenant includes the prompt in its Content Credentials (off by default). */
+  credentialsIncludePrompt?: boolean;
 }
 
 /** What the header of an accepted image says: its format, type, extension and (EXIF-oriented) dimensions. */
@@ -151,6 +163,71 @@ async function decodeAndThumbnail(data: Buffer): Promise<ProcessedImage> {
   return { ...header, thumbnail: await thumbnailOf(data, rendering) };
 }
 
+/**
+ * Content Credentials (issue 39): provider output (every operation that is not an import) is signed here, the one
+ * place it reaches storage, before anything reads its bytes (header, thumbnail, size); an edit names its parent (with
+ * the parent's own manifest) as the parentOf ingredient and the reference images sent upstream as componentOf ones.
+ * An import keeps its bytes, and what its own manifest says is recorded.
+ */
+async function withCredentials(
+  deps: StoreImageDeps,
+  input: StoreImageInput,
+  parentImageId: number | null,
+): Promise<{ data: Buffer; summary: CredentialsSummary }> {
+  const mimeType = FORMATS[sniffFormat(input.data) ?? '']?.mime;
+  if (!mimeType) return { data: input.data, summary: { present: false, validationState: null, issuer: null } }; // refused below
+  if (IMPORTED_OPERATIONS.has(input.operation)) {
+    const { manifestStore: _, ...summary } = await deps.credentials.read(input.data, mimeType).catch((err) => {
+      deps.logger?.warn({ err }, 'could not read the Content Credentials of an imported image; recorded as none');
+      return { present: false, validationState: null, issuer: null, manifestStore: null };
+    });
+    return { data: input.data, summary };
+  }
+  if (!deps.credentials.signing) return { data: input.data, summary: { present: false, validationState: null, issuer: null } };
+  const [parent, references] = await Promise.all([
+    parentImageId === null ? undefined : ingredientOfImage(deps, input.tenantId, parentImageId),
+    Promise.all((input.referenceObjectKeys ?? []).map((key, i) => ingredientOfObject(deps, input.tenantId, key, `reference ${i + 1}`))),
+  ]);
+  return withSpanInTrace('image credentials', { attributes: { 'imagegen.image.bytes': input.data.length } }, () =>
+    deps.credentials.sign({
+      data: input.data,
+      mimeType,
+      operation: input.operation,
+      modelId: input.modelId ?? '',
+      prompt: input.credentialsIncludePrompt ? input.prompt : undefined,
+      parent,
+      references: references.filter((r): r is IngredientAsset => r !== undefined),
+    }),
+  );
+}
+
+/** The stored original of the tenant's image `id` (an edit's parent), as an ingredient. */
+async function ingredientOfImage(deps: StoreImageDeps, tenantId: string, id: number): Promise<IngredientAsset> {
+  const [row] = await deps.sql`SELECT object_key, mime_type FROM images WHERE tenant_id = ${tenantId} AND id = ${id}`;
+  if (!row) throw badRequest('Invalid request payload', [`parent image ${id} not found`]);
+  return { data: await deps.storage.get(row.object_key as string), mimeType: row.mime_type as string, title: `image ${id}` };
+}
+
+/** A reference image under the tenant's own prefix (others are refused), as an ingredient. */
+async function ingredientOfObject(
+  deps: StoreImageDeps,
+  tenantId: string,
+  key: string,
+  title: string,
+): Promise<IngredientAsset | undefined> {
+  const prefix = `tenants/${tenantId}/`;
+  if (!key.startsWith(prefix) || tenantKey(tenantId, key.slice(prefix.length)) !== key) {
+    throw badRequest('Invalid request payload', ["reference_object_keys must be keys of the tenant's own objects"]);
+  }
+  const data = await deps.storage.get(key);
+  const mimeType = FORMATS[sniffFormat(data) ?? '']?.mime;
+  if (!mimeType) return undefined; // nothing c2pa can name as an ingredient (never a reference the provider accepted)
+  return { data, mimeType, title };
+}
+
+/** What the row records of the credentials: null when none (a GET answers present:false). */
+const credentialsState = (c: CredentialsSummary): string | null => (c.present ? (c.validationState ?? 'Unknown') : null);
+
 function optionalId(v: number | null | undefined, field: string): number | null {
   if (v === null || v === undefined) return null;
   if (!Number.isSafeInteger(v) || v < 1) throw invalidPayload([`${field} must be a positive integer`]);
@@ -167,8 +244,9 @@ function optionalId(v: number | null | undefined, field: string): number | null 
  * later, a failed execution discards it.
  * Throws 400 'Session image limit reached' when the session already holds 1,000 images.
  */
-export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): Promise<ImageRow> {
+export async function storeImage(deps: StoreImageDeps, inputGiven: StoreImageInput): Promise<ImageRow> {
   const { sql, storage, config } = deps;
+  let input = inputGiven;
   const tenantId = input.tenantId;
   if (!tenantId) throw badRequest('Tenant is required');
   const sessionId = input.sessionId ? validateSessionId(input.sessionId) : newSessionId();
@@ -181,6 +259,9 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
   const productReferenceId = optionalId(input.productReferenceId, 'product_reference_id');
   const characterId = optionalId(input.characterId, 'character_id');
   if (input.pending && !input.executionId) throw invalidPayload(['execution_id is required for a pending image']);
+  const credentialed = await withCredentials(deps, input, parentImageId);
+  input = { ...input, data: credentialed.data };
+  const credentials = credentialed.summary;
 
   const name = randomUUID();
   const keysFor = (ext: string) => [tenantKey(tenantId, 'images', `${name}.${ext}`), tenantKey(tenantId, 'thumbnails', `${name}.webp`)];
@@ -198,6 +279,7 @@ export async function storeImage(deps: StoreImageDeps, input: StoreImageInput): 
     stylePresetId,
     productReferenceId,
     characterId,
+    credentials,
   });
   if (input.pending) {
     const rendering = startThumbnail(input.data);
@@ -362,6 +444,7 @@ interface StoreRow {
   stylePresetId: number | null;
   productReferenceId: number | null;
   characterId: number | null;
+  credentials: CredentialsSummary;
 }
 
 /**
@@ -387,7 +470,7 @@ async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_
       INSERT INTO ${db(table)} (tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
         width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
         resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
-        is_reference, execution_id, has_synthid, key_type, tokens, json_plain)
+        is_reference, execution_id, has_synthid, key_type, tokens, json_plain, credentials_state, credentials_issuer)
       SELECT ${x.tenantId}::text, ${x.sessionId}::text, ${x.objectKey}::text, ${x.thumbnailKey}::text, ${img.mimeType}::text,
         ${img.format}::text, ${THUMBNAIL_MIME_TYPE}::text, ${img.width}::int, ${img.height}::int, ${x.size}::bigint,
         ${x.thumbnailSize}::bigint, ${input.prompt ?? ''}::text, ${input.negativePrompt ?? null}::text, ${input.operation}::text,
@@ -395,7 +478,8 @@ async function insertImage(db: Sql | TransactionSql, table: 'images' | 'pending_
         ${x.parentImageId}::bigint, ${x.stylePresetId}::bigint, ${x.productReferenceId}::bigint, ${x.characterId}::bigint,
         ${x.referenceGroupIds === null ? null : `{${x.referenceGroupIds.join(',')}}`}::bigint[],
         ${input.isReference ?? false}::boolean, ${input.executionId || null}::text, ${input.hasSynthid ?? false}::boolean,
-        ${input.keyType || 'live'}::text, ${Math.max(0, Math.trunc(input.tokens ?? 0))}::bigint, ${jsonPlain}::boolean
+        ${input.keyType || 'live'}::text, ${Math.max(0, Math.trunc(input.tokens ?? 0))}::bigint, ${jsonPlain}::boolean,
+        ${credentialsState(x.credentials)}::text, ${x.credentials.issuer}::text
       FROM s
       RETURNING ${db.unsafe(IMAGE_COLUMNS)}
     ), claimed AS (

@@ -32,13 +32,16 @@ export interface ImageRow {
   keyType: string;
   tokens: number;
   createdAt: Date;
+  /** Content Credentials recorded at store time (migration 310): null state = no manifest. */
+  credentialsState: string | null;
+  credentialsIssuer: string | null;
 }
 
 /** Column list for SELECTs that feed rowFromDb (kept narrow and identical everywhere). */
 export const IMAGE_COLUMNS = `id, tenant_id, session_id, object_key, thumbnail_key, mime_type, format, thumbnail_mime_type,
   width, height, size_bytes, thumbnail_size_bytes, prompt, negative_prompt, operation, aspect_ratio, model_id,
   resolution_tier, parent_image_id, style_preset_id, product_reference_id, character_id, reference_group_ids,
-  is_reference, execution_id, has_synthid, key_type, tokens, created_at`;
+  is_reference, execution_id, has_synthid, key_type, tokens, created_at, credentials_state, credentials_issuer`;
 
 /**
  * The select list of an image's list form (present.ts imageJson, field for field, in its order) for PostgreSQL to
@@ -156,6 +159,8 @@ export function rowFromDb(r: Record<string, unknown>): ImageRow {
     keyType: r.key_type as string,
     tokens: num(r.tokens ?? 0),
     createdAt: r.created_at as Date,
+    credentialsState: (r.credentials_state as string | null) ?? null,
+    credentialsIssuer: (r.credentials_issuer as string | null) ?? null,
   };
 }
 
@@ -193,5 +198,7 @@ export function toImageRecord(row: ImageRow, storage: ObjectStorage): ImageRecor
     keyType: row.keyType,
     createdAt: row.createdAt.toISOString(),
     thumbnailMimeType: row.thumbnailMimeType,
+    credentialsState: row.credentialsState ?? undefined,
+    credentialsIssuer: row.credentialsIssuer ?? undefined,
   };
 }

@@ -16,6 +16,7 @@ import {
   GENERATE_DEADLINE_MS,
   generateImagesRequest,
   generateResultJson,
+  imageCredentialsJson,
   imageDetailJson,
   imageJson,
   listImagesRequest,
@@ -289,6 +290,21 @@ const downloadImages = defineTool({
     };
   },
 });
+
+// (extension, issue 39) The same answer as GET /api/images/:id/credentials.
+const getImageCredentials = defineTool({
+  name: 'get_image_credentials',
+  description: "Get an image's Content Credentials (C2PA manifest store: who signed it, how it was made, its edit chain), validated.",
+  operation: 'GET /api/images/:id/credentials',
+  input: { image_id: s.id('Image id') },
+  annotations: { readOnlyHint: true },
+  async run(args, ctx) {
+    return { data: imageCredentialsJson(await ctx.deps.clients.library.getImageCredentials({ imageId: args.image_id }, ctx.principal)) };
+  },
+});
+
+/** The extensions of issue 39 (after the spec's tools in tools/list). */
+export const imageCredentialTools = [getImageCredentials];
 
 export const imageTools = [
   generateImage,

@@ -2,9 +2,9 @@ import { accountTools, modelTools, sessionTools, webhookTools } from './account.
 import { productTools, sceneTools, searchPresetTools, styleTools } from './assets.js';
 import { characterTools } from './characters.js';
 import type { ToolDef } from './framework.js';
-import { imageTools } from './images.js';
+import { imageCredentialTools, imageTools } from './images.js';
 
-/** The 49 MCP tools: the 47 of issue 8 in its order (tools/list returns them in this order), then the extensions. */
+/** The 50 MCP tools: the 47 of issue 8 in its order (tools/list returns them in this order), then the extensions. */
 export const ALL_TOOLS: ToolDef[] = [
   ...imageTools,
   ...characterTools,
@@ -16,4 +16,5 @@ export const ALL_TOOLS: ToolDef[] = [
   ...accountTools,
   ...webhookTools,
   ...modelTools,
+  ...imageCredentialTools,
 ] as unknown as ToolDef[];

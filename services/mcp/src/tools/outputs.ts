@@ -34,6 +34,7 @@ export const TOOL_OUTPUTS: Record<string, z.AnyZodObject> = {
   generate_image: generateImage,
   edit_image: rest('POST /api/edit-image'),
   get_image_info: restData('GET /api/images/:id'),
+  get_image_credentials: restData('GET /api/images/:id/credentials'),
   list_images: rest('GET /api/images'),
   delete_image: R.ImageDeleted,
   delete_images: restData('POST /api/images/delete-bulk'),

@@ -58,6 +58,28 @@ export interface StoreImageRequest {
    * completes: CommitExecutionImages or the ExecutionFinished event. A failed execution's are removed.
    */
   pending: boolean;
+  /**
+   * Content Credentials (issue 39): the storage keys (the tenant's) of the reference images sent upstream, named as
+   * componentOf ingredients; and whether the tenant includes the prompt in its credentials (off by default).
+   */
+  referenceObjectKeys: string[];
+  credentialsIncludePrompt: boolean;
+}
+
+export interface GetImageCredentialsRequest {
+  imageId: number;
+}
+
+/** The whole C2PA manifest store of a stored image, validated against the configured trust anchors (issue 39). */
+export interface GetImageCredentialsResponse {
+  imageId: number;
+  present: boolean;
+  validationState?: string | undefined;
+  issuer?:
+    | string
+    | undefined;
+  /** c2pa-rs's JSON; "null" when the file carries none */
+  manifestStoreJson: string;
 }
 
 export interface CommitExecutionImagesRequest {
@@ -111,6 +133,12 @@ export interface ImageRecord {
   /** ISO 8601 */
   createdAt: string;
   thumbnailMimeType: string;
+  /**
+   * Content Credentials (issue 39), recorded at store time: the manifest's validation state (Trusted, Valid,
+   * Invalid; absent: the file carries none) and its signer's organization.
+   */
+  credentialsState?: string | undefined;
+  credentialsIssuer?: string | undefined;
 }
 
 export interface GetImageDataRequest {
@@ -359,6 +387,8 @@ function createBaseStoreImageRequest(): StoreImageRequest {
     keyType: "",
     tokens: 0,
     pending: false,
+    referenceObjectKeys: [],
+    credentialsIncludePrompt: false,
   };
 }
 
@@ -430,6 +460,12 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     }
     if (message.pending !== false) {
       writer.uint32(168).bool(message.pending);
+    }
+    for (const v of message.referenceObjectKeys) {
+      writer.uint32(178).string(v!);
+    }
+    if (message.credentialsIncludePrompt !== false) {
+      writer.uint32(184).bool(message.credentialsIncludePrompt);
     }
     return writer;
   },
@@ -625,6 +661,22 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
             message.pending = reader.bool();
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.referenceObjectKeys.push(reader.string());
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.credentialsIncludePrompt = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -724,6 +776,16 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
         : "",
       tokens: isSet(object.tokens) ? globalThis.Number(object.tokens) : 0,
       pending: isSet(object.pending) ? globalThis.Boolean(object.pending) : false,
+      referenceObjectKeys: globalThis.Array.isArray(object?.referenceObjectKeys)
+        ? object.referenceObjectKeys.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.reference_object_keys)
+        ? object.reference_object_keys.map((e: any) => globalThis.String(e))
+        : [],
+      credentialsIncludePrompt: isSet(object.credentialsIncludePrompt)
+        ? globalThis.Boolean(object.credentialsIncludePrompt)
+        : isSet(object.credentials_include_prompt)
+        ? globalThis.Boolean(object.credentials_include_prompt)
+        : false,
     };
   },
 
@@ -792,6 +854,12 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     if (message.pending !== false) {
       obj.pending = message.pending;
     }
+    if (message.referenceObjectKeys?.length) {
+      obj.referenceObjectKeys = message.referenceObjectKeys;
+    }
+    if (message.credentialsIncludePrompt !== false) {
+      obj.credentialsIncludePrompt = message.credentialsIncludePrompt;
+    }
     return obj;
   },
 
@@ -821,6 +889,226 @@ export const StoreImageRequest: MessageFns<StoreImageRequest> = {
     message.keyType = object.keyType ?? "";
     message.tokens = object.tokens ?? 0;
     message.pending = object.pending ?? false;
+    message.referenceObjectKeys = object.referenceObjectKeys?.map((e) => e) || [];
+    message.credentialsIncludePrompt = object.credentialsIncludePrompt ?? false;
+    return message;
+  },
+};
+
+function createBaseGetImageCredentialsRequest(): GetImageCredentialsRequest {
+  return { imageId: 0 };
+}
+
+export const GetImageCredentialsRequest: MessageFns<GetImageCredentialsRequest> = {
+  encode(message: GetImageCredentialsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.imageId !== 0) {
+      writer.uint32(8).int64(message.imageId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetImageCredentialsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetImageCredentialsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.imageId = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetImageCredentialsRequest {
+    return {
+      imageId: isSet(object.imageId)
+        ? globalThis.Number(object.imageId)
+        : isSet(object.image_id)
+        ? globalThis.Number(object.image_id)
+        : 0,
+    };
+  },
+
+  toJSON(message: GetImageCredentialsRequest): unknown {
+    const obj: any = {};
+    if (message.imageId !== 0) {
+      obj.imageId = Math.round(message.imageId);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetImageCredentialsRequest>): GetImageCredentialsRequest {
+    return GetImageCredentialsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetImageCredentialsRequest>): GetImageCredentialsRequest {
+    const message = createBaseGetImageCredentialsRequest();
+    message.imageId = object.imageId ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetImageCredentialsResponse(): GetImageCredentialsResponse {
+  return { imageId: 0, present: false, validationState: undefined, issuer: undefined, manifestStoreJson: "" };
+}
+
+export const GetImageCredentialsResponse: MessageFns<GetImageCredentialsResponse> = {
+  encode(message: GetImageCredentialsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.imageId !== 0) {
+      writer.uint32(8).int64(message.imageId);
+    }
+    if (message.present !== false) {
+      writer.uint32(16).bool(message.present);
+    }
+    if (message.validationState !== undefined) {
+      writer.uint32(26).string(message.validationState);
+    }
+    if (message.issuer !== undefined) {
+      writer.uint32(34).string(message.issuer);
+    }
+    if (message.manifestStoreJson !== "") {
+      writer.uint32(42).string(message.manifestStoreJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetImageCredentialsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetImageCredentialsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.imageId = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.present = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.validationState = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.issuer = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.manifestStoreJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetImageCredentialsResponse {
+    return {
+      imageId: isSet(object.imageId)
+        ? globalThis.Number(object.imageId)
+        : isSet(object.image_id)
+        ? globalThis.Number(object.image_id)
+        : 0,
+      present: isSet(object.present) ? globalThis.Boolean(object.present) : false,
+      validationState: isSet(object.validationState)
+        ? globalThis.String(object.validationState)
+        : isSet(object.validation_state)
+        ? globalThis.String(object.validation_state)
+        : undefined,
+      issuer: isSet(object.issuer) ? globalThis.String(object.issuer) : undefined,
+      manifestStoreJson: isSet(object.manifestStoreJson)
+        ? globalThis.String(object.manifestStoreJson)
+        : isSet(object.manifest_store_json)
+        ? globalThis.String(object.manifest_store_json)
+        : "",
+    };
+  },
+
+  toJSON(message: GetImageCredentialsResponse): unknown {
+    const obj: any = {};
+    if (message.imageId !== 0) {
+      obj.imageId = Math.round(message.imageId);
+    }
+    if (message.present !== false) {
+      obj.present = message.present;
+    }
+    if (message.validationState !== undefined) {
+      obj.validationState = message.validationState;
+    }
+    if (message.issuer !== undefined) {
+      obj.issuer = message.issuer;
+    }
+    if (message.manifestStoreJson !== "") {
+      obj.manifestStoreJson = message.manifestStoreJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetImageCredentialsResponse>): GetImageCredentialsResponse {
+    return GetImageCredentialsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetImageCredentialsResponse>): GetImageCredentialsResponse {
+    const message = createBaseGetImageCredentialsResponse();
+    message.imageId = object.imageId ?? 0;
+    message.present = object.present ?? false;
+    message.validationState = object.validationState ?? undefined;
+    message.issuer = object.issuer ?? undefined;
+    message.manifestStoreJson = object.manifestStoreJson ?? "";
     return message;
   },
 };
@@ -1052,6 +1340,8 @@ function createBaseImageRecord(): ImageRecord {
     keyType: "",
     createdAt: "",
     thumbnailMimeType: "",
+    credentialsState: undefined,
+    credentialsIssuer: undefined,
   };
 }
 
@@ -1153,6 +1443,12 @@ export const ImageRecord: MessageFns<ImageRecord> = {
     }
     if (message.thumbnailMimeType !== "") {
       writer.uint32(250).string(message.thumbnailMimeType);
+    }
+    if (message.credentialsState !== undefined) {
+      writer.uint32(258).string(message.credentialsState);
+    }
+    if (message.credentialsIssuer !== undefined) {
+      writer.uint32(266).string(message.credentialsIssuer);
     }
     return writer;
   },
@@ -1428,6 +1724,22 @@ export const ImageRecord: MessageFns<ImageRecord> = {
             message.thumbnailMimeType = reader.string();
             continue;
           }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            message.credentialsState = reader.string();
+            continue;
+          }
+          case 33: {
+            if (tag !== 266) {
+              break;
+            }
+
+            message.credentialsIssuer = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1573,6 +1885,16 @@ export const ImageRecord: MessageFns<ImageRecord> = {
         : isSet(object.thumbnail_mime_type)
         ? globalThis.String(object.thumbnail_mime_type)
         : "",
+      credentialsState: isSet(object.credentialsState)
+        ? globalThis.String(object.credentialsState)
+        : isSet(object.credentials_state)
+        ? globalThis.String(object.credentials_state)
+        : undefined,
+      credentialsIssuer: isSet(object.credentialsIssuer)
+        ? globalThis.String(object.credentialsIssuer)
+        : isSet(object.credentials_issuer)
+        ? globalThis.String(object.credentials_issuer)
+        : undefined,
     };
   },
 
@@ -1671,6 +1993,12 @@ export const ImageRecord: MessageFns<ImageRecord> = {
     if (message.thumbnailMimeType !== "") {
       obj.thumbnailMimeType = message.thumbnailMimeType;
     }
+    if (message.credentialsState !== undefined) {
+      obj.credentialsState = message.credentialsState;
+    }
+    if (message.credentialsIssuer !== undefined) {
+      obj.credentialsIssuer = message.credentialsIssuer;
+    }
     return obj;
   },
 
@@ -1710,6 +2038,8 @@ export const ImageRecord: MessageFns<ImageRecord> = {
     message.keyType = object.keyType ?? "";
     message.createdAt = object.createdAt ?? "";
     message.thumbnailMimeType = object.thumbnailMimeType ?? "";
+    message.credentialsState = object.credentialsState ?? undefined;
+    message.credentialsIssuer = object.credentialsIssuer ?? undefined;
     return message;
   },
 };
@@ -4804,6 +5134,15 @@ export const LibraryServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /** The image's Content Credentials (C2PA manifest store), read off the stored file and validated (issue 39). */
+    getImageCredentials: {
+      name: "GetImageCredentials",
+      requestType: GetImageCredentialsRequest as typeof GetImageCredentialsRequest,
+      requestStream: false,
+      responseType: GetImageCredentialsResponse as typeof GetImageCredentialsResponse,
+      responseStream: false,
+      options: {},
+    },
     /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
     getObjectData: {
       name: "GetObjectData",
@@ -4950,6 +5289,18 @@ export const LibraryServiceService = {
       Buffer.from(GetImageDataResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetImageDataResponse => GetImageDataResponse.decode(value),
   },
+  /** The image's Content Credentials (C2PA manifest store), read off the stored file and validated (issue 39). */
+  getImageCredentials: {
+    path: "/imagegen.library.v1.LibraryService/GetImageCredentials" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetImageCredentialsRequest): Buffer =>
+      Buffer.from(GetImageCredentialsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetImageCredentialsRequest => GetImageCredentialsRequest.decode(value),
+    responseSerialize: (value: GetImageCredentialsResponse): Buffer =>
+      Buffer.from(GetImageCredentialsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetImageCredentialsResponse => GetImageCredentialsResponse.decode(value),
+  },
   /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
   getObjectData: {
     path: "/imagegen.library.v1.LibraryService/GetObjectData" as const,
@@ -5078,6 +5429,8 @@ export interface LibraryServiceServer extends UntypedServiceImplementation {
   commitExecutionImages: handleUnaryCall<CommitExecutionImagesRequest, CommitExecutionImagesResponse>;
   /** One image of the caller's tenant with its original bytes. 404 'Image not found'. */
   getImageData: handleUnaryCall<GetImageDataRequest, GetImageDataResponse>;
+  /** The image's Content Credentials (C2PA manifest store), read off the stored file and validated (issue 39). */
+  getImageCredentials: handleUnaryCall<GetImageCredentialsRequest, GetImageCredentialsResponse>;
   /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
   getObjectData: handleUnaryCall<GetObjectDataRequest, GetObjectDataResponse>;
   /**
@@ -5161,6 +5514,22 @@ export interface LibraryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetImageDataResponse) => void,
+  ): ClientUnaryCall;
+  /** The image's Content Credentials (C2PA manifest store), read off the stored file and validated (issue 39). */
+  getImageCredentials(
+    request: GetImageCredentialsRequest,
+    callback: (error: ServiceError | null, response: GetImageCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  getImageCredentials(
+    request: GetImageCredentialsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetImageCredentialsResponse) => void,
+  ): ClientUnaryCall;
+  getImageCredentials(
+    request: GetImageCredentialsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetImageCredentialsResponse) => void,
   ): ClientUnaryCall;
   /** An object under the caller tenant's prefix (tenants/<tenantId>/...). 404 'Object not found'. */
   getObjectData(
