@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createDb, type Sql } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
@@ -24,9 +25,9 @@ import { materialisePrevious, type PreviousVersion } from './previous-version.js
  * repository's history) to the current code, then the rollback, under steady traffic, in the distributed shape
  * (every service its own process, two replicas each) on a private PostgreSQL and a private NATS.
  *
- * Each service has three slots (ports): two run, the third is the rolling update's surge slot. Every gRPC
- * client has the three addresses (a slot with nothing running refuses connections and is skipped, as a Service
- * has no endpoint for a pod that is not ready); oauth and mcp are reached through a TCP balancer (the Service),
+ * Each service has four slots (ports), as pods of two ReplicaSets: two run at a time, a new pod takes a free
+ * slot while the pod it replaces drains in its own. Every gRPC client has the four addresses (a slot with nothing
+ * running refuses connections and is skipped, as a Service has no endpoint for a pod that is not ready); oauth and mcp are reached through a TCP balancer (the Service),
  * the gateways through the test's client, which sends to the gateways in rotation. Every service is rolled as
  * a Kubernetes RollingUpdate with maxSurge 1 and maxUnavailable 0 rolls a Deployment, all Deployments at once
  * (what applying a release's manifests does): start the new replica, wait for its /readyz, put it in rotation,
@@ -56,6 +57,16 @@ const rotation = new Map<ServiceName, Set<number>>(ROLLED.map((n) => [n, new Set
 const stops: { name: ServiceName; slot: number; code: number | null; signal: NodeJS.Signals | null }[] = [];
 /** The version each running slot reports (checked after each start). */
 const versions: string[] = [];
+/** CPU time (user + system, ms) each started process had used when it turned ready (Linux /proc; figures only). */
+const startCpuMs: number[] = [];
+function cpuMsOf(pid: number | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
 
 const backend = (name: ServiceName, slot: number) => new URL(j.instances.get(name)?.[slot]?.httpUrl as string).host;
 function enter(name: ServiceName, slot: number) {
@@ -83,6 +94,8 @@ async function reported(name: ServiceName, slot: number): Promise<{ version: str
  */
 async function replace(name: ServiceName, from: number, to: number, root: string, version: string): Promise<{ exited: Promise<void> }> {
   await j.start(name, to, root);
+  const cpu = cpuMsOf(j.instances.get(name)?.[to]?.proc?.pid);
+  if (cpu !== undefined) startCpuMs.push(cpu);
   const r = await reported(name, to);
   expect(r.version, `${name}#${to} runs ${root}`).toBe(version);
   versions.push(`${name}#${to}=${r.version}`);
@@ -289,7 +302,7 @@ beforeAll(async () => {
   j = await startJourney({
     databaseUrl: pg.url,
     natsUrl: nats.url,
-    replicas: 3,
+    replicas: 4,
     started: 2,
     root: (name) => (name === 'sandbox-provider' ? REPO_ROOT : prev.root),
     env: {
@@ -333,19 +346,19 @@ describe(`rolling upgrade from the previous release (upgrade/previous-version) t
     const traffic = startTraffic();
     await waitFor(() => requests.some((r) => r.kind === 'generate' && r.images), { message: 'a first generation', timeout: 60_000 });
     await sleep(STEADY_MS);
-    // Upgrade: slots 0 and 1 run the previous version; the new code comes up in 2, then in 0.
+    // Upgrade: slots 0 and 1 run the previous version; the new code comes up in 2, then in 3.
     stopping = 'previous';
     figures.upgradeMs = await rollout(REPO_ROOT, prev.currentVersion, [
       [0, 2],
-      [1, 0],
+      [1, 3],
     ]);
     stopping = undefined;
     await sleep(STEADY_MS);
-    // Rollback, onto the schema the current code migrated: the previous version comes up in 1, then in 2.
+    // Rollback, onto the schema the current code migrated: the previous version comes up in 0, then in 1.
     stopping = 'current';
     figures.rollbackMs = await rollout(prev.root, prev.version, [
-      [2, 1],
-      [0, 2],
+      [2, 0],
+      [3, 1],
     ]);
     stopping = undefined;
     await sleep(STEADY_MS);
@@ -364,6 +377,11 @@ describe(`rolling upgrade from the previous release (upgrade/previous-version) t
       retried: retried.length,
       longestErrorMs: failedAttempts.reduce((m, a) => Math.max(m, a.end - a.start), 0),
       longestRetriedRequestMs: retried.reduce((m, r) => Math.max(m, (r.attempts.at(-1)?.end ?? 0) - r.attempts[0].start), 0),
+    };
+    figures.startCpuMsPerProcess = {
+      n: startCpuMs.length,
+      mean: Math.round(startCpuMs.reduce((a, b) => a + b, 0) / Math.max(1, startCpuMs.length)),
+      max: Math.max(0, ...startCpuMs),
     };
     figures.exits = stops.map((s) => `${s.name}#${s.slot}:${s.code ?? s.signal}`);
     figures.versions = versions;
