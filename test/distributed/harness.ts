@@ -245,6 +245,8 @@ export interface JourneyOptions {
   started?: number;
   /** The code folder each service starts from at first (default REPO_ROOT): e.g. the previous version's tree. */
   root?: (name: ServiceName) => string;
+  /** How long a started process may take to turn ready (default 150 s). */
+  readyTimeoutMs?: number;
 }
 
 let tenantSeq = 0;
@@ -377,7 +379,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
           await res.arrayBuffer();
           return res.status === 200;
         },
-        { message: `${label} to be ready`, timeout: 150_000, interval: 250 },
+        { message: `${label} to be ready`, timeout: opts.readyTimeoutMs ?? 150_000, interval: 250 },
       );
     } catch (err) {
       throw new Error(`${(err as Error).message}\n--- ${label} log (tail) ---\n${tail(sp.logFile)}`);

@@ -304,6 +304,8 @@ beforeAll(async () => {
     natsUrl: nats.url,
     replicas: 4,
     started: 2,
+    // Seventeen processes start at once: on a loaded 2-core machine each can take minutes to turn ready.
+    readyTimeoutMs: 300_000,
     root: (name) => (name === 'sandbox-provider' ? REPO_ROOT : prev.root),
     env: {
       ...FAULT_TIMERS,
@@ -322,7 +324,7 @@ beforeAll(async () => {
   for (const n of ['oauth', 'mcp'] as const) for (const s of [0, 1]) enter(n, s);
   db = createDb(j.env.DATABASE_URL, { schema: 'public', max: 2 });
   tenant = await j.createTenant();
-}, 300_000);
+}, 600_000);
 
 afterAll(async () => {
   figures.totalMs = Date.now() - t0;
@@ -428,5 +430,5 @@ describe(`rolling upgrade from the previous release (upgrade/previous-version) t
     expect(stops.filter((s) => s.code !== 0)).toEqual([]);
     expect(stops).toHaveLength(ROLLED.length * 4);
     expect(oauthLb.refused() + mcpLb.refused()).toBe(0);
-  }, 600_000);
+  }, 900_000);
 });
