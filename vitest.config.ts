@@ -10,6 +10,7 @@ export default defineConfig({
       'test/deploy/**/*.test.ts',
       'test/faults/**/*.test.ts',
       'test/fuzz/**/*.test.ts',
+      'test/upgrade/**/*.test.ts',
     ],
     testTimeout: 60_000,
     hookTimeout: 120_000,

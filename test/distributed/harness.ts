@@ -189,6 +189,8 @@ export interface ServiceProcess {
   grpcAddress?: string;
   httpUrl?: string;
   logFile: string;
+  /** The code folder the process runs from (REPO_ROOT unless started from another version's tree). */
+  root?: string;
   exitCode?: number | null;
   exitSignal?: NodeJS.Signals | null;
 }
@@ -208,8 +210,11 @@ export interface Journey {
   /** fetch against the gateway with JSON helpers (test/support/api.ts). */
   api: Api;
   createTenant(body?: Record<string, unknown>): Promise<TestTenant>;
-  /** Starts (or restarts) one service process (its first replica unless told) and waits until it is ready. */
-  start(name: ServiceName, replica?: number): Promise<void>;
+  /**
+   * Starts (or restarts) one service process (its first replica unless told) and waits until it is ready; `root`
+   * runs it from another code folder (another version's tree, with its own node_modules), default REPO_ROOT.
+   */
+  start(name: ServiceName, replica?: number, root?: string): Promise<void>;
   /** SIGKILL (crash) or SIGTERM (graceful); resolves when the process has exited. */
   kill(name: ServiceName, signal?: NodeJS.Signals, replica?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   logs(name: ServiceName, replica?: number): string;
@@ -234,6 +239,15 @@ export interface JourneyOptions {
    * mcp i checks tokens at oauth i+1 (so a token issued by one oauth replica is checked by the other).
    */
   replicas?: number | Partial<Record<ServiceName, number>>;
+  /**
+   * How many of each service's replicas startJourney starts (default: all); the others keep their ports, in
+   * every gRPC client's address list, for a test to start later (a rolling update's surge slot).
+   */
+  started?: number;
+  /** The code folder each service starts from at first (default REPO_ROOT): e.g. the previous version's tree. */
+  root?: (name: ServiceName) => string;
+  /** How long a started process may take to turn ready (default 150 s). */
+  readyTimeoutMs?: number;
 }
 
 let tenantSeq = 0;
@@ -331,8 +345,9 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
   };
 
   const logStreams = new Map<ServiceProcess, WriteStream>();
-  const start = async (name: ServiceName, replica = 0) => {
+  const start = async (name: ServiceName, replica = 0, root = REPO_ROOT) => {
     const sp = instance(name, replica);
+    sp.root = root;
     const label = replica === 0 ? name : `${name}#${replica}`;
     if (sp.proc && sp.proc.exitCode === null && sp.proc.signalCode === null) throw new Error(`${label} is already running`);
     const own: Record<string, string> = { OTEL_SERVICE_NAME: `imagegen-${name}` };
@@ -350,8 +365,8 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
       log = createWriteStream(sp.logFile, { flags: 'a' });
       logStreams.set(sp, log);
     }
-    log.write(`\n---- start ${new Date().toISOString()} ----\n`);
-    const p = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...env, ...own }, stdio: ['ignore', 'pipe', 'pipe'] });
+    log.write(`\n---- start ${new Date().toISOString()}${root === REPO_ROOT ? '' : ` from ${root}`} ----\n`);
+    const p = spawn(process.execPath, args, { cwd: root, env: { ...env, ...own }, stdio: ['ignore', 'pipe', 'pipe'] });
     track(p);
     p.stdout?.pipe(log, { end: false });
     p.stderr?.pipe(log, { end: false });
@@ -370,7 +385,7 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
           await res.arrayBuffer();
           return res.status === 200;
         },
-        { message: `${label} to be ready`, timeout: 150_000, interval: 250 },
+        { message: `${label} to be ready`, timeout: opts.readyTimeoutMs ?? 150_000, interval: 250 },
       );
     } catch (err) {
       throw new Error(`${(err as Error).message}\n--- ${label} log (tail) ---\n${tail(sp.logFile)}`);
@@ -404,7 +419,11 @@ export async function startJourney(opts: JourneyOptions = {}): Promise<Journey> 
 
   try {
     // All at once: gRPC clients connect lazily, and each process reports ready only when it can serve.
-    await Promise.all(ALL_SERVICES.filter((n) => wanted.has(n)).flatMap((n) => (instances.get(n) ?? []).map((sp) => start(n, sp.replica))));
+    await Promise.all(
+      ALL_SERVICES.filter((n) => wanted.has(n)).flatMap((n) =>
+        (instances.get(n) ?? []).slice(0, opts.started).map((sp) => start(n, sp.replica, opts.root?.(n) ?? REPO_ROOT)),
+      ),
+    );
   } catch (err) {
     await stopAll();
     throw err;

@@ -118,3 +118,38 @@ export function knownAppError(err: unknown): AppError | undefined {
   if (isUnavailableError(err)) return dependencyUnavailable();
   return undefined;
 }
+
+/** The part of a Fastify instance refuseWhileClosing needs (libs/platform does not depend on Fastify). */
+interface ClosingApp {
+  addHook(name: 'preClose', hook: (done: () => void) => void): unknown;
+  addHook(
+    name: 'onRequest',
+    hook: (
+      req: unknown,
+      reply: { code(n: number): { headers(h: Record<string, string>): { send(b: unknown): unknown } } },
+      done: () => void,
+    ) => void,
+  ): unknown;
+}
+
+/**
+ * Draining (SIGTERM, a rolling deploy) for an HTTP server behind a Service: a request that still arrives on an
+ * open keep-alive connection once close() began gets the dependency 503 with Retry-After and Connection: close
+ * (nothing done; the client retries, on a new connection that reaches another pod). Fastify's own answer then
+ * (`return503OnClosing`, which the app must set to false) is a bare 503 without Retry-After.
+ */
+export function refuseWhileClosing(app: ClosingApp): void {
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_req, reply, done) => {
+    if (!closing) return done();
+    const e = dependencyUnavailable();
+    reply
+      .code(e.status)
+      .headers({ ...e.headers, connection: 'close' })
+      .send(e.body);
+  });
+}

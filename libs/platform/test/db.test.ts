@@ -227,3 +227,26 @@ test('NO_FLUSH_CTE turns synchronous_commit off for its own statement only, neve
     await one.end();
   }
 });
+
+test('a rollback: the previous version starts on a schema migrated by the next one (more files applied than it knows) without refusing or re-running', async () => {
+  const next = mkdtempSync(join(tmpdir(), 'migrations-next-'));
+  const previous = mkdtempSync(join(tmpdir(), 'migrations-prev-'));
+  writeFileSync(join(next, '001_base.sql'), 'CREATE TABLE base (id int PRIMARY KEY);');
+  writeFileSync(join(next, '002_expand.sql'), 'ALTER TABLE base ADD COLUMN note text;');
+  writeFileSync(join(previous, '001_base.sql'), 'CREATE TABLE base (id int PRIMARY KEY);');
+  const s = createDb(db.url, { schema: 'rollback' });
+  try {
+    expect(await migrate(s, 'rollback', next)).toEqual(['001_base.sql', '002_expand.sql']);
+    // The previous version's files are a prefix of the applied ones: nothing to apply, 002 (unknown to it) kept.
+    expect(await migrate(s, 'rollback', previous)).toEqual([]);
+    const applied = await s`SELECT name FROM schema_migrations ORDER BY name`;
+    expect(applied.map((r) => r.name)).toEqual(['001_base.sql', '002_expand.sql']);
+    const cols =
+      await s`SELECT column_name FROM information_schema.columns WHERE table_schema = 'rollback' AND table_name = 'base' ORDER BY column_name`;
+    expect(cols.map((c) => c.column_name)).toEqual(['id', 'note']);
+    // Upgrading again finds everything applied.
+    expect(await migrate(s, 'rollback', next)).toEqual([]);
+  } finally {
+    await s.end();
+  }
+});

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@imagegen/platform';
-import { ALL_SCOPES, httpLogger } from '@imagegen/platform';
+import { ALL_SCOPES, httpLogger, refuseWhileClosing } from '@imagegen/platform';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
@@ -112,7 +112,10 @@ export async function buildMcpApp(deps: McpAppDeps): Promise<{ app: FastifyInsta
     loggerInstance: httpLogger(deps.logger, 'mcp-http'),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
+    // Fastify's own 503 while closing has no Retry-After: refuseWhileClosing answers instead.
+    return503OnClosing: false,
   });
+  refuseWhileClosing(app);
   // The SDK transports read the request bodies themselves.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import formbody from '@fastify/formbody';
 import type { Logger } from '@imagegen/platform';
-import { ALL_SCOPES, httpLogger } from '@imagegen/platform';
+import { ALL_SCOPES, httpLogger, refuseWhileClosing } from '@imagegen/platform';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type Provider from 'oidc-provider';
 import { MOUNT, type Urls } from './provider.js';
@@ -71,7 +71,10 @@ export async function buildOAuthApp(deps: OAuthAppDeps): Promise<FastifyInstance
     loggerInstance: httpLogger(deps.logger, 'oauth-http'),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     trustProxy: false,
+    // Fastify's own 503 while closing has no Retry-After: refuseWhileClosing answers instead.
+    return503OnClosing: false,
   });
+  refuseWhileClosing(app);
   const callback = provider.callback();
   const publicUrl = new URL(urls.base);
 
