@@ -2,8 +2,8 @@ import { createDb, loadConfig } from '@imagegen/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The gateway's own helpers (the test package does not depend on the gateway package; its source is read as is).
 import { CSRF_REFUSED, consoleCookieName, consoleCsp, sessionCookie } from '../../services/gateway/src/console.js';
-import { ensureConsoleBuilt } from '../support/console.js';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { startConsoleStack } from '../support/browser.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
 
 /**
  * The web console's backend-for-frontend (issue 38) over HTTP: /console served with its CSP and caching, sign-in
@@ -17,9 +17,8 @@ let A: TestTenant;
 let B: TestTenant;
 
 beforeAll(async () => {
-  await ensureConsoleBuilt();
   // The sign-in counts in the admin sign-in bucket (10 a minute per address): this file signs in more often.
-  stack = await startTestStack({ env: { RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE: '1000' } });
+  stack = await startConsoleStack();
   [A, B] = await Promise.all([stack.createTenant(), stack.createTenant()]);
 });
 afterAll(async () => {

@@ -9,8 +9,9 @@ import {
   screenshots,
   signInAdmin,
   signInTenant,
+  startConsoleStack,
 } from '../support/browser.js';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import type { TestStack, TestTenant } from '../support/stack.js';
 
 /**
  * The web console's shell in headless Chromium (issue 38): sign-in as a tenant (API key) and as an admin (email and
@@ -23,7 +24,7 @@ let tenant: TestTenant;
 let ui: ConsoleBrowser;
 
 beforeAll(async () => {
-  [stack, ui] = await Promise.all([startTestStack({ env: { RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE: '1000' } }), launchConsoleBrowser()]);
+  [stack, ui] = await Promise.all([startConsoleStack(), launchConsoleBrowser()]);
   tenant = await stack.createTenant();
 });
 afterAll(async () => {
@@ -49,7 +50,7 @@ async function expectNoCredentialInPage(page: Page, secrets: string[]) {
   }
 }
 
-describe('console shell', () => {
+describe('console shell', { timeout: 240_000 }, () => {
   it('a tenant signs in with an API key, sees its overview, and signs out; nothing the page keeps holds a credential', async () => {
     const { context, page, errors } = await ui.newPage();
     await openConsole(page, stack);
@@ -105,7 +106,7 @@ describe('console shell', () => {
     await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/console/sign-in');
     expect(new URL(page.url()).searchParams.get('next')).toBe('/admin?tab=keys');
-    await page.getByText('Your session ended').waitFor();
+    await page.getByText('Sign in to continue to the page you opened').waitFor();
     await page.getByLabel('Email').fill(stack.adminEmail);
     await page.getByLabel('Password').fill(stack.adminPassword);
     await page.getByRole('button', { name: 'Sign in' }).click();

@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import { REPO_ROOT } from '../distributed/harness.js';
 import { CHROMIUM } from '../e2e/mcp-support.js';
 import { ensureConsoleBuilt } from './console.js';
-import type { TestStack } from './stack.js';
+import { startTestStack, type TestStack } from './stack.js';
 
 /**
  * The web console's browser-test harness (issue 38): headless Chromium (playwright-core, /usr/bin/chromium) on a
@@ -36,6 +36,8 @@ export async function launchConsoleBrowser(): Promise<ConsoleBrowser> {
     browser,
     async newPage() {
       const context = await browser.newContext({ viewport: WIDTHS.desktop, colorScheme: 'light' });
+      // Generous bounds: the machine running the tests may be busy (these are limits, not timings asserted).
+      context.setDefaultTimeout(90_000);
       const page = await context.newPage();
       const errors: string[] = [];
       page.on('pageerror', (err) => errors.push(`exception: ${err.message}`));
@@ -47,6 +49,15 @@ export async function launchConsoleBrowser(): Promise<ConsoleBrowser> {
     },
     close: () => browser.close(),
   };
+}
+
+/**
+ * startTestStack once the console is built: the gateway reads services/console/dist when it starts, so a build
+ * running meanwhile (sources newer than the build) must finish first.
+ */
+export async function startConsoleStack(opts: Parameters<typeof startTestStack>[0] = {}): Promise<TestStack> {
+  await ensureConsoleBuilt();
+  return startTestStack({ ...opts, env: { RATE_LIMIT_ADMIN_LOGIN_PER_MINUTE: '1000', ...opts.env } });
 }
 
 /** Opens a console path ("/", "/admin", "/images/3"); the app base /console is added. */
@@ -82,7 +93,8 @@ export interface AxeViolation {
 
 /** axe-core's scan of the page (WCAG 2.x A and AA): every violation; the caller asserts what must be absent. */
 export async function axeScan(page: Page): Promise<AxeViolation[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  // Evaluated through the DevTools protocol: the console's CSP (rightly) refuses an injected inline script.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
   return page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<{ violations: AxeViolation[] }> } }).axe;
     const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });

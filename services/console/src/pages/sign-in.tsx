@@ -1,5 +1,5 @@
 /** Sign-in: a tenant with an API key, or an administrator with email and password (never the legacy admin token). */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { Problem } from '../api';
 import { Button, ErrorBanner, Field } from '../components/ui';
 import { HOME, type PageProps } from '../pages';
@@ -23,10 +23,12 @@ export default function SignIn({ query }: PageProps) {
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<Problem>();
 
-  if (session) {
-    navigate(nextOf(query, session.kind), { replace: true });
-    return null;
-  }
+  // Signed in (now, or already when this page opened): on to the remembered page.
+  const next = session ? nextOf(query, session.kind) : undefined;
+  useEffect(() => {
+    if (next) navigate(next, { replace: true });
+  }, [next]);
+  if (session) return null;
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -49,7 +51,9 @@ export default function SignIn({ query }: PageProps) {
   return (
     <section class="card signin" aria-labelledby="signin-title">
       <h1 id="signin-title">Sign in to imagegen</h1>
-      {query.get('next') && <p class="muted">Your session ended. Sign in again to go back to the page you had open.</p>}
+      {query.get('next') && (
+        <p class="muted">Sign in to continue to the page you opened (a session ends after 12 hours or when signed out).</p>
+      )}
       <fieldset class="tabs">
         <legend class="sr-only">Sign in as</legend>
         <Button variant={mode === 'tenant' ? 'primary' : 'quiet'} aria-pressed={mode === 'tenant'} onClick={() => setMode('tenant')}>
