@@ -34,10 +34,13 @@ export function setQuery(values: Record<string, string | undefined>, opts: { pus
 /** The location, re-rendering on navigation (links, back and forward). */
 export function useLocation(): { path: string; query: URLSearchParams } {
   const [, tick] = useState(0);
+  const rendered = location.href;
   useEffect(() => {
     const l = () => tick((n) => n + 1);
     listeners.add(l);
     window.addEventListener('popstate', l);
+    // A navigation between this render and the effect (effects run after the paint) is not missed.
+    if (location.href !== rendered) l();
     return () => {
       listeners.delete(l);
       window.removeEventListener('popstate', l);

@@ -25,9 +25,13 @@ function set(s: Session | null) {
 /** The session, re-rendering the component when it changes. */
 export function useSession(): Session | null | undefined {
   const [, tick] = useState(0);
+  const rendered = current;
   useEffect(() => {
     const l = () => tick((n) => n + 1);
     listeners.add(l);
+    // Effects run after the paint: a change that landed in between (the first GET /console/session answering
+    // quickly) would otherwise never be seen.
+    if (current !== rendered) l();
     return () => void listeners.delete(l);
   }, []);
   return current;
