@@ -30,6 +30,14 @@ export const PAGES: PageDef[] = [
   { path: '/sign-in', area: 'public', title: 'Sign in', load: () => import('./pages/sign-in') },
   // ---- tenant ----
   { path: '/', area: 'tenant', title: 'Overview', nav: 'Overview', load: () => import('./pages/tenant-home') },
+  { path: '/assets', area: 'tenant', title: 'Saved assets', nav: 'Assets', load: () => import('./pages/assets') },
+  { path: '/assets/:kind', area: 'tenant', title: 'Saved assets', load: () => import('./pages/assets') },
+  { path: '/sessions', area: 'tenant', title: 'Sessions', nav: 'Sessions', load: () => import('./pages/sessions') },
+  { path: '/sessions/:id', area: 'tenant', title: 'Session', load: () => import('./pages/session') },
+  { path: '/executions/:id', area: 'tenant', title: 'Execution', load: () => import('./pages/execution') },
+  { path: '/usage', area: 'tenant', title: 'Usage', nav: 'Usage', load: () => import('./pages/usage') },
+  { path: '/webhooks', area: 'tenant', title: 'Webhooks', nav: 'Webhooks', load: () => import('./pages/webhooks') },
+  { path: '/webhooks/:id', area: 'tenant', title: 'Webhook', load: () => import('./pages/webhook') },
   // ---- admin ----
   { path: '/admin', area: 'admin', title: 'Admin', nav: 'Admin', load: () => import('./pages/admin-home') },
 ];
