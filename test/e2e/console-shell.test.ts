@@ -111,8 +111,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     await page.getByLabel('Password').fill(stack.adminPassword);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Administration' }).waitFor();
-    // Known gap (issue 38 report): the remembered page's query (?tab=keys) is not restored yet, its path is.
-    expect(new URL(page.url()).pathname).toBe('/console/admin');
+    expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe('/console/admin?tab=keys');
     expect(errors).toEqual([]);
     await context.close();
   });

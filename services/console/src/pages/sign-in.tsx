@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Problem } from '../api';
 import { Button, ErrorBanner, Field } from '../components/ui';
 import { HOME, type PageProps } from '../pages';
-import { navigate } from '../router';
+import { currentLocation, navigate } from '../router';
 import { type Session, signIn, useSession } from '../session';
 
 /** Where to go after signing in: the remembered page (an app path only, never another site). */
@@ -26,7 +26,8 @@ export default function SignIn({ query }: PageProps) {
   // Signed in (now, or already when this page opened): on to the remembered page.
   const next = session ? nextOf(query, session.kind) : undefined;
   useEffect(() => {
-    if (next) navigate(next, { replace: true });
+    // Once: this page may render again (with the next page's query) before the shell replaces it.
+    if (next && currentLocation().path === '/sign-in') navigate(next, { replace: true });
   }, [next]);
   if (session) return null;
 
