@@ -30,6 +30,7 @@ export const PAGES: PageDef[] = [
   { path: '/sign-in', area: 'public', title: 'Sign in', load: () => import('./pages/sign-in') },
   // ---- tenant ----
   { path: '/', area: 'tenant', title: 'Overview', nav: 'Overview', load: () => import('./pages/tenant-home') },
+  { path: '/gallery', area: 'tenant', title: 'Gallery', nav: 'Gallery', load: () => import('./pages/gallery') },
   { path: '/assets', area: 'tenant', title: 'Saved assets', nav: 'Assets', load: () => import('./pages/assets') },
   { path: '/assets/:kind', area: 'tenant', title: 'Saved assets', load: () => import('./pages/assets') },
   { path: '/sessions', area: 'tenant', title: 'Sessions', nav: 'Sessions', load: () => import('./pages/sessions') },
@@ -40,6 +41,12 @@ export const PAGES: PageDef[] = [
   { path: '/webhooks/:id', area: 'tenant', title: 'Webhook', load: () => import('./pages/webhook') },
   // ---- admin ----
   { path: '/admin', area: 'admin', title: 'Admin', nav: 'Admin', load: () => import('./pages/admin-home') },
+  { path: '/admin/stats', area: 'admin', title: 'Dashboard', nav: 'Dashboard', load: () => import('./pages/admin-stats') },
+  { path: '/admin/tenants', area: 'admin', title: 'Tenants', nav: 'Tenants', load: () => import('./pages/admin-tenants') },
+  { path: '/admin/tenants/:tenantId', area: 'admin', title: 'Tenant', load: () => import('./pages/admin-tenant') },
+  { path: '/admin/users', area: 'admin', title: 'Admin users', nav: 'Admin users', load: () => import('./pages/admin-users') },
+  { path: '/admin/invitations', area: 'admin', title: 'Invitations', nav: 'Invitations', load: () => import('./pages/admin-invitations') },
+  { path: '/invitation', area: 'public', title: 'Accept an invitation', load: () => import('./pages/invitation-accept') },
 ];
 
 /** Where a signed-in user lands. */
