@@ -137,7 +137,7 @@ export default function WebhookPage({ params }: PageProps) {
           {
             label: 'Status',
             cell: (d) => (
-              <span class={`status ${d.status === 'delivered' ? 'status-ok' : d.status === 'failed' ? 'status-bad' : ''}`}>{d.status}</span>
+              <span class={`status ${d.status === 'succeeded' ? 'status-ok' : d.status === 'failed' ? 'status-bad' : ''}`}>{d.status}</span>
             ),
           },
           { label: 'Created', cell: (d) => formatTime(d.createdAt) },
@@ -169,7 +169,7 @@ export default function WebhookPage({ params }: PageProps) {
             label: 'Actions',
             cell: (d) =>
               d.completedAt ? (
-                <Button aria-label={`Send delivery ${d.id} again`} onClick={() => void replay(d)}>
+                <Button aria-label={`Send again: delivery ${d.id}`} onClick={() => void replay(d)}>
                   Send again
                 </Button>
               ) : (

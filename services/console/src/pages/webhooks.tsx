@@ -87,7 +87,7 @@ export default function Webhooks() {
             label: 'Actions',
             cell: (w) => (
               <div class="row">
-                <Button aria-label={`Send a test to ${w.url}`} onClick={async () => setRowProblem(await sendTest(w.id))}>
+                <Button aria-label={`Send test to ${w.url}`} onClick={async () => setRowProblem(await sendTest(w.id))}>
                   Send test
                 </Button>
                 <Button variant="danger" aria-label={`Delete ${w.url}`} onClick={() => setDeleting(w)}>
