@@ -4,11 +4,22 @@
  * passed on as a Referer; the accept page reads it and removes it from the address bar.
  */
 import { useState } from 'preact/hooks';
-import { api, type Problem, problem } from '../api';
+import { api, problem } from '../api';
 import { Button, ErrorBanner, Field, Table, toast, useLoad } from '../components/ui';
 import { BASE } from '../router';
 import { isSuperAdmin, useSession } from '../session';
-import { type AdminRole, CopyButton, fmtDate, type Invitation, intOf, ROLES, SecretReveal, Select, SuperAdminNote } from './admin-ui';
+import {
+  type AdminRole,
+  CopyButton,
+  fmtDate,
+  type Invitation,
+  intOf,
+  ROLES,
+  SecretReveal,
+  Select,
+  SuperAdminNote,
+  useAction,
+} from './admin-ui';
 
 export const inviteLink = (token: string) => `${location.origin}${BASE}/invitation#${token}`;
 
@@ -18,8 +29,8 @@ export default function AdminInvitations() {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<AdminRole>('admin');
   const [days, setDays] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [p, setP] = useState<Problem>();
+  const act = useAction();
+  const { busy, problem: p } = act;
   const [reveal, setReveal] = useState<{ label: string; value: string }[]>();
   const list = useLoad(async () => {
     const r = await api.GET('/admin/invitations');
@@ -28,22 +39,18 @@ export default function AdminInvitations() {
 
   const create = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setP(undefined);
-    const r = await api.POST('/admin/invitations', { body: { email: email.trim(), role, expires_in_days: intOf(days) } });
-    setBusy(false);
-    const err = problem(r);
-    if (err || !r.data) return setP(err);
+    const d = await act.run(() => api.POST('/admin/invitations', { body: { email: email.trim(), role, expires_in_days: intOf(days) } }));
+    if (!d) return;
     setEmail('');
     setDays('');
-    setReveal([{ label: `Invitation link for ${r.data.data.email}`, value: inviteLink(r.data.data.token) }]);
+    setReveal([{ label: `Invitation link for ${d.data.email}`, value: inviteLink(d.data.token) }]);
     list.reload();
   };
   const revoke = async (inv: Invitation) => {
-    setP(undefined);
+    act.setProblem(undefined);
     const r = await api.DELETE('/admin/invitations/{token}', { params: { path: { token: inv.token } } });
     const err = problem(r);
-    if (err) return setP(err);
+    if (err) return act.setProblem(err);
     toast(`Invitation for ${inv.email} revoked`);
     list.reload();
   };

@@ -4,7 +4,7 @@
  * deactivates it, creates keys (shown once, with a copy button) and revokes them.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Problem, problem } from '../api';
+import { api, problem } from '../api';
 import { Button, ErrorBanner, Field, Table, toast, useLoad, usePageTitle } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link } from '../router';
@@ -21,6 +21,7 @@ import {
   Select,
   SuperAdminNote,
   type TenantDetail,
+  useAction,
 } from './admin-ui';
 
 type Model = (typeof MODELS)[number];
@@ -37,39 +38,37 @@ function EditTenant({ detail, onSaved }: { detail: TenantDetail; onSaved: (d: Te
   const [notes, setNotes] = useState(t.notes ?? '');
   const [pool, setPool] = useState<Record<Provider, string>>({ provA: '', provB: '' });
   const [remove, setRemove] = useState<Record<Provider, boolean>>({ provA: false, provB: false });
-  const [busy, setBusy] = useState(false);
-  const [p, setP] = useState<Problem>();
+  const act = useAction();
+  const { busy, problem: p } = act;
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setP(undefined);
     const creds: { provA?: string[] | null; provB?: string[] | null } = {};
     for (const prov of ['provA', 'provB'] as const) {
       if (remove[prov]) creds[prov] = null;
       else if (poolOf(pool[prov]).length) creds[prov] = poolOf(pool[prov]);
     }
-    const r = await api.PATCH('/admin/tenants/{tenantId}', {
-      params: { path: { tenantId: t.tenantId } },
-      body: {
-        tenant_name: name.trim(),
-        contact_email: email.trim(),
-        monthly_quota_mb: intOf(quota),
-        rate_limit_per_minute: intOf(rate),
-        model_id: model,
-        allowed_models: allowed as Model[],
-        notes: notes.trim() ? notes : null,
-        provider_credentials: Object.keys(creds).length ? creds : undefined,
-      },
-    });
-    setBusy(false);
-    const err = problem(r);
-    if (err || !r.data) return setP(err);
+    const d = await act.run(() =>
+      api.PATCH('/admin/tenants/{tenantId}', {
+        params: { path: { tenantId: t.tenantId } },
+        body: {
+          tenant_name: name.trim(),
+          contact_email: email.trim(),
+          monthly_quota_mb: intOf(quota),
+          rate_limit_per_minute: intOf(rate),
+          model_id: model,
+          allowed_models: allowed as Model[],
+          notes: notes.trim() ? notes : null,
+          provider_credentials: Object.keys(creds).length ? creds : undefined,
+        },
+      }),
+    );
+    if (!d) return;
     // The typed keys are dropped at once: they live on the server only.
     setPool({ provA: '', provB: '' });
     setRemove({ provA: false, provB: false });
     toast('Tenant saved');
-    onSaved(r.data.data);
+    onSaved(d.data);
   };
 
   return (
@@ -133,30 +132,28 @@ function ApiKeys({ detail, superAdmin, onChange }: { detail: TenantDetail; super
   const tenantId = detail.tenant.tenantId;
   const [keyName, setKeyName] = useState('');
   const [type, setType] = useState<'live' | 'test'>('live');
-  const [busy, setBusy] = useState(false);
-  const [p, setP] = useState<Problem>();
+  const act = useAction();
+  const { busy, problem: p } = act;
   const [reveal, setReveal] = useState<{ label: string; value: string }[]>();
 
   const create = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setP(undefined);
-    const r = await api.POST('/admin/tenants/{tenantId}/api-keys', {
-      params: { path: { tenantId } },
-      body: { key_name: keyName.trim(), type },
-    });
-    setBusy(false);
-    const err = problem(r);
-    if (err || !r.data) return setP(err);
+    const d = await act.run(() =>
+      api.POST('/admin/tenants/{tenantId}/api-keys', {
+        params: { path: { tenantId } },
+        body: { key_name: keyName.trim(), type },
+      }),
+    );
+    if (!d) return;
     setKeyName('');
-    setReveal([{ label: `API key ${r.data.data.keyName} (${r.data.data.type})`, value: r.data.data.apiKey }]);
+    setReveal([{ label: `API key ${d.data.keyName} (${d.data.type})`, value: d.data.apiKey }]);
     onChange();
   };
   const revoke = async (k: ApiKeyRecord) => {
     if (!confirm(`Revoke the key ${k.keyName}? Requests with it are refused within seconds.`)) return;
     const r = await api.DELETE('/admin/tenants/{tenantId}/api-keys/{keyRef}', { params: { path: { tenantId, keyRef: k.keyId } } });
     const err = problem(r);
-    if (err) return setP(err);
+    if (err) return act.setProblem(err);
     toast(`Key ${k.keyName} revoked`);
     onChange();
   };
@@ -220,8 +217,8 @@ export default function AdminTenant({ params }: PageProps) {
   const session = useSession();
   const superAdmin = isSuperAdmin(session);
   const [detail, setDetail] = useState<TenantDetail>();
-  const [busy, setBusy] = useState(false);
-  const [p, setP] = useState<Problem>();
+  const act = useAction();
+  const { busy, problem: p } = act;
   const load = useLoad(async () => {
     const r = await api.GET('/admin/tenants/{tenantId}', { params: { path: { tenantId } } });
     return { value: r.data?.data, problem: problem(r) };
@@ -230,13 +227,9 @@ export default function AdminTenant({ params }: PageProps) {
 
   const setActive = async (active: boolean) => {
     if (!active && !confirm(`Deactivate ${tenantId}? Its API keys and console sessions are refused until it is activated again.`)) return;
-    setBusy(true);
-    setP(undefined);
-    const r = await api.PATCH('/admin/tenants/{tenantId}', { params: { path: { tenantId } }, body: { is_active: active } });
-    setBusy(false);
-    const err = problem(r);
-    if (err || !r.data) return setP(err);
-    setDetail(r.data.data);
+    const d = await act.run(() => api.PATCH('/admin/tenants/{tenantId}', { params: { path: { tenantId } }, body: { is_active: active } }));
+    if (!d) return;
+    setDetail(d.data);
     toast(`${tenantId} ${active ? 'activated' : 'deactivated'}`);
   };
 

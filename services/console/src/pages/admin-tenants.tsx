@@ -1,11 +1,11 @@
 /** Tenants (GET /admin/tenants): list and search; a super_admin creates one and sees its new API keys once. */
 import { useState } from 'preact/hooks';
-import { api, type Problem, problem } from '../api';
+import { api, problem } from '../api';
 import { Button, ErrorBanner, Field, Table, toast, useLoad } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link, setQuery } from '../router';
 import { isSuperAdmin, useSession } from '../session';
-import { fmtDate, fmtMb, intOf, poolOf, SecretReveal, SuperAdminNote } from './admin-ui';
+import { fmtDate, fmtMb, intOf, poolOf, SecretReveal, SuperAdminNote, useAction } from './admin-ui';
 
 function CreateTenant({ onCreated }: { onCreated: (tenantId: string, keys: { label: string; value: string }[]) => void }) {
   const [id, setId] = useState('');
@@ -17,30 +17,28 @@ function CreateTenant({ onCreated }: { onCreated: (tenantId: string, keys: { lab
   // Provider keys: typed here, sent once, never shown again (the tenant page only says how many are configured).
   const [provA, setProvA] = useState('');
   const [provB, setProvB] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [p, setP] = useState<Problem>();
+  const act = useAction();
+  const { busy, problem: p } = act;
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setP(undefined);
-    const r = await api.POST('/admin/tenants', {
-      body: {
-        tenant_id: id.trim(),
-        tenant_name: name.trim(),
-        contact_email: email.trim(),
-        monthly_quota_mb: intOf(quota),
-        rate_limit_per_minute: intOf(rate),
-        api_keys: keyName.trim() ? [{ key_name: keyName.trim() }] : undefined,
-        provider_credentials: {
-          provA: poolOf(provA).length ? poolOf(provA) : undefined,
-          provB: poolOf(provB).length ? poolOf(provB) : undefined,
+    const d = await act.run(() =>
+      api.POST('/admin/tenants', {
+        body: {
+          tenant_id: id.trim(),
+          tenant_name: name.trim(),
+          contact_email: email.trim(),
+          monthly_quota_mb: intOf(quota),
+          rate_limit_per_minute: intOf(rate),
+          api_keys: keyName.trim() ? [{ key_name: keyName.trim() }] : undefined,
+          provider_credentials: {
+            provA: poolOf(provA).length ? poolOf(provA) : undefined,
+            provB: poolOf(provB).length ? poolOf(provB) : undefined,
+          },
         },
-      },
-    });
-    setBusy(false);
-    const err = problem(r);
-    if (err || !r.data) return setP(err);
-    const t = r.data.data;
+      }),
+    );
+    if (!d) return;
+    const t = d.data;
     setId('');
     setName('');
     setEmail('');

@@ -3,8 +3,8 @@
  * model list, and number/date formats. Not a page: pages.ts has no entry for it.
  */
 import type { ComponentChildren } from 'preact';
-import { useId } from 'preact/hooks';
-import type { Answer, paths } from '../api';
+import { useId, useState } from 'preact/hooks';
+import { type Answer, networkProblem, type Problem, type paths, problem } from '../api';
 import { Button, Dialog, toast } from '../components/ui';
 import './admin.css';
 
@@ -51,6 +51,29 @@ export function poolOf(text: string): string[] {
     .split(/[\n,]/)
     .map((k) => k.trim())
     .filter(Boolean);
+}
+
+/** One API write of a form or button: busy meanwhile, its problem kept for the page to show next to it. */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [p, setP] = useState<Problem>();
+  /** Runs the call; its answer's body when it succeeded, else undefined (and the problem is set). */
+  async function run<D>(call: () => Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D | undefined> {
+    setBusy(true);
+    setP(undefined);
+    try {
+      const r = await call();
+      const err = problem(r);
+      if (err || r.data === undefined) return void setP(err);
+      return r.data;
+    } catch (e) {
+      setP(networkProblem(e));
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, problem: p, setProblem: setP, run };
 }
 
 async function copy(text: string, what: string) {
