@@ -63,10 +63,11 @@ describe.skipIf(unavailable || skipped)('container image (.ci/build-image)', () 
     expect(Number.isNaN(Date.parse(String(result?.image.created)))).toBe(false);
   });
 
-  it('the all-in-one from the image: ready, runs as node, generates an image end to end', () => {
+  it('the all-in-one from the image: ready, runs as node, serves the web console, generates an image end to end', () => {
     passed('readyz_all');
     passed('user_all');
     passed('build_info_all');
+    passed('console_all');
     passed('banner_all');
     passed('generate_all');
     passed('credentials_all');

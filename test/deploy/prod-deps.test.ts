@@ -173,12 +173,13 @@ function prodClosure(importers: string[]): Set<string> {
 const nameOf = (key: string) => key.slice(0, key.indexOf('@', 1));
 
 describe('production dependencies', () => {
-  it('the image installs every workspace package but the tests and the client SDK', () => {
-    expect(image.excluded.sort()).toEqual(['@imagegen/client', '@imagegen/e2e']);
+  it('the image installs every workspace package but the tests, the client SDK and the web console (built in its own stage)', () => {
+    expect(image.excluded.sort()).toEqual(['@imagegen/client', '@imagegen/console', '@imagegen/e2e']);
     // Nothing the image runs imports them.
     for (const m of image.packages) {
       expect(Object.keys(m.dependencies), m.name).not.toContain('@imagegen/client');
       expect(Object.keys(m.dependencies), m.name).not.toContain('@imagegen/e2e');
+      expect(Object.keys(m.dependencies), m.name).not.toContain('@imagegen/console');
     }
   });
 

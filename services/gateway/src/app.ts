@@ -27,6 +27,7 @@ import Fastify, {
 } from 'fastify';
 import { registerAudit } from './audit.js';
 import { registerAuth } from './auth.js';
+import { registerConsole } from './console.js';
 import { FAVICON_ICO } from './favicon.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './hostile-input.js';
 import { registerIdempotency } from './idempotency.js';
@@ -204,5 +205,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   // Per-tenant caps on open event streams and generations in flight (429 + Retry-After), after idempotency replays.
   await registerTenantConcurrency(app as unknown as FastifyInstance<any, any, any, any, any>, deps);
   for (const mod of routeModules) await app.register(async (scope) => mod(scope as unknown as FastifyInstance, deps));
+  // The web console (/console) and its session cookie (console.ts).
+  await registerConsole(app as unknown as FastifyInstance, deps);
   return app as unknown as FastifyInstance;
 }

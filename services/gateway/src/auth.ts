@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { SESSION_ID_MAX } from '@imagegen/api-schemas/vocab';
 import { AppError, forbidden, onTenantChanged, type Principal, unauthorized } from '@imagegen/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { checkConsoleRequest, consoleCookieName, consoleTokenKind, consoleTokenOf } from './console.js';
 import { checkSignatureHeaders, registerRequestSignatures, type SigningKeys } from './request-signature.js';
 import type { GatewayDeps, RouteAuth } from './types.js';
 
@@ -198,6 +199,24 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
     };
   };
 
+  // The web console's session cookie (console.ts), when a request sends no other credential: the session names the
+  // API key it signed in with, authenticated as that key is (cache, revocation, tenant state); CSRF checked after.
+  const cookieName = consoleCookieName(config);
+  const consoleTenant = (request: FastifyRequest, done: HookHandlerDoneFunction) => {
+    const token = consoleTokenOf(request, cookieName);
+    if (!token || consoleTokenKind(token) !== 'tenant') return done(unauthorized());
+    tenancy
+      .authenticateConsoleSession({ tokenHash: sha256Hex(token) }, { requestId: request.id, source: 'gateway' })
+      .then((s) => {
+        const hit = cache.get(s.keyHash);
+        return (hit && hit.expires > Date.now() ? Promise.resolve(hit) : lookup(s.keyHash, request.id)).then((e) => {
+          finishTenant(request, s.keyHash, e);
+          checkConsoleRequest(request, token);
+        });
+      })
+      .then(() => done(), done);
+  };
+
   const tenantAuth = (request: FastifyRequest, done: HookHandlerDoneFunction) => {
     const xKey = request.headers['x-api-key'];
     let key: string | undefined;
@@ -206,6 +225,7 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
       const m = request.headers.authorization ? BEARER.exec(request.headers.authorization) : null;
       if (m) key = m[1].trim();
     }
+    if (key === undefined && !request.headers.authorization) return consoleTenant(request, done);
     if (!key || !API_KEY_PATTERN.test(key)) return done(unauthorized());
     const hash = sha256Hex(key);
     const hit = cache.get(hash);
@@ -240,9 +260,12 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
   const adminAuth = async (request: FastifyRequest, need: 'admin' | 'super_admin') => {
     const authz = request.headers.authorization;
     const m = authz ? BEARER.exec(authz) : null;
+    // The web console's admin session cookie, when no other admin credential is sent (never the legacy token).
+    const cookie = !authz && !request.headers['x-admin-token'] ? consoleTokenOf(request, cookieName) : undefined;
+    const fromCookie = cookie !== undefined && consoleTokenKind(cookie) === 'admin' ? cookie : undefined;
     let principal: Principal;
-    if (m) {
-      const token = m[1].trim();
+    if (m || fromCookie) {
+      const token = fromCookie ?? (m as RegExpExecArray)[1].trim();
       const tokenHash = sha256Hex(token);
       const s = await tenancy.authenticateAdminSession({ tokenHash }, { requestId: request.id, source: 'gateway' });
       request.adminUser = {
@@ -254,6 +277,7 @@ export async function registerAuth(app: FastifyInstance<any, any, any, any, any>
         tokenHash,
       };
       principal = { requestId: request.id, adminUserId: s.userId, adminRole: s.role as Principal['adminRole'], source: 'admin' };
+      if (fromCookie) checkConsoleRequest(request, fromCookie);
     } else {
       const raw = request.headers['x-admin-token'];
       const given = Array.isArray(raw) ? raw[0] : raw;

@@ -16,7 +16,7 @@ import type { GatewayDeps } from './types.js';
  * | upload      | the catalogue's operations with rate 'upload' (POST /api/upload-for-editing) | tenant id | 20 (*) |
  * | oauth-token | POST /oauth/token                                                 | client IP           | 30 |
  * | admin       | every /admin/* request                                            | cf-connecting-ip    | 300 |
- * | admin-login | POST /admin/auth/login                                            | cf-connecting-ip    | 10 |
+ * | admin-login | POST /admin/auth/login, POST /console/session (the console's sign-in) | cf-connecting-ip | 10 |
  *
  * (*) The SPEC defaults hold at the default API rate of 60/min; a tenant configured above it gets
  * proportionally more (generations max(30, rate/2), uploads max(20, rate/3)), never less.
@@ -85,6 +85,10 @@ function clientBucketsOf(req: FastifyRequest, s: RateLimitSettings): Applied[] {
       out.push({ bucket: 'admin-login', key: `admin-login:${ip}`, max: s.adminLoginPerMinute });
     }
     return out;
+  }
+  // The web console's sign-in (an API key, or an admin's password) counts in the admin sign-in bucket.
+  if (method === 'POST' && route === '/console/session') {
+    out.push({ bucket: 'admin-login', key: `admin-login:${clientIp(req)}`, max: s.adminLoginPerMinute });
   }
   if (method === 'POST' && req.url.split('?')[0] === '/oauth/token') {
     out.push({ bucket: 'oauth-token', key: `oauth-token:${clientIp(req)}`, max: s.oauthTokenPerMinute });

@@ -73,6 +73,7 @@ if (stack.baseUrl) {
     '',
     `imagegen is running at ${stack.config.publicBaseUrl}`,
     `  API docs:        ${stack.config.publicBaseUrl}/docs`,
+    `  Web console:     ${stack.config.publicBaseUrl}/console   (sign in with the demo key or the admin sign-in below)`,
     `  Admin token:     ${stack.config.adminToken}   (header X-Admin-Token)`,
     `  Admin sign-in:   ${stack.config.adminEmail} / ${adminFromEnv ? '(ADMIN_PASSWORD)' : stack.config.adminPassword}   (POST /admin/auth/login)`,
     demo ? `  Demo tenant:     ${demo.tenantId}   test API key: ${demo.testKey}` : '',

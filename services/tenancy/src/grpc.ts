@@ -7,6 +7,7 @@ import { adminUserHandlers } from './handlers/admin-users.js';
 import { apiKeySigningHandlers } from './handlers/api-key-signing.js';
 import { apiKeyHandlers } from './handlers/api-keys.js';
 import { auditLogHandlers } from './handlers/audit-log.js';
+import { consoleSessionHandlers } from './handlers/console-sessions.js';
 import { handlerContext, type TenancyDeps, type TenancyHandlers } from './handlers/context.js';
 import { invitationHandlers } from './handlers/invitations.js';
 import { tenantDataJobHandlers } from './handlers/tenant-data.js';
@@ -25,6 +26,7 @@ export function createHandlers(deps: TenancyDeps): TenancyHandlers {
     ...invitationHandlers(c),
     ...auditLogHandlers(c),
     ...tenantDataJobHandlers(c),
+    ...consoleSessionHandlers(c),
   };
 }
 

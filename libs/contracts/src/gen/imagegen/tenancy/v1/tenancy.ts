@@ -23,6 +23,36 @@ export const protobufPackage = "imagegen.tenancy.v1";
 
 export const protobufFileName = "imagegen/tenancy/v1/tenancy.proto";
 
+export interface CreateConsoleSessionRequest {
+  /** sha256 hex of the full API key */
+  keyHash: string;
+  ip: string;
+  userAgent: string;
+}
+
+export interface ConsoleSession {
+  /** opaque, returned once */
+  token: string;
+  expiresAt: string;
+  tenantId: string;
+}
+
+export interface AuthenticateConsoleSessionRequest {
+  /** sha256 hex of the session token */
+  tokenHash: string;
+}
+
+export interface AuthenticateConsoleSessionResponse {
+  /** the API key the session acts with (the gateway authenticates it as usual) */
+  keyHash: string;
+  tenantId: string;
+  expiresAt: string;
+}
+
+export interface EndConsoleSessionResponse {
+  ended: boolean;
+}
+
 export interface AuthenticateApiKeyRequest {
   /** sha256 hex of the full key */
   keyHash: string;
@@ -458,6 +488,477 @@ export interface RecordTenantPurgeStepRequest {
   step: string;
   resultJson: string;
 }
+
+function createBaseCreateConsoleSessionRequest(): CreateConsoleSessionRequest {
+  return { keyHash: "", ip: "", userAgent: "" };
+}
+
+export const CreateConsoleSessionRequest: MessageFns<CreateConsoleSessionRequest> = {
+  encode(message: CreateConsoleSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyHash !== "") {
+      writer.uint32(10).string(message.keyHash);
+    }
+    if (message.ip !== "") {
+      writer.uint32(18).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(26).string(message.userAgent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateConsoleSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateConsoleSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyHash = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateConsoleSessionRequest {
+    return {
+      keyHash: isSet(object.keyHash)
+        ? globalThis.String(object.keyHash)
+        : isSet(object.key_hash)
+        ? globalThis.String(object.key_hash)
+        : "",
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateConsoleSessionRequest): unknown {
+    const obj: any = {};
+    if (message.keyHash !== "") {
+      obj.keyHash = message.keyHash;
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateConsoleSessionRequest>): CreateConsoleSessionRequest {
+    return CreateConsoleSessionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateConsoleSessionRequest>): CreateConsoleSessionRequest {
+    const message = createBaseCreateConsoleSessionRequest();
+    message.keyHash = object.keyHash ?? "";
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    return message;
+  },
+};
+
+function createBaseConsoleSession(): ConsoleSession {
+  return { token: "", expiresAt: "", tenantId: "" };
+}
+
+export const ConsoleSession: MessageFns<ConsoleSession> = {
+  encode(message: ConsoleSession, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(18).string(message.expiresAt);
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(26).string(message.tenantId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsoleSession {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsoleSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsoleSession {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ConsoleSession): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ConsoleSession>): ConsoleSession {
+    return ConsoleSession.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ConsoleSession>): ConsoleSession {
+    const message = createBaseConsoleSession();
+    message.token = object.token ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    message.tenantId = object.tenantId ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateConsoleSessionRequest(): AuthenticateConsoleSessionRequest {
+  return { tokenHash: "" };
+}
+
+export const AuthenticateConsoleSessionRequest: MessageFns<AuthenticateConsoleSessionRequest> = {
+  encode(message: AuthenticateConsoleSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tokenHash !== "") {
+      writer.uint32(10).string(message.tokenHash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateConsoleSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateConsoleSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokenHash = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateConsoleSessionRequest {
+    return {
+      tokenHash: isSet(object.tokenHash)
+        ? globalThis.String(object.tokenHash)
+        : isSet(object.token_hash)
+        ? globalThis.String(object.token_hash)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateConsoleSessionRequest): unknown {
+    const obj: any = {};
+    if (message.tokenHash !== "") {
+      obj.tokenHash = message.tokenHash;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuthenticateConsoleSessionRequest>): AuthenticateConsoleSessionRequest {
+    return AuthenticateConsoleSessionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateConsoleSessionRequest>): AuthenticateConsoleSessionRequest {
+    const message = createBaseAuthenticateConsoleSessionRequest();
+    message.tokenHash = object.tokenHash ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateConsoleSessionResponse(): AuthenticateConsoleSessionResponse {
+  return { keyHash: "", tenantId: "", expiresAt: "" };
+}
+
+export const AuthenticateConsoleSessionResponse: MessageFns<AuthenticateConsoleSessionResponse> = {
+  encode(message: AuthenticateConsoleSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyHash !== "") {
+      writer.uint32(10).string(message.keyHash);
+    }
+    if (message.tenantId !== "") {
+      writer.uint32(18).string(message.tenantId);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateConsoleSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateConsoleSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyHash = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tenantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateConsoleSessionResponse {
+    return {
+      keyHash: isSet(object.keyHash)
+        ? globalThis.String(object.keyHash)
+        : isSet(object.key_hash)
+        ? globalThis.String(object.key_hash)
+        : "",
+      tenantId: isSet(object.tenantId)
+        ? globalThis.String(object.tenantId)
+        : isSet(object.tenant_id)
+        ? globalThis.String(object.tenant_id)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateConsoleSessionResponse): unknown {
+    const obj: any = {};
+    if (message.keyHash !== "") {
+      obj.keyHash = message.keyHash;
+    }
+    if (message.tenantId !== "") {
+      obj.tenantId = message.tenantId;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuthenticateConsoleSessionResponse>): AuthenticateConsoleSessionResponse {
+    return AuthenticateConsoleSessionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateConsoleSessionResponse>): AuthenticateConsoleSessionResponse {
+    const message = createBaseAuthenticateConsoleSessionResponse();
+    message.keyHash = object.keyHash ?? "";
+    message.tenantId = object.tenantId ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseEndConsoleSessionResponse(): EndConsoleSessionResponse {
+  return { ended: false };
+}
+
+export const EndConsoleSessionResponse: MessageFns<EndConsoleSessionResponse> = {
+  encode(message: EndConsoleSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ended !== false) {
+      writer.uint32(8).bool(message.ended);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EndConsoleSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEndConsoleSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.ended = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EndConsoleSessionResponse {
+    return { ended: isSet(object.ended) ? globalThis.Boolean(object.ended) : false };
+  },
+
+  toJSON(message: EndConsoleSessionResponse): unknown {
+    const obj: any = {};
+    if (message.ended !== false) {
+      obj.ended = message.ended;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<EndConsoleSessionResponse>): EndConsoleSessionResponse {
+    return EndConsoleSessionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<EndConsoleSessionResponse>): EndConsoleSessionResponse {
+    const message = createBaseEndConsoleSessionResponse();
+    message.ended = object.ended ?? false;
+    return message;
+  },
+};
 
 function createBaseAuthenticateApiKeyRequest(): AuthenticateApiKeyRequest {
   return { keyHash: "", verifiesSignatures: undefined };
@@ -8040,6 +8541,37 @@ export const TenancyServiceDefinition = {
       responseStream: false,
       options: {},
     },
+    /**
+     * ---- web console sessions (issue 38): the gateway's backend-for-frontend; only sha256 of a token is stored ----
+     * Signs a tenant in with an API key: 401 'Invalid or missing API key' for an unknown or revoked key, 403 for an
+     * inactive tenant, 400 for a key that requires signed requests. Answers the session token once.
+     */
+    createConsoleSession: {
+      name: "CreateConsoleSession",
+      requestType: CreateConsoleSessionRequest as typeof CreateConsoleSessionRequest,
+      requestStream: false,
+      responseType: ConsoleSession as typeof ConsoleSession,
+      responseStream: false,
+      options: {},
+    },
+    /** The key behind a live session (unexpired, not ended, key active, tenant active); else 401. */
+    authenticateConsoleSession: {
+      name: "AuthenticateConsoleSession",
+      requestType: AuthenticateConsoleSessionRequest as typeof AuthenticateConsoleSessionRequest,
+      requestStream: false,
+      responseType: AuthenticateConsoleSessionResponse as typeof AuthenticateConsoleSessionResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Ends a session (sign-out). Idempotent. */
+    endConsoleSession: {
+      name: "EndConsoleSession",
+      requestType: AuthenticateConsoleSessionRequest as typeof AuthenticateConsoleSessionRequest,
+      requestStream: false,
+      responseType: EndConsoleSessionResponse as typeof EndConsoleSessionResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -8401,6 +8933,48 @@ export const TenancyServiceService = {
     responseSerialize: (value: TenantPurge): Buffer => Buffer.from(TenantPurge.encode(value).finish()),
     responseDeserialize: (value: Buffer): TenantPurge => TenantPurge.decode(value),
   },
+  /**
+   * ---- web console sessions (issue 38): the gateway's backend-for-frontend; only sha256 of a token is stored ----
+   * Signs a tenant in with an API key: 401 'Invalid or missing API key' for an unknown or revoked key, 403 for an
+   * inactive tenant, 400 for a key that requires signed requests. Answers the session token once.
+   */
+  createConsoleSession: {
+    path: "/imagegen.tenancy.v1.TenancyService/CreateConsoleSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateConsoleSessionRequest): Buffer =>
+      Buffer.from(CreateConsoleSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateConsoleSessionRequest => CreateConsoleSessionRequest.decode(value),
+    responseSerialize: (value: ConsoleSession): Buffer => Buffer.from(ConsoleSession.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsoleSession => ConsoleSession.decode(value),
+  },
+  /** The key behind a live session (unexpired, not ended, key active, tenant active); else 401. */
+  authenticateConsoleSession: {
+    path: "/imagegen.tenancy.v1.TenancyService/AuthenticateConsoleSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateConsoleSessionRequest): Buffer =>
+      Buffer.from(AuthenticateConsoleSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateConsoleSessionRequest =>
+      AuthenticateConsoleSessionRequest.decode(value),
+    responseSerialize: (value: AuthenticateConsoleSessionResponse): Buffer =>
+      Buffer.from(AuthenticateConsoleSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthenticateConsoleSessionResponse =>
+      AuthenticateConsoleSessionResponse.decode(value),
+  },
+  /** Ends a session (sign-out). Idempotent. */
+  endConsoleSession: {
+    path: "/imagegen.tenancy.v1.TenancyService/EndConsoleSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateConsoleSessionRequest): Buffer =>
+      Buffer.from(AuthenticateConsoleSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateConsoleSessionRequest =>
+      AuthenticateConsoleSessionRequest.decode(value),
+    responseSerialize: (value: EndConsoleSessionResponse): Buffer =>
+      Buffer.from(EndConsoleSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EndConsoleSessionResponse => EndConsoleSessionResponse.decode(value),
+  },
 } as const;
 
 export interface TenancyServiceServer extends UntypedServiceImplementation {
@@ -8468,6 +9042,16 @@ export interface TenancyServiceServer extends UntypedServiceImplementation {
   beginTenantPurge: handleUnaryCall<BeginTenantPurgeRequest, TenantPurge>;
   /** Records one finished step of a purge and what it removed. */
   recordTenantPurgeStep: handleUnaryCall<RecordTenantPurgeStepRequest, TenantPurge>;
+  /**
+   * ---- web console sessions (issue 38): the gateway's backend-for-frontend; only sha256 of a token is stored ----
+   * Signs a tenant in with an API key: 401 'Invalid or missing API key' for an unknown or revoked key, 403 for an
+   * inactive tenant, 400 for a key that requires signed requests. Answers the session token once.
+   */
+  createConsoleSession: handleUnaryCall<CreateConsoleSessionRequest, ConsoleSession>;
+  /** The key behind a live session (unexpired, not ended, key active, tenant active); else 401. */
+  authenticateConsoleSession: handleUnaryCall<AuthenticateConsoleSessionRequest, AuthenticateConsoleSessionResponse>;
+  /** Ends a session (sign-out). Idempotent. */
+  endConsoleSession: handleUnaryCall<AuthenticateConsoleSessionRequest, EndConsoleSessionResponse>;
 }
 
 export interface TenancyServiceClient extends Client {
@@ -8982,6 +9566,58 @@ export interface TenancyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TenantPurge) => void,
+  ): ClientUnaryCall;
+  /**
+   * ---- web console sessions (issue 38): the gateway's backend-for-frontend; only sha256 of a token is stored ----
+   * Signs a tenant in with an API key: 401 'Invalid or missing API key' for an unknown or revoked key, 403 for an
+   * inactive tenant, 400 for a key that requires signed requests. Answers the session token once.
+   */
+  createConsoleSession(
+    request: CreateConsoleSessionRequest,
+    callback: (error: ServiceError | null, response: ConsoleSession) => void,
+  ): ClientUnaryCall;
+  createConsoleSession(
+    request: CreateConsoleSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsoleSession) => void,
+  ): ClientUnaryCall;
+  createConsoleSession(
+    request: CreateConsoleSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsoleSession) => void,
+  ): ClientUnaryCall;
+  /** The key behind a live session (unexpired, not ended, key active, tenant active); else 401. */
+  authenticateConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    callback: (error: ServiceError | null, response: AuthenticateConsoleSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthenticateConsoleSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthenticateConsoleSessionResponse) => void,
+  ): ClientUnaryCall;
+  /** Ends a session (sign-out). Idempotent. */
+  endConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    callback: (error: ServiceError | null, response: EndConsoleSessionResponse) => void,
+  ): ClientUnaryCall;
+  endConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EndConsoleSessionResponse) => void,
+  ): ClientUnaryCall;
+  endConsoleSession(
+    request: AuthenticateConsoleSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EndConsoleSessionResponse) => void,
   ): ClientUnaryCall;
 }
 
