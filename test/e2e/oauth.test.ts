@@ -159,7 +159,7 @@ describe('authorization code flow with openid-client and Chromium', () => {
   it('calls MCP tools with the access token, within its scopes', async () => {
     const client = await mcpClient(stack.baseUrl, tokens.access_token);
     try {
-      expect((await client.listTools()).tools).toHaveLength(49);
+      expect((await client.listTools()).tools).toHaveLength(50);
       const gen = await client.callTool({ name: 'generate_image', arguments: { prompt: 'a lighthouse at dusk', session_id: 'oauth-e2e' } });
       expect(gen.isError).toBeFalsy();
       expect(jsonOf(gen).metadata.session_id).toBe('oauth-e2e');

@@ -94,6 +94,13 @@ async function seedEverything(t: TestTenant): Promise<void> {
   expect(hook.body.data.secret).toEqual(expect.any(String));
   webhookSecrets.push(hook.body.data.secret);
   expect((await s.api(`/api/webhooks/${hook.body.data.id}/test`, { key, method: 'POST' })).status).toBe(202);
+  // A web console session (tenancy console_sessions), signed in with the key as a browser would.
+  const consoleSession = await fetch(`${s.baseUrl}/console/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ apiKey: key }),
+  });
+  expect(consoleSession.status, await consoleSession.clone().text()).toBeLessThan(300);
   const exp = await s.api('/api/exports', { key, method: 'POST' });
   expect(exp.status).toBe(202);
   await waitExport(`/api/exports/${exp.body.data.exportId}`, { key });

@@ -286,7 +286,14 @@ function startTraffic() {
 
 // ---- set-up ----
 
+/**
+ * Opt-in (IMAGEGEN_UPGRADE_TEST=1): 48 process starts, about 3 CPU-minutes, 4 to 6 minutes of wall time on 2
+ * cores, and not yet shown reliable beside the rest of the suite on this machine kind (see the README).
+ */
+const ENABLED = process.env.IMAGEGEN_UPGRADE_TEST === '1';
+
 beforeAll(async () => {
+  if (!ENABLED) return;
   const install = Date.now();
   prev = materialisePrevious();
   figures.previous = { commit: prev.commit, version: prev.version, current: prev.currentVersion };
@@ -327,6 +334,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
+  if (!ENABLED) return;
   figures.totalMs = Date.now() - t0;
   console.log(`rolling upgrade figures: ${JSON.stringify(figures, null, 1)}`);
   sending = false;
@@ -335,7 +343,7 @@ afterAll(async () => {
   await Promise.all([rx?.stop(), nats?.close(), pg?.close(), oauthLb?.close(), mcpLb?.close()]);
 }, 120_000);
 
-describe(`rolling upgrade from the previous release (upgrade/previous-version) to the current code, and back`, () => {
+describe.skipIf(!ENABLED)(`rolling upgrade from the previous release (upgrade/previous-version) to the current code, and back`, () => {
   it('every request is answered, no event is lost or doubled, usage and the gallery match, no process dies', async () => {
     // The previous version runs: every slot reports its version.
     for (const n of ROLLED) for (const s of [0, 1]) expect((await reported(n, s)).version, `${n}#${s}`).toBe(prev.version);

@@ -152,7 +152,14 @@ describe('composition from saved assets', () => {
 
   it('without assets leaves the request untouched', async () => {
     const r = await composer.compose({ req: req({}), plan: plan('plain', 'provA', { negativePrompt: 'n' }), principal });
-    expect(r).toEqual({ prompt: 'plain', negativePrompt: 'n', systemInstruction: undefined, referenceImages: [], referenceGroupIds: [] });
+    expect(r).toEqual({
+      prompt: 'plain',
+      negativePrompt: 'n',
+      systemInstruction: undefined,
+      referenceImages: [],
+      referenceGroupIds: [],
+      referenceObjectKeys: [],
+    });
   });
 
   it('resolves reference groups by name, reference_mode add, and request reference images', async () => {
