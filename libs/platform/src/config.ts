@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { parseDuration } from './env.js';
+import { ConfigError } from './startup-errors.js';
+
+export { ConfigError, StartupError } from './startup-errors.js';
 
 /**
  * Every setting of every service, read from the environment once. One name per setting in every
@@ -259,24 +262,6 @@ export interface Config {
 }
 
 export type ServiceName = 'tenancy' | 'library' | 'generation' | 'usage' | 'webhooks' | 'oauth' | 'mcp';
-
-/** A setting that is wrong; its message is one line naming the setting (start-up prints it and exits 2). */
-export class ConfigError extends Error {}
-
-/**
- * A start-up failure whose cause is outside the code (a port taken, a database unreachable, a data folder in
- * use): its message is one line naming the cause and the setting involved; entry points print it and exit 2.
- * `code` keeps the system error code where there is one (e.g. EADDRINUSE).
- */
-export class StartupError extends Error {
-  constructor(
-    message: string,
-    readonly code?: string,
-  ) {
-    super(message);
-    this.name = 'StartupError';
-  }
-}
 
 /** Names whose values are never echoed in a message. */
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD/;
