@@ -125,6 +125,21 @@ describe('console studio', { timeout: 150_000 }, () => {
     await context.close();
   });
 
+  it("a model outside the tenant's allowlist is refused next to the model, with the allowed ones", async () => {
+    const narrow = await stack.createTenant({ allowed_models: ['provA-flash-lite-image'], model_id: 'provA-flash-lite-image' });
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, narrow.liveKey, '/studio');
+    await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
+    await page.getByLabel('Model').selectOption('provB-image-2');
+    await page.getByLabel('Prompt', { exact: true }).fill('a red kite');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const modelField = page.locator('.field', { has: page.getByLabel('Model') });
+    await modelField.getByText('model_id provB-image-2 is not allowed for this tenant (allowed: provA-flash-lite-image)').waitFor();
+    expect(await page.getByLabel('Model').getAttribute('aria-invalid')).toBe('true');
+    expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
+    await context.close();
+  });
+
   it('a content block is said in words; an over-long prompt is refused before sending', async () => {
     const { context, page, errors } = await ui.newPage();
     await signInTenant(page, stack, tenant.liveKey, '/studio');

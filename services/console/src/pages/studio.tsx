@@ -234,6 +234,9 @@ export default function Studio(_props: PageProps) {
     }
   }
   const fields = { ...(failure?.fields ?? {}), ...local };
+  // "model_id <id> is not allowed for this tenant (allowed: ...)": the tenant's allowlist, said next to the model.
+  const modelDetail = failure?.details.find((d) => d.startsWith('model_id '));
+  if (modelDetail && !fields.model_id) fields.model_id = modelDetail;
 
   const body = (): Body => {
     const b: Body = { prompt, n: Number(n) };
