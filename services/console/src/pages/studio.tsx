@@ -467,7 +467,7 @@ export default function Studio(_props: PageProps) {
           <p>
             <Link href={`/executions/${encodeURIComponent(job.executionId)}`}>Execution {job.executionId}</Link>:{' '}
             <span data-testid="job-status">{status?.status ?? (live.state === 'connecting' ? 'queued' : live.state)}</span>
-            {status?.currentStep && (
+            {status?.currentStep && status.currentStep !== status.status && (
               <>
                 {' '}
                 · <span data-testid="job-step">{status.currentStep}</span>
