@@ -122,4 +122,70 @@ describe('console gallery', () => {
     expect(errors).toEqual([]);
     await context.close();
   });
+  it('opens an image: every field, edit with a prompt, the chain both ways, download, delete', async () => {
+    const { context, page, errors } = await ui.newPage();
+    page.setDefaultTimeout(15_000);
+    await signInTenant(page, stack, tenant.liveKey);
+    const id = seeded[0];
+    await openConsole(page, stack, `/images/${id}`);
+    await page.getByRole('heading', { name: `Image ${id}` }).waitFor();
+    expect(await page.title()).toBe(`Image ${id} · imagegen console`);
+    for (const label of [
+      'Prompt',
+      'Negative prompt',
+      'Operation',
+      'Model',
+      'Aspect ratio',
+      'Resolution tier',
+      'Format',
+      'Session',
+      'Created',
+    ]) {
+      await page.locator('dt', { hasText: new RegExp(`^${label}$`) }).waitFor();
+    }
+    const full = page.locator('img.image-full');
+    expect(Number(await full.getAttribute('width'))).toBeGreaterThan(0);
+    await page.getByText('This is an original image.').waitFor();
+    const download = page.getByRole('link', { name: 'Download' });
+    expect(await download.getAttribute('download')).toMatch(new RegExp(`^image-${id}\\.`));
+
+    // Edit with a prompt: the result is linked and appears in the chain of edits.
+    await page.getByLabel('Edit prompt').fill('make it snow harder');
+    await page.getByRole('button', { name: 'Edit image' }).click();
+    const result = page.getByRole('link', { name: /Open the edited image \d+/ });
+    await result.waitFor({ timeout: 30_000 });
+    const editedId = Number((await result.getAttribute('href'))?.split('/').pop());
+    expect(editedId).toBeGreaterThan(id);
+    await page
+      .getByRole('region', { name: 'Edits of this image' })
+      .getByRole('link', { name: new RegExp(`^Image ${editedId} \\(`) })
+      .waitFor();
+    await expectAccessible(page, 'image');
+    await screenshots(page, 'image');
+
+    // The edit's page shows its parent in the chain; the parent link goes back.
+    await result.click();
+    await page.getByRole('heading', { name: `Image ${editedId}` }).waitFor();
+    await page
+      .getByRole('region', { name: 'Edited from' })
+      .getByRole('link', { name: new RegExp(`^Image ${id} `) })
+      .waitFor();
+    await page.getByRole('link', { name: `#${id}` }).click();
+    await page.getByRole('heading', { name: `Image ${id}` }).waitFor();
+
+    // Delete the edit after the confirmation: back to the gallery, and the API no longer has it.
+    await openConsole(page, stack, `/images/${editedId}`);
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page
+      .getByRole('dialog', { name: `Delete image ${editedId}?` })
+      .getByRole('button', { name: 'Delete for good' })
+      .click();
+    await page.getByRole('heading', { name: 'Gallery' }).waitFor();
+    expect((await stack.api(`/api/images/${editedId}`, { key: tenant.liveKey })).status).toBe(404);
+    // An unknown image is said in words.
+    await openConsole(page, stack, '/images/999999');
+    await page.getByRole('alert').first().waitFor();
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+    await context.close();
+  });
 });
