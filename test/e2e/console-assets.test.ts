@@ -32,7 +32,7 @@ beforeAll(async () => {
   for (const prompt of ['a red fox in the snow', 'a lighthouse at dusk']) {
     const r = await stack.api('/api/images', { key: tenant.liveKey, body: { prompt, n: 1 } });
     expect(r.status).toBe(200);
-    gallery.push(r.body.data.images[0].id);
+    gallery.push(r.body.data.images[0].record_id);
   }
 }, 60_000);
 afterAll(async () => {
@@ -129,7 +129,9 @@ describe('console saved assets', () => {
 
   it('creates a product from its URL and generates from it; scenes and style presets: create, edit, delete', async () => {
     const { context, page, errors } = await ui.newPage();
-    await signInAt(page, '/assets/products');
+    await signInAt(page, '/assets');
+    await page.getByRole('heading', { name: 'Saved assets' }).waitFor();
+    await page.getByRole('navigation', { name: 'Asset kinds' }).getByRole('link', { name: 'Products' }).click();
     await page.getByRole('heading', { name: 'Products' }).waitFor();
     await page.getByRole('button', { name: 'New product' }).click();
     const dialog = page.getByRole('dialog', { name: 'New product' });

@@ -16,6 +16,7 @@ import { SuperBox } from '@trustnxt/c2pa-ts/jumbf';
 import { ManifestStore } from '@trustnxt/c2pa-ts/manifest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
 
 let s: TestStack;
 let off: TestStack;
@@ -91,6 +92,37 @@ describe('every provider output is signed', () => {
       }
     });
   }
+
+  it('the prompt is in the manifest only for a tenant whose setting asks for it (credentials_include_prompt)', async () => {
+    const prompted = await s.createTenant();
+    const manifestOf = async (key: string, id: number) => {
+      const c = (await s.api(`/api/images/${id}/credentials`, { key })).body.data;
+      expect(c.validationState).toBe('Trusted');
+      return JSON.stringify(c.manifestStore.manifests[c.manifestStore.active_manifest]);
+    };
+    const before = await generate(s, prompted.liveKey, 'png');
+    expect(await manifestOf(prompted.liveKey, before)).not.toContain('a png fox');
+    const patched = await s.api(`/admin/tenants/${prompted.tenantId}`, {
+      admin: true,
+      method: 'PATCH',
+      body: { credentials_include_prompt: true },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.data.tenant.credentialsIncludePrompt).toBe(true);
+    const bad = await s.api(`/admin/tenants/${prompted.tenantId}`, {
+      admin: true,
+      method: 'PATCH',
+      body: { credentials_include_prompt: 'yes' },
+    });
+    expect(bad.status).toBe(400);
+    // Generation caches the tenant for API_KEY_CACHE_TTL_MS unless TenantChanged reached it first: wait for the setting.
+    let after = 0;
+    await waitFor(async () => {
+      after = await generate(s, prompted.liveKey, 'png');
+      return (await manifestOf(prompted.liveKey, after)).includes('a png fox');
+    });
+    expect(await manifestOf(prompted.liveKey, before)).not.toContain('a png fox');
+  });
 
   it('an edit of an edit carries three manifests, each parent an ingredient of the next (c2pa-rs and c2pa-ts)', async () => {
     const first = await generate(s, t.liveKey, 'png');

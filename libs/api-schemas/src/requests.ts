@@ -609,6 +609,10 @@ export const TenantBody = z
     // Unique items: the catalogue's bodyRules add uniqueItems to what the route validates (zod arrays have no such rule).
     allowed_models: z.array(z.enum(MODEL_IDS)).min(1).max(MODEL_IDS.length).optional().describe('Distinct model ids'),
     notes: z.string().max(TENANT_NOTES_MAX).nullable().optional(),
+    credentials_include_prompt: z
+      .boolean()
+      .optional()
+      .describe("Extension (Content Credentials): write the prompt into the images' signed C2PA manifests (default false)"),
     api_keys: z
       .array(ApiKeyBody)
       .max(API_KEYS_PER_TENANT_MAX)

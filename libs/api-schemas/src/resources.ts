@@ -518,6 +518,7 @@ export const Tenant = z.object({
   notes: nstr(),
   modelId: z.string(),
   allowedModels: z.array(z.string()),
+  credentialsIncludePrompt: z.boolean().describe("Extension: the prompt is written into the images' signed C2PA manifests"),
   createdAt: ts(),
   updatedAt: ts(),
 });

@@ -5397,6 +5397,8 @@ export interface operations {
                             notes: string | null;
                             modelId: string;
                             allowedModels: string[];
+                            /** @description Extension: the prompt is written into the images' signed C2PA manifests */
+                            credentialsIncludePrompt: boolean;
                             /** Format: date-time */
                             createdAt: string;
                             /** Format: date-time */
@@ -5458,6 +5460,8 @@ export interface operations {
                     /** @description Distinct model ids */
                     allowed_models?: ("provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst")[];
                     notes?: string | null;
+                    /** @description Extension (Content Credentials): write the prompt into the images' signed C2PA manifests (default false) */
+                    credentials_include_prompt?: boolean;
                     /** @description Keys to create with the tenant (default: one live key) */
                     api_keys?: ({
                         /** @description 1-100 characters, unique per tenant */
@@ -5498,6 +5502,8 @@ export interface operations {
                                 notes: string | null;
                                 modelId: string;
                                 allowedModels: string[];
+                                /** @description Extension: the prompt is written into the images' signed C2PA manifests */
+                                credentialsIncludePrompt: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5561,6 +5567,8 @@ export interface operations {
                                 notes: string | null;
                                 modelId: string;
                                 allowedModels: string[];
+                                /** @description Extension: the prompt is written into the images' signed C2PA manifests */
+                                credentialsIncludePrompt: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */
@@ -5640,6 +5648,8 @@ export interface operations {
                     /** @description Distinct model ids */
                     allowed_models?: ("provA-flash-lite-image" | "provA-flash-image" | "provA-pro-image" | "provB-image-2" | "provB-image-2.5-flare" | "provB-image-2.5-sunburst")[];
                     notes?: string | null;
+                    /** @description Extension (Content Credentials): write the prompt into the images' signed C2PA manifests (default false) */
+                    credentials_include_prompt?: boolean;
                     is_active?: boolean;
                 } & {
                     [key: string]: unknown;
@@ -5669,6 +5679,8 @@ export interface operations {
                                 notes: string | null;
                                 modelId: string;
                                 allowedModels: string[];
+                                /** @description Extension: the prompt is written into the images' signed C2PA manifests */
+                                credentialsIncludePrompt: boolean;
                                 /** Format: date-time */
                                 createdAt: string;
                                 /** Format: date-time */

@@ -32,6 +32,7 @@ export function tenantJson(t: Tenant | undefined): Json<'Tenant'> | null {
     notes: t.notes ?? null,
     modelId: t.modelId,
     allowedModels: t.allowedModels,
+    credentialsIncludePrompt: t.credentialsIncludePrompt,
     createdAt: t.createdAt,
     updatedAt: t.updatedAt,
   };

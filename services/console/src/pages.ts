@@ -31,6 +31,8 @@ export const PAGES: PageDef[] = [
   // ---- tenant ----
   { path: '/', area: 'tenant', title: 'Overview', nav: 'Overview', load: () => import('./pages/tenant-home') },
   { path: '/gallery', area: 'tenant', title: 'Gallery', nav: 'Gallery', load: () => import('./pages/gallery') },
+  { path: '/studio', area: 'tenant', title: 'Studio', nav: 'Studio', load: () => import('./pages/studio') },
+  { path: '/images/:id', area: 'tenant', title: 'Image', load: () => import('./pages/image') },
   { path: '/assets', area: 'tenant', title: 'Saved assets', nav: 'Assets', load: () => import('./pages/assets') },
   { path: '/assets/:kind', area: 'tenant', title: 'Saved assets', load: () => import('./pages/assets') },
   { path: '/sessions', area: 'tenant', title: 'Sessions', nav: 'Sessions', load: () => import('./pages/sessions') },

@@ -16,7 +16,10 @@ import { type Client, createClient, type Principal, type ServiceContext, TtlCach
  * pipeline against fakes; in the stack every call is the real gRPC client (docs/CONTRACTS.md).
  */
 export interface Collaborators {
-  getTenant(p: Principal, tenantId: string): Promise<Pick<Tenant, 'tenantId' | 'isActive' | 'modelId' | 'allowedModels'>>;
+  getTenant(
+    p: Principal,
+    tenantId: string,
+  ): Promise<Pick<Tenant, 'tenantId' | 'isActive' | 'modelId' | 'allowedModels' | 'credentialsIncludePrompt'>>;
   getProviderKeys(p: Principal, tenantId: string, provider: Provider): Promise<string[]>;
   checkQuota(p: Principal, tenantId: string, incomingBytes: number): Promise<Pick<CheckQuotaResponse, 'allowed'>>;
   touchSession(p: Principal, tenantId: string, sessionId: string): Promise<Pick<SessionInfo, 'remaining'>>;

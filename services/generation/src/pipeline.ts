@@ -165,7 +165,10 @@ export class GenerationPipeline {
     const tenantId = requireTenant(principal);
     const tenant = await this.deps.collaborators.getTenant(principal, tenantId);
     if (!tenant.isActive) throw forbidden('Tenant account is inactive');
-    const plan = validateGenerate(req, { tenant, headerSessionId: principal.sessionId, composer: this.deps.composer });
+    const plan: GeneratePlan = {
+      ...validateGenerate(req, { tenant, headerSessionId: principal.sessionId, composer: this.deps.composer }),
+      credentialsIncludePrompt: tenant.credentialsIncludePrompt,
+    };
     const sessionId = plan.sessionId ?? randomUUID();
     const isEdit = plan.imageToEditId !== undefined;
     const toolName = req.toolName || (isEdit ? 'edit_image' : 'generate_image');
@@ -481,7 +484,7 @@ export class GenerationPipeline {
           pending: true,
           // Content Credentials (issue 39): the library signs the picture, naming these as its ingredients.
           referenceObjectKeys: composition.referenceObjectKeys ?? [],
-          credentialsIncludePrompt: false,
+          credentialsIncludePrompt: plan.credentialsIncludePrompt ?? false,
         }),
       ),
     );

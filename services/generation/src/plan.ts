@@ -8,6 +8,8 @@ import type { ModelInfo } from './models.js';
  */
 export interface GeneratePlan {
   model: ModelInfo;
+  /** Content Credentials (issue 39): the tenant has its prompts written into the signed manifests. */
+  credentialsIncludePrompt?: boolean;
   prompt: string;
   negativePrompt?: string;
   /** Canonical ratio from the request (aliases resolved); undefined when not given. */

@@ -38,7 +38,7 @@ export class FakeWorld implements Collaborators {
 
   async getTenant(_p: Principal, tenantId: string) {
     const t = this.tenants[tenantId] ?? { modelId: 'provA-flash-lite-image', allowedModels: MODEL_IDS };
-    return { tenantId, isActive: true, ...t };
+    return { tenantId, isActive: true, credentialsIncludePrompt: false, ...t };
   }
   async getProviderKeys(_p: Principal, tenantId: string, provider: Provider) {
     return this.keys[tenantId]?.[provider] ?? [provider === 'provA' ? 'sandbox-key-a1' : 'sandbox-key-b1'];

@@ -21,6 +21,8 @@ export interface Tenant {
   notes: string | null;
   modelId: string;
   allowedModels: string[];
+  /** Content Credentials (issue 39): the prompt goes into the images' signed manifests. */
+  credentialsIncludePrompt: boolean;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -22,6 +22,7 @@ const settings = {
   notes: null,
   modelId: 'provA-flash-image',
   allowedModels: ['provA-flash-image'],
+  credentialsIncludePrompt: false,
 };
 
 beforeAll(async () => {

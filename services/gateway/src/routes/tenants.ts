@@ -65,6 +65,7 @@ const tenants: RouteModule = (app, { clients }) => {
         apiKeys: (b.api_keys ?? []).map((k) => ({ keyName: k.key_name, type: k.type ?? 'live' })),
         hasApiKeys: b.api_keys !== undefined,
         notes: b.notes ?? undefined,
+        credentialsIncludePrompt: b.credentials_include_prompt,
       },
       req.principal,
     );
@@ -92,6 +93,7 @@ const tenants: RouteModule = (app, { clients }) => {
         allowedModels: b.allowed_models ?? [],
         hasAllowedModels: b.allowed_models !== undefined,
         providerPools: poolUpdates(b),
+        credentialsIncludePrompt: b.credentials_include_prompt,
       },
       req.principal,
     );

@@ -16,6 +16,7 @@ export function tenant(t: Tenant): pb.Tenant {
     notes: t.notes ?? undefined,
     modelId: t.modelId,
     allowedModels: t.allowedModels,
+    credentialsIncludePrompt: t.credentialsIncludePrompt,
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),
   };

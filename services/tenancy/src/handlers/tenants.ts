@@ -116,6 +116,7 @@ export function tenantHandlers(
             notes: req.notes ?? null,
             modelId,
             allowedModels: allowed,
+            credentialsIncludePrompt: req.credentialsIncludePrompt ?? false,
           });
           if (!tenant) throw conflict(`Tenant ${tenantId} already exists`);
           await writePools(tx, tenantId, pools);
@@ -185,6 +186,7 @@ export function tenantHandlers(
           notes: req.clearNotes ? null : (req.notes ?? cur.notes),
           modelId,
           allowedModels: allowed,
+          credentialsIncludePrompt: req.credentialsIncludePrompt ?? cur.credentialsIncludePrompt,
         });
         const reason =
           req.isActive === false && cur.isActive ? 'deactivated' : req.isActive === true && !cur.isActive ? 'activated' : 'updated';

@@ -12,6 +12,7 @@ interface TenantRow {
   notes: string | null;
   model_id: string;
   allowed_models: string[];
+  credentials_include_prompt: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -29,6 +30,7 @@ function toTenant(r: TenantRow): Tenant {
     notes: r.notes,
     modelId: r.model_id,
     allowedModels: r.allowed_models,
+    credentialsIncludePrompt: r.credentials_include_prompt,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -37,7 +39,14 @@ function toTenant(r: TenantRow): Tenant {
 /** The settings a tenant is created with (its id aside) and that an update writes. */
 export type TenantSettings = Pick<
   Tenant,
-  'tenantName' | 'contactEmail' | 'monthlyQuotaMb' | 'rateLimitPerMinute' | 'notes' | 'modelId' | 'allowedModels'
+  | 'tenantName'
+  | 'contactEmail'
+  | 'monthlyQuotaMb'
+  | 'rateLimitPerMinute'
+  | 'notes'
+  | 'modelId'
+  | 'allowedModels'
+  | 'credentialsIncludePrompt'
 >;
 
 /** forUpdate locks the row until the transaction ends (FOR UPDATE). */
@@ -62,9 +71,10 @@ export async function listTenantSummaries(db: Db): Promise<TenantSummary[]> {
 /** Creates a tenant; undefined when the id is taken. */
 export async function insertTenant(db: Db, tenantId: string, t: TenantSettings): Promise<Tenant | undefined> {
   const [row] = await db<TenantRow[]>`
-    INSERT INTO tenants (tenant_id, tenant_name, contact_email, monthly_quota_mb, rate_limit_per_minute, notes, model_id, allowed_models)
+    INSERT INTO tenants (tenant_id, tenant_name, contact_email, monthly_quota_mb, rate_limit_per_minute, notes, model_id, allowed_models,
+      credentials_include_prompt)
     VALUES (${tenantId}, ${t.tenantName}, ${t.contactEmail}, ${t.monthlyQuotaMb},
-      ${t.rateLimitPerMinute}, ${t.notes}, ${t.modelId}, ${t.allowedModels})
+      ${t.rateLimitPerMinute}, ${t.notes}, ${t.modelId}, ${t.allowedModels}, ${t.credentialsIncludePrompt})
     ON CONFLICT (tenant_id) DO NOTHING
     RETURNING *`;
   return row && toTenant(row);
@@ -82,6 +92,7 @@ export async function updateTenant(db: Db, tenantId: string, t: TenantSettings &
       notes = ${t.notes},
       model_id = ${t.modelId},
       allowed_models = ${t.allowedModels},
+      credentials_include_prompt = ${t.credentialsIncludePrompt},
       updated_at = now()
     WHERE tenant_id = ${tenantId} RETURNING *`;
   return row && toTenant(row);

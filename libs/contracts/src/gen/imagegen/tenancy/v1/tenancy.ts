@@ -111,6 +111,8 @@ export interface Tenant {
   allowedModels: string[];
   createdAt: string;
   updatedAt: string;
+  /** Content Credentials (issue 39, extension): the prompt is written into the images' signed manifests. */
+  credentialsIncludePrompt: boolean;
 }
 
 export interface ApiKeyRecord {
@@ -176,6 +178,7 @@ export interface CreateTenantRequest {
   apiKeys: ApiKeySpec[];
   hasApiKeys: boolean;
   notes?: string | undefined;
+  credentialsIncludePrompt?: boolean | undefined;
 }
 
 export interface CreatedApiKey {
@@ -205,6 +208,7 @@ export interface UpdateTenantRequest {
   allowedModels: string[];
   hasAllowedModels: boolean;
   providerPools: ProviderPoolUpdate[];
+  credentialsIncludePrompt?: boolean | undefined;
 }
 
 export interface CreateApiKeyRequest {
@@ -1605,6 +1609,7 @@ function createBaseTenant(): Tenant {
     allowedModels: [],
     createdAt: "",
     updatedAt: "",
+    credentialsIncludePrompt: false,
   };
 }
 
@@ -1642,6 +1647,9 @@ export const Tenant: MessageFns<Tenant> = {
     }
     if (message.updatedAt !== "") {
       writer.uint32(90).string(message.updatedAt);
+    }
+    if (message.credentialsIncludePrompt !== false) {
+      writer.uint32(96).bool(message.credentialsIncludePrompt);
     }
     return writer;
   },
@@ -1747,6 +1755,14 @@ export const Tenant: MessageFns<Tenant> = {
             message.updatedAt = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.credentialsIncludePrompt = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1812,6 +1828,11 @@ export const Tenant: MessageFns<Tenant> = {
         : isSet(object.updated_at)
         ? globalThis.String(object.updated_at)
         : "",
+      credentialsIncludePrompt: isSet(object.credentialsIncludePrompt)
+        ? globalThis.Boolean(object.credentialsIncludePrompt)
+        : isSet(object.credentials_include_prompt)
+        ? globalThis.Boolean(object.credentials_include_prompt)
+        : false,
     };
   },
 
@@ -1850,6 +1871,9 @@ export const Tenant: MessageFns<Tenant> = {
     if (message.updatedAt !== "") {
       obj.updatedAt = message.updatedAt;
     }
+    if (message.credentialsIncludePrompt !== false) {
+      obj.credentialsIncludePrompt = message.credentialsIncludePrompt;
+    }
     return obj;
   },
 
@@ -1869,6 +1893,7 @@ export const Tenant: MessageFns<Tenant> = {
     message.allowedModels = object.allowedModels?.map((e) => e) || [];
     message.createdAt = object.createdAt ?? "";
     message.updatedAt = object.updatedAt ?? "";
+    message.credentialsIncludePrompt = object.credentialsIncludePrompt ?? false;
     return message;
   },
 };
@@ -2729,6 +2754,7 @@ function createBaseCreateTenantRequest(): CreateTenantRequest {
     apiKeys: [],
     hasApiKeys: false,
     notes: undefined,
+    credentialsIncludePrompt: undefined,
   };
 }
 
@@ -2769,6 +2795,9 @@ export const CreateTenantRequest: MessageFns<CreateTenantRequest> = {
     }
     if (message.notes !== undefined) {
       writer.uint32(98).string(message.notes);
+    }
+    if (message.credentialsIncludePrompt !== undefined) {
+      writer.uint32(104).bool(message.credentialsIncludePrompt);
     }
     return writer;
   },
@@ -2882,6 +2911,14 @@ export const CreateTenantRequest: MessageFns<CreateTenantRequest> = {
             message.notes = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.credentialsIncludePrompt = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2952,6 +2989,11 @@ export const CreateTenantRequest: MessageFns<CreateTenantRequest> = {
         ? globalThis.Boolean(object.has_api_keys)
         : false,
       notes: isSet(object.notes) ? globalThis.String(object.notes) : undefined,
+      credentialsIncludePrompt: isSet(object.credentialsIncludePrompt)
+        ? globalThis.Boolean(object.credentialsIncludePrompt)
+        : isSet(object.credentials_include_prompt)
+        ? globalThis.Boolean(object.credentials_include_prompt)
+        : undefined,
     };
   },
 
@@ -2993,6 +3035,9 @@ export const CreateTenantRequest: MessageFns<CreateTenantRequest> = {
     if (message.notes !== undefined) {
       obj.notes = message.notes;
     }
+    if (message.credentialsIncludePrompt !== undefined) {
+      obj.credentialsIncludePrompt = message.credentialsIncludePrompt;
+    }
     return obj;
   },
 
@@ -3013,6 +3058,7 @@ export const CreateTenantRequest: MessageFns<CreateTenantRequest> = {
     message.apiKeys = object.apiKeys?.map((e) => ApiKeySpec.fromPartial(e)) || [];
     message.hasApiKeys = object.hasApiKeys ?? false;
     message.notes = object.notes ?? undefined;
+    message.credentialsIncludePrompt = object.credentialsIncludePrompt ?? undefined;
     return message;
   },
 };
@@ -3271,6 +3317,7 @@ function createBaseUpdateTenantRequest(): UpdateTenantRequest {
     allowedModels: [],
     hasAllowedModels: false,
     providerPools: [],
+    credentialsIncludePrompt: undefined,
   };
 }
 
@@ -3311,6 +3358,9 @@ export const UpdateTenantRequest: MessageFns<UpdateTenantRequest> = {
     }
     for (const v of message.providerPools) {
       ProviderPoolUpdate.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.credentialsIncludePrompt !== undefined) {
+      writer.uint32(104).bool(message.credentialsIncludePrompt);
     }
     return writer;
   },
@@ -3424,6 +3474,14 @@ export const UpdateTenantRequest: MessageFns<UpdateTenantRequest> = {
             message.providerPools.push(ProviderPoolUpdate.decode(reader, reader.uint32()));
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.credentialsIncludePrompt = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3494,6 +3552,11 @@ export const UpdateTenantRequest: MessageFns<UpdateTenantRequest> = {
         : globalThis.Array.isArray(object?.provider_pools)
         ? object.provider_pools.map((e: any) => ProviderPoolUpdate.fromJSON(e))
         : [],
+      credentialsIncludePrompt: isSet(object.credentialsIncludePrompt)
+        ? globalThis.Boolean(object.credentialsIncludePrompt)
+        : isSet(object.credentials_include_prompt)
+        ? globalThis.Boolean(object.credentials_include_prompt)
+        : undefined,
     };
   },
 
@@ -3535,6 +3598,9 @@ export const UpdateTenantRequest: MessageFns<UpdateTenantRequest> = {
     if (message.providerPools?.length) {
       obj.providerPools = message.providerPools.map((e) => ProviderPoolUpdate.toJSON(e));
     }
+    if (message.credentialsIncludePrompt !== undefined) {
+      obj.credentialsIncludePrompt = message.credentialsIncludePrompt;
+    }
     return obj;
   },
 
@@ -3555,6 +3621,7 @@ export const UpdateTenantRequest: MessageFns<UpdateTenantRequest> = {
     message.allowedModels = object.allowedModels?.map((e) => e) || [];
     message.hasAllowedModels = object.hasAllowedModels ?? false;
     message.providerPools = object.providerPools?.map((e) => ProviderPoolUpdate.fromPartial(e)) || [];
+    message.credentialsIncludePrompt = object.credentialsIncludePrompt ?? undefined;
     return message;
   },
 };
