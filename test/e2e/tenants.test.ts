@@ -41,6 +41,7 @@ describe('POST /admin/tenants', () => {
       notes: null,
       modelId: 'provA-flash-lite-image',
       allowedModels: ['provA-flash-lite-image', 'provA-flash-image', 'provA-pro-image'],
+      credentialsIncludePrompt: false,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updatedAt: expect.any(String),
     });

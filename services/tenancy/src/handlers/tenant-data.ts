@@ -203,6 +203,8 @@ export function tenancyTenantData(c: HandlerContext): GrpcServiceBinding {
         },
       ],
       keep: ['audit_log', 'tenants'],
+      // Rows that reference api_keys (ON DELETE CASCADE) go before them, so each is removed, and counted, by itself.
+      purgeOrder: ['console_sessions'],
       async purgeLast(tenantId) {
         return sql.begin(async (tx) => {
           const r = await tx`DELETE FROM tenants WHERE tenant_id = ${tenantId}`;
