@@ -4,6 +4,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useId, useState } from 'preact/hooks';
+import { MODEL_IDS } from '../../../../libs/api-schemas/src/vocab';
 import { type Answer, networkProblem, type Problem, type paths, problem } from '../api';
 import { Button, Dialog, toast } from '../components/ui';
 import './admin.css';
@@ -22,14 +23,7 @@ type CatalogueModel = NonNullable<
   NonNullable<Exclude<paths['/admin/tenants']['post']['requestBody'], undefined>>['content']['application/json']['allowed_models']
 >[number];
 /** The models a tenant may be allowed (SPEC 1), checked against the catalogue's list both ways at compile time. */
-export const MODELS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-] as const satisfies readonly CatalogueModel[];
+export const MODELS = MODEL_IDS satisfies readonly CatalogueModel[];
 const everyModelListed: Exclude<CatalogueModel, (typeof MODELS)[number]> extends never ? true : false = true;
 void everyModelListed;
 

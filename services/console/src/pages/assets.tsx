@@ -6,6 +6,7 @@
  * own endpoint and the result is shown in place, linked to the gallery.
  */
 import { useState } from 'preact/hooks';
+import { ASPECT_RATIOS, PRODUCT_ASPECT_RATIOS } from '../../../../libs/api-schemas/src/vocab';
 import { api, type Problem, problem } from '../api';
 import type { CharacterItem, ProductItem, SceneItem, StylePreset } from '../components/api-types';
 import { ImagePicker, type PickedImage } from '../components/image-picker';
@@ -14,10 +15,8 @@ import type { PageProps } from '../pages';
 import { Link, setQuery } from '../router';
 import './tenant-pages.css';
 
-/** The ratios a saved asset may name (SPEC 4.1; libs/api-schemas vocab ASPECT_RATIOS). */
-const ASPECT_RATIOS = ['square', 'portrait', 'landscape', '1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
 /** SPEC 4.4: the ratios of a product generation. */
-const PRODUCT_RATIOS = ['1:1', '16:9', '9:16', '4:3', '3:4'];
+const PRODUCT_RATIOS = PRODUCT_ASPECT_RATIOS;
 
 const KINDS = {
   characters: 'Characters',
@@ -526,7 +525,7 @@ function Editor(props: { kind: Kind; id?: number; onClose: () => void; onSaved: 
   );
 }
 
-function AspectSelect(props: { value: string; onInput: (v: string) => void; error?: string; options?: string[]; label?: string }) {
+function AspectSelect(props: { value: string; onInput: (v: string) => void; error?: string; options?: readonly string[]; label?: string }) {
   const id = `aspect-${props.label ?? 'preferred'}`.replace(/\W/g, '-');
   return (
     <div class={`field${props.error ? ' field-invalid' : ''}`}>

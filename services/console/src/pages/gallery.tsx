@@ -5,6 +5,7 @@
  * The cursor of the first page shown is kept in the URL (a reload or Back returns to the same place).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { MODEL_IDS, RATIOS } from '../../../../libs/api-schemas/src/vocab';
 import { api, type Problem, problem } from '../api';
 import { formatBytes, type Image } from '../components/api-types';
 import { Button, ErrorBanner } from '../components/ui';
@@ -37,16 +38,7 @@ const SEARCH_MODES = [
   ['all', 'All words'],
   ['any', 'Any word'],
 ] as const;
-/** libs/api-schemas vocab MODEL_IDS. */
-const MODELS = [
-  'provA-flash-lite-image',
-  'provA-flash-image',
-  'provA-pro-image',
-  'provB-image-2',
-  'provB-image-2.5-flare',
-  'provB-image-2.5-sunburst',
-];
-const RATIOS = ['1:1', '2:3', '3:2', '3:4', '4:3', '4:5', '5:4', '9:16', '16:9', '21:9'];
+const MODELS = MODEL_IDS;
 const OPERATIONS = ['generate', 'edit', 'upload', 'character', 'product', 'scene'];
 const TIERS = ['0.5k', '1k', '2k', '4k'];
 const PAGE = 40;

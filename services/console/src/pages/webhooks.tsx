@@ -3,22 +3,15 @@
  * a copy button, and kept nowhere); send a test; delete. Each endpoint's page has its delivery log and re-enabling.
  */
 import { useState } from 'preact/hooks';
+import { WEBHOOK_EVENT_TYPES } from '../../../../libs/api-schemas/src/vocab';
 import { api, type Problem, problem } from '../api';
 import { formatTime, type Webhook, type WebhookCreated } from '../components/api-types';
 import { Button, Dialog, ErrorBanner, Field, Table, toast, useLoad } from '../components/ui';
 import { Link } from '../router';
 import './tenant-pages.css';
 
-/** SPEC 4.11 and issue 37: the event types an endpoint may receive (libs/api-schemas vocab WEBHOOK_EVENT_TYPES). */
-export const EVENT_TYPES = [
-  'generation.completed',
-  'generation.failed',
-  'generation.cancelled',
-  'image.stored',
-  'image.deleted',
-  'quota.warning',
-  'quota.exceeded',
-];
+/** SPEC 4.11 and issue 37: the event types an endpoint may receive. */
+export const EVENT_TYPES: readonly string[] = WEBHOOK_EVENT_TYPES;
 
 export function WebhookState({ w }: { w: Webhook }) {
   return w.enabled ? (
