@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import ImageTestLast from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -17,6 +18,7 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: more workers only add contention (each e2e file runs a whole stack).
     maxWorkers: 2,
+    sequence: { sequencer: ImageTestLast },
     reporters: ['default', './test/support/count-reporter.ts'],
   },
 });

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
  * started from the image as the `node` user: /readyz and a generation end to end through each. The image's OCI
  * labels name the root package.json's version and the commit, which /health and tenancy's /livez answer too.
  *
+ * .ci/run builds beside the suite, so this file is sequenced last and waits for the script's final result.
+ *
  * - the script recorded "skipped" (buildah cannot be installed here): skipped, with its reason printed;
  * - it recorded a failure, never finished (timeout) or no result exists while CI runs: fails.
  */
@@ -22,7 +24,32 @@ type Result = {
   checks: Check[];
 };
 
-const result: Result | undefined = file && existsSync(file) ? JSON.parse(readFileSync(file, 'utf8') || '{"status":"running"}') : undefined;
+/** The result once the build script is done: it may still be running beside the suite (.ci/run starts it in the background). */
+async function finishedResult(path: string): Promise<Result | undefined> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const r: (Result & { pid?: number }) | undefined = existsSync(path)
+      ? JSON.parse(readFileSync(path, 'utf8') || '{"status":"running"}')
+      : undefined;
+    if (r?.status !== 'running') return r;
+    // SIGKILLed (by `timeout`) before it could write its result: it never finished.
+    if (r.pid && !alive(r.pid)) return { ...r, status: 'failed', reason: `the build script (pid ${r.pid}) died without a result` };
+    if (Date.now() > deadline) return { ...r, status: 'failed', reason: `no result after ${WAIT_MS / 1000} s` };
+    await new Promise((done) => setTimeout(done, 2_000));
+  }
+}
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+// .ci/run bounds the script at 600 s (+30 s to kill it); this file runs last (test/support/sequencer.ts).
+const WAIT_MS = 660_000;
+
+const result: Result | undefined = file ? await finishedResult(file) : undefined;
 const unavailable = !file && process.env.CI !== 'true';
 const skipped = result?.status === 'skipped';
 if (unavailable) console.warn('image test skipped: IMAGE_RESULT_FILE is not set (run `bash .ci/build-image` and pass its result file)');
