@@ -126,19 +126,24 @@ interface ClosingApp {
     name: 'onRequest',
     hook: (
       req: unknown,
-      reply: { code(n: number): { headers(h: Record<string, string>): { send(b: unknown): unknown } } },
-      done: () => void,
+      reply: {
+        header(name: string, value: string): unknown;
+        code(n: number): { headers(h: Record<string, string>): { send(b: unknown): unknown } };
+      },
+      done: (err?: Error) => void,
     ) => void,
   ): unknown;
 }
 
 /**
  * Draining (SIGTERM, a rolling deploy) for an HTTP server behind a Service: a request that still arrives on an
- * open keep-alive connection once close() began gets the dependency 503 with Retry-After and Connection: close
- * (nothing done; the client retries, on a new connection that reaches another pod). Fastify's own answer then
- * (`return503OnClosing`, which the app must set to false) is a bare 503 without Retry-After.
+ * open keep-alive connection once close() began gets the dependency 503 with Retry-After and Connection: close,
+ * before any other work (nothing done; the client retries, on a new connection that reaches another pod).
+ * Fastify's own answer then (`return503OnClosing`, which the app must set to false) is a bare 503 without
+ * Retry-After. `viaErrorHandler`: the 503 goes through the app's error handler (the gateway's adds the request id
+ * and its own envelope handling); otherwise it is written here.
  */
-export function refuseWhileClosing(app: ClosingApp): void {
+export function refuseWhileClosing(app: ClosingApp, opts: { viaErrorHandler?: boolean } = {}): void {
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -147,9 +152,8 @@ export function refuseWhileClosing(app: ClosingApp): void {
   app.addHook('onRequest', (_req, reply, done) => {
     if (!closing) return done();
     const e = dependencyUnavailable();
-    reply
-      .code(e.status)
-      .headers({ ...e.headers, connection: 'close' })
-      .send(e.body);
+    reply.header('connection', 'close');
+    if (opts.viaErrorHandler) return done(e);
+    reply.code(e.status).headers(e.headers).send(e.body);
   });
 }

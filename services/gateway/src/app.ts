@@ -6,11 +6,11 @@ import {
   AppError,
   buildInfo,
   DEPENDENCY_RETRY_AFTER_S,
-  dependencyUnavailable,
   httpLogger,
   type Logger,
   lazyChildLogger,
   type Principal,
+  refuseWhileClosing,
   type ServiceContext,
   traceResponse,
   transportFailure,
@@ -104,16 +104,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.decorateRequest('principal', null as unknown as Principal);
   // Draining (SIGTERM, a rolling deploy): requests that still arrive on open keep-alive connections get the
   // dependency 503 with Retry-After and Connection: close, before any other work; clients retry elsewhere.
-  let closing = false;
-  app.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
-  app.addHook('onRequest', (_req, reply, done) => {
-    if (!closing) return done();
-    reply.header('connection', 'close');
-    done(dependencyUnavailable(DEPENDENCY_RETRY_AFTER_S));
-  });
+  refuseWhileClosing(app, { viaErrorHandler: true });
 
   // Fastify's JSON parser (same prototype-poisoning protection), except that an empty body on a DELETE
   // is no body: many clients send Content-Type: application/json on every request, and a bodyless
