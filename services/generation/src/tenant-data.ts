@@ -23,6 +23,7 @@ export function generationTenantData(sql: Sql): GrpcServiceBinding {
         },
       ],
       // Logs through their executions' ids (index execution_logs_execution), not a scan of every tenant's logs.
+      cascaded: ['execution_logs'],
       purgeFirst: [
         async (tenantId) => {
           let logs = 0;

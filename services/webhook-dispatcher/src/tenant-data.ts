@@ -14,6 +14,7 @@ export function webhooksTenantData(sql: Sql): GrpcServiceBinding {
       schema: 'webhooks',
       tables: [{ name: 'endpoints', key: [{ column: 'id', type: 'bigint' }], omit: ['secret'] }],
       // Deliveries through their endpoints (index deliveries_endpoint), their attempts by the foreign key's cascade.
+      cascaded: ['deliveries'],
       purgeFirst: [
         async (tenantId) => {
           let deliveries = 0;
