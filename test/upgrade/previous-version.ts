@@ -68,7 +68,9 @@ export function materialisePrevious(): PreviousVersion {
         '-y',
         'pnpm@10',
         'install',
-        '--offline',
+        // From the store (the current install put nearly everything there); a package only the previous
+        // lockfile pins comes from the registry.
+        '--prefer-offline',
         '--frozen-lockfile',
         '--prod',
         '--filter',
@@ -80,8 +82,8 @@ export function materialisePrevious(): PreviousVersion {
     );
     if (install.status !== 0) {
       throw new Error(
-        `Installing the previous version (${commit}) offline failed: a package its lockfile pins is missing from the pnpm store ` +
-          `(run \`npx -y pnpm@10 install --frozen-lockfile --prod\` once in ${partial} with network access to add it).\n` +
+        `Installing the previous version (${commit}) failed: a package its lockfile pins is neither in the pnpm store nor ` +
+          `reachable in the registry (run \`npx -y pnpm@10 install --frozen-lockfile --prod\` once in ${partial} with network access).\n` +
           `${install.stdout.slice(-2000)}\n${install.stderr.slice(-2000)}`,
       );
     }
