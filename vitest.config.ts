@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import ImageTestLast from './test/support/sequencer.js';
+import LongestFirstImageLast from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -18,7 +18,7 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: more workers only add contention (each e2e file runs a whole stack).
     maxWorkers: 2,
-    sequence: { sequencer: ImageTestLast },
+    sequence: { sequencer: LongestFirstImageLast },
     reporters: ['default', './test/support/count-reporter.ts'],
   },
 });
