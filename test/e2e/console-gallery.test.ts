@@ -181,10 +181,11 @@ describe('console gallery', () => {
     // Delete the edit after the confirmation: back to the gallery, and the API no longer has it.
     await openConsole(page, stack, `/images/${editedId}`);
     await page.getByRole('button', { name: 'Delete' }).click();
-    await page
-      .getByRole('dialog', { name: `Delete image ${editedId}?` })
-      .getByRole('button', { name: 'Delete for good' })
-      .click();
+    const ask = page.getByRole('dialog', { name: `Delete image ${editedId}?` });
+    await ask.waitFor();
+    // The safe choice has the focus.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+    await ask.getByRole('button', { name: 'Delete for good' }).click();
     await page.getByRole('heading', { name: 'Gallery' }).waitFor();
     expect((await stack.api(`/api/images/${editedId}`, { key: tenant.liveKey })).status).toBe(404);
     // An unknown image is said in words.
