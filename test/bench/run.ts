@@ -2,9 +2,10 @@ import { benchGateway } from './gateway.js';
 
 /**
  * `pnpm bench [name...]`: every benchmark, or the named ones (gateway, generation, library, usage, scale,
- * generate-path, session-detail, async, files).
+ * generate-path, session-detail, async, files, tenant-data, console-gallery).
  * Each prints its figures and the ratio against a baseline measured in the same run. `scale` (issue 16: 2M
- * seeded rows, several minutes) and `session-detail` run only when named: `pnpm bench scale`.
+ * seeded rows, several minutes), `session-detail`, `tenant-data` and `console-gallery` (Chromium) run only when named:
+ * `pnpm bench scale`.
  */
 const all: Record<string, () => Promise<void>> = {
   gateway: benchGateway,
@@ -17,8 +18,9 @@ const all: Record<string, () => Promise<void>> = {
   async: async () => (await import('./async.js')).benchAsync(),
   files: async () => (await import('./files.js')).benchFiles(),
   'tenant-data': async () => (await import('./tenant-data.js')).benchTenantData(),
+  'console-gallery': async () => (await import('./console-gallery.js')).benchConsoleGallery(),
 };
-const explicitOnly = new Set(['scale', 'session-detail', 'tenant-data']);
+const explicitOnly = new Set(['scale', 'session-detail', 'tenant-data', 'console-gallery']);
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 for (const name of wanted.length ? wanted : Object.keys(all).filter((n) => !explicitOnly.has(n))) {
   const run = all[name];

@@ -91,7 +91,6 @@ describe('admin console', () => {
     const { context, page, errors } = await ui.newPage();
     page.setDefaultTimeout(15_000);
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
-    page.on('dialog', (d) => void d.accept());
     await signInAdmin(page, stack);
 
     // Dashboard (GET /admin/stats).
@@ -141,7 +140,19 @@ describe('admin console', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const [ciKey] = await takeReveal(page, 'New API key');
     expect(await keyStatus(ciKey)).toBe(200);
-    await keysTable.getByRole('button', { name: 'Revoke ci' }).click();
+    // The confirmation is the console's own modal dialog: Cancel has the focus, Escape cancels (the key stays
+    // active) and gives the focus back to the button that asked; asked again and confirmed, the key is revoked.
+    const revokeCi = keysTable.getByRole('button', { name: 'Revoke ci' });
+    await revokeCi.click();
+    const ask = page.getByRole('dialog', { name: 'Revoke the key ci?' });
+    await ask.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel');
+    await page.keyboard.press('Escape');
+    await ask.waitFor({ state: 'detached' });
+    expect(await revokeCi.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await keyStatus(ciKey)).toBe(200);
+    await revokeCi.click();
+    await ask.getByRole('button', { name: 'Revoke key' }).click();
     await keysTable.getByText(/^revoked /).waitFor();
     expect(await refusedStatus(ciKey)).toBe(401);
     expect(await keyStatus(fullKey)).toBe(200);
@@ -165,6 +176,10 @@ describe('admin console', () => {
 
     // Deactivate: its key is refused as SPEC 5 says (403 Tenant account is inactive); activate again.
     await page.getByRole('button', { name: 'Deactivate tenant' }).click();
+    const deactivate = page.getByRole('dialog', { name: `Deactivate ${tenantId}?` });
+    await deactivate.waitFor();
+    await expectAccessible(page, 'admin-tenant-confirm');
+    await deactivate.getByRole('button', { name: 'Deactivate' }).click();
     await page.getByRole('button', { name: 'Activate tenant' }).waitFor();
     expect(await refusedStatus(fullKey)).toBe(403);
     expect((await stack.api('/api/images', { key: fullKey })).body.error).toBe('Tenant account is inactive');

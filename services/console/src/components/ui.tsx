@@ -110,34 +110,109 @@ export function Button({ variant, busy, children, class: cls, type, disabled, ..
   );
 }
 
-/** A modal dialog (the native <dialog>: focus trapped, Escape closes). */
+/**
+ * A modal dialog: the native <dialog> opened with showModal() (focus held inside, Escape closes), labelled by its
+ * title; focus returns to the element that opened it when it closes (or is removed). With `focusClose`, the close
+ * button (labelled `closeLabel`) takes the focus first: the safe choice of a confirmation.
+ */
 export function Dialog(props: {
   open: boolean;
   title: string;
   onClose: () => void;
   children: ComponentChildren;
   actions?: ComponentChildren;
+  closeLabel?: string;
+  focusClose?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const opener = useRef<HTMLElement | null>(null);
   const titleId = useId();
+  const giveFocusBack = () => {
+    const el = opener.current;
+    opener.current = null;
+    if (el?.isConnected) el.focus();
+  };
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (props.open && !d.open) d.showModal();
+    if (props.open && !d.open) {
+      opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+      d.showModal();
+      if (props.focusClose) d.querySelector<HTMLElement>('.dialog-close')?.focus();
+    }
     if (!props.open && d.open) d.close();
   }, [props.open]);
+  useEffect(() => giveFocusBack, []);
   return (
-    <dialog ref={ref} class="dialog" aria-labelledby={titleId} onClose={props.onClose}>
+    <dialog
+      ref={ref}
+      class="dialog"
+      aria-labelledby={titleId}
+      onClose={() => {
+        giveFocusBack();
+        props.onClose();
+      }}
+    >
       <h2 id={titleId}>{props.title}</h2>
       <div class="dialog-body">{props.children}</div>
       <div class="dialog-actions">
         {props.actions}
-        <Button variant="quiet" onClick={props.onClose}>
-          Close
+        <Button variant="quiet" class="dialog-close" onClick={props.onClose}>
+          {props.closeLabel ?? 'Close'}
         </Button>
       </div>
     </dialog>
   );
+}
+
+/** What a confirmation asks: its title (the question), what happens, and the words of the button that does it. */
+export interface ConfirmRequest {
+  title: string;
+  body: ComponentChildren;
+  confirmLabel: string;
+}
+
+/**
+ * A confirmation in an accessible modal dialog (in place of the browser's confirm()): Cancel has the focus, Escape
+ * cancels, and focus returns to the button that asked. `ask` resolves true when confirmed, false when cancelled;
+ * render `dialog` once in the page.
+ */
+export function useConfirm(): { dialog: ComponentChildren; ask: (req: ConfirmRequest) => Promise<boolean> } {
+  const [req, setReq] = useState<ConfirmRequest | null>(null);
+  const answer = useRef<((ok: boolean) => void) | null>(null);
+  const settle = (ok: boolean) => {
+    const a = answer.current;
+    answer.current = null;
+    setReq(null);
+    a?.(ok);
+  };
+  useEffect(() => () => answer.current?.(false), []);
+  const dialog = req && (
+    <Dialog
+      open
+      title={req.title}
+      onClose={() => settle(false)}
+      closeLabel="Cancel"
+      focusClose
+      actions={
+        <Button variant="danger" onClick={() => settle(true)}>
+          {req.confirmLabel}
+        </Button>
+      }
+    >
+      {req.body}
+    </Dialog>
+  );
+  return {
+    dialog,
+    ask: (r) => {
+      answer.current?.(false);
+      setReq(r);
+      return new Promise<boolean>((resolve) => {
+        answer.current = resolve;
+      });
+    },
+  };
 }
 
 export interface Column<T> {

@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, problem } from '../api';
-import { Button, ErrorBanner, Field, Table, toast, useLoad, usePageTitle } from '../components/ui';
+import { Button, ErrorBanner, Field, Table, toast, useConfirm, useLoad, usePageTitle } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link } from '../router';
 import { isSuperAdmin, useSession } from '../session';
@@ -135,6 +135,7 @@ function ApiKeys({ detail, superAdmin, onChange }: { detail: TenantDetail; super
   const act = useAction();
   const { busy, problem: p } = act;
   const [reveal, setReveal] = useState<{ label: string; value: string }[]>();
+  const confirm = useConfirm();
 
   const create = async (e: Event) => {
     e.preventDefault();
@@ -150,7 +151,12 @@ function ApiKeys({ detail, superAdmin, onChange }: { detail: TenantDetail; super
     onChange();
   };
   const revoke = async (k: ApiKeyRecord) => {
-    if (!confirm(`Revoke the key ${k.keyName}? Requests with it are refused within seconds.`)) return;
+    const sure = await confirm.ask({
+      title: `Revoke the key ${k.keyName}?`,
+      body: <p>Requests with it are refused within seconds. A revoked key cannot be used again.</p>,
+      confirmLabel: 'Revoke key',
+    });
+    if (!sure) return;
     const r = await api.DELETE('/admin/tenants/{tenantId}/api-keys/{keyRef}', { params: { path: { tenantId, keyRef: k.keyId } } });
     const err = problem(r);
     if (err) return act.setProblem(err);
@@ -161,6 +167,7 @@ function ApiKeys({ detail, superAdmin, onChange }: { detail: TenantDetail; super
   return (
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">API keys</h2>
+      {confirm.dialog}
       <SecretReveal
         title="New API key"
         intro="Copy it now: this is the only time the full key is shown. The service keeps only its hash."
@@ -219,6 +226,7 @@ export default function AdminTenant({ params }: PageProps) {
   const [detail, setDetail] = useState<TenantDetail>();
   const act = useAction();
   const { busy, problem: p } = act;
+  const confirm = useConfirm();
   const load = useLoad(async () => {
     const r = await api.GET('/admin/tenants/{tenantId}', { params: { path: { tenantId } } });
     return { value: r.data?.data, problem: problem(r) };
@@ -226,7 +234,14 @@ export default function AdminTenant({ params }: PageProps) {
   useEffect(() => setDetail(load.value), [load.value]);
 
   const setActive = async (active: boolean) => {
-    if (!active && !confirm(`Deactivate ${tenantId}? Its API keys and console sessions are refused until it is activated again.`)) return;
+    const sure =
+      active ||
+      (await confirm.ask({
+        title: `Deactivate ${tenantId}?`,
+        body: <p>Its API keys and console sessions are refused until it is activated again.</p>,
+        confirmLabel: 'Deactivate',
+      }));
+    if (!sure) return;
     const d = await act.run(() => api.PATCH('/admin/tenants/{tenantId}', { params: { path: { tenantId } }, body: { is_active: active } }));
     if (!d) return;
     setDetail(d.data);
@@ -240,6 +255,7 @@ export default function AdminTenant({ params }: PageProps) {
         <Link href="/admin/tenants">← Tenants</Link>
       </p>
       <h1>Tenant {tenantId}</h1>
+      {confirm.dialog}
       <ErrorBanner problem={load.problem} />
       {load.loading && !detail && <p aria-busy="true">Loading…</p>}
       {t && detail && (

@@ -150,6 +150,8 @@ export default function Assets({ params, query }: PageProps) {
         <Dialog
           open
           title={`Delete ${deleting.name}?`}
+          closeLabel="Cancel"
+          focusClose
           onClose={() => setDeleting(null)}
           actions={
             <Button variant="danger" onClick={() => void remove(deleting)}>

@@ -3,18 +3,21 @@
  * query, keyset-paged by cursor. "Load more" (and scrolling to the end) appends the next page, so a gallery of
  * 10,000 images never loads at once; thumbnails are lazy with their width and height known, so nothing jumps.
  * The cursor of the first page shown is kept in the URL (a reload or Back returns to the same place).
+ * Saved searches (SPEC 4.6) apply, save and delete filter sets; tiles are selected for a bulk delete (at most
+ * MAX_BULK_DELETE, each image's failure shown) or a ZIP download (at most MAX_DOWNLOAD_IDS).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { MODEL_IDS, RATIOS } from '../../../../libs/api-schemas/src/vocab';
-import { api, type Problem, problem } from '../api';
-import { formatBytes, type Image } from '../components/api-types';
-import { Button, ErrorBanner } from '../components/ui';
+import { MAX_BULK_DELETE, MAX_DOWNLOAD_IDS, MODEL_IDS, RATIOS, SEARCH_PRESET_NAME_MAX } from '../../../../libs/api-schemas/src/vocab';
+import { api, networkProblem, type Problem, problem } from '../api';
+import { type BulkDeleteResult, formatBytes, type Image, type SearchPreset } from '../components/api-types';
+import { Button, ErrorBanner, Field, toast, useConfirm, useLoad } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link, setQuery } from '../router';
 import './gallery.css';
+import './tenant-pages.css';
 
-/** The filters of GET /api/images (SPEC 4.1), as URL query names (the API's own names). */
-export const FILTERS = [
+/** The filters a saved search keeps (SPEC 4.6's filters keys; its sortBy has no place in a newest-first gallery). */
+const PRESET_KEYS = [
   'search',
   'searchMode',
   'dateFrom',
@@ -24,14 +27,59 @@ export const FILTERS = [
   'minSize',
   'maxSize',
   'sessionId',
-  'modelId',
-  'resolutionTier',
-  'stylePresetId',
-  'productReferenceId',
-  'isReference',
+  'hasNegativePrompt',
 ] as const;
+
+/** The filters of GET /api/images (SPEC 4.1), as URL query names (the API's own names): a saved search's and more. */
+export const FILTERS = [...PRESET_KEYS, 'modelId', 'resolutionTier', 'stylePresetId', 'productReferenceId', 'isReference'] as const;
 export type FilterName = (typeof FILTERS)[number];
 export type Filters = Partial<Record<FilterName, string>>;
+
+/** Each filter's label in the form (and in the note of what a saved search does not keep). */
+const LABELS: Record<FilterName, string> = {
+  search: 'Search prompts',
+  searchMode: 'Search mode',
+  dateFrom: 'From date',
+  dateTo: 'To date',
+  aspectRatio: 'Aspect ratio',
+  operationType: 'Operation',
+  minSize: 'Min size (bytes)',
+  maxSize: 'Max size (bytes)',
+  sessionId: 'Session',
+  hasNegativePrompt: 'With a negative prompt only',
+  modelId: 'Model',
+  resolutionTier: 'Resolution tier',
+  stylePresetId: 'Style preset',
+  productReferenceId: 'Product',
+  isReference: 'Reference images only',
+};
+
+type PresetFilters = SearchPreset['filters'];
+const NUMERIC = /^\d+$/;
+const num = (v?: string) => (v && NUMERIC.test(v) ? Number(v) : undefined);
+
+/** The gallery's filters as a saved search's filters (numbers and booleans as JSON; what it cannot keep left out). */
+export function presetFiltersOf(f: Filters): PresetFilters {
+  const out: Record<string, string | number | boolean> = {};
+  for (const k of PRESET_KEYS) {
+    const v = f[k];
+    if (!v) continue;
+    if (k === 'hasNegativePrompt') out[k] = v === 'true';
+    else out[k] = (k === 'minSize' || k === 'maxSize') && NUMERIC.test(v) ? Number(v) : v;
+  }
+  return out as PresetFilters;
+}
+
+/** A saved search's filters as the gallery's (URL query values). */
+export function filtersOfPreset(pf: PresetFilters): Filters {
+  const out: Filters = {};
+  const given = pf as Record<string, unknown>;
+  for (const k of PRESET_KEYS) {
+    const v = given[k];
+    if (v !== undefined && v !== null && v !== false && v !== '') out[k] = String(v);
+  }
+  return out;
+}
 
 const SEARCH_MODES = [
   ['exact', 'Exact phrase'],
@@ -55,7 +103,6 @@ export function filtersOf(query: URLSearchParams): Filters {
 
 /** The filters as the typed query of GET /api/images (numbers and booleans converted). */
 export function apiQuery(f: Filters) {
-  const num = (v?: string) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
   return {
     search: f.search,
     searchMode: f.searchMode as 'exact' | 'all' | 'any' | undefined,
@@ -66,6 +113,7 @@ export function apiQuery(f: Filters) {
     minSize: num(f.minSize),
     maxSize: num(f.maxSize),
     sessionId: f.sessionId,
+    hasNegativePrompt: f.hasNegativePrompt === 'true' ? true : undefined,
     modelId: f.modelId as (typeof MODELS)[number] as never,
     resolutionTier: f.resolutionTier,
     stylePresetId: num(f.stylePresetId),
@@ -74,16 +122,10 @@ export function apiQuery(f: Filters) {
   };
 }
 
-function Select(p: {
-  label: string;
-  name: FilterName;
-  value?: string;
-  options: readonly (readonly [string, string])[];
-  onChange: (v: string) => void;
-}) {
+function Select(p: { name: FilterName; value?: string; options: readonly (readonly [string, string])[]; onChange: (v: string) => void }) {
   return (
     <div class="field">
-      <label for={`f-${p.name}`}>{p.label}</label>
+      <label for={`f-${p.name}`}>{LABELS[p.name]}</label>
       <select id={`f-${p.name}`} name={p.name} value={p.value ?? ''} onChange={(e) => p.onChange(e.currentTarget.value)}>
         <option value="">Any</option>
         {p.options.map(([v, l]) => (
@@ -97,7 +139,6 @@ function Select(p: {
 }
 
 function Input(p: {
-  label: string;
   name: FilterName;
   value?: string;
   type?: 'text' | 'search' | 'date';
@@ -107,7 +148,7 @@ function Input(p: {
 }) {
   return (
     <div class={`field${p.error ? ' field-invalid' : ''}`}>
-      <label for={`f-${p.name}`}>{p.label}</label>
+      <label for={`f-${p.name}`}>{LABELS[p.name]}</label>
       <input
         id={`f-${p.name}`}
         name={p.name}
@@ -123,6 +164,20 @@ function Input(p: {
           {p.error}
         </p>
       )}
+    </div>
+  );
+}
+
+function Check(p: { name: FilterName; value?: string; onChange: (v: string) => void }) {
+  return (
+    <div class="field field-check">
+      <input
+        id={`f-${p.name}`}
+        type="checkbox"
+        checked={p.value === 'true'}
+        onChange={(e) => p.onChange(e.currentTarget.checked ? 'true' : '')}
+      />
+      <label for={`f-${p.name}`}>{LABELS[p.name]}</label>
     </div>
   );
 }
@@ -154,46 +209,27 @@ export function FilterForm(props: { applied: Filters; fieldErrors: Record<string
         props.onApply(f);
       }}
     >
-      <Input label="Search prompts" name="search" type="search" value={f.search} error={err.search} onChange={set('search')} />
-      <Select label="Search mode" name="searchMode" value={f.searchMode} options={SEARCH_MODES} onChange={set('searchMode')} />
-      <Input label="From date" name="dateFrom" type="date" value={f.dateFrom} error={err.dateFrom} onChange={set('dateFrom')} />
-      <Input label="To date" name="dateTo" type="date" value={f.dateTo} error={err.dateTo} onChange={set('dateTo')} />
-      <Select label="Aspect ratio" name="aspectRatio" value={f.aspectRatio} options={pairs(RATIOS)} onChange={set('aspectRatio')} />
-      <Select label="Operation" name="operationType" value={f.operationType} options={pairs(OPERATIONS)} onChange={set('operationType')} />
-      <Input label="Min size (bytes)" name="minSize" inputMode="numeric" value={f.minSize} error={err.minSize} onChange={set('minSize')} />
-      <Input label="Max size (bytes)" name="maxSize" inputMode="numeric" value={f.maxSize} error={err.maxSize} onChange={set('maxSize')} />
-      <Input label="Session" name="sessionId" value={f.sessionId} error={err.sessionId} onChange={set('sessionId')} />
-      <Select label="Model" name="modelId" value={f.modelId} options={pairs(MODELS)} onChange={set('modelId')} />
-      <Select
-        label="Resolution tier"
-        name="resolutionTier"
-        value={f.resolutionTier}
-        options={pairs(TIERS)}
-        onChange={set('resolutionTier')}
-      />
-      <Select label="Style preset" name="stylePresetId" value={f.stylePresetId} options={presets} onChange={set('stylePresetId')} />
-      <Select
-        label="Product"
-        name="productReferenceId"
-        value={f.productReferenceId}
-        options={products}
-        onChange={set('productReferenceId')}
-      />
-      <div class="field field-check">
-        <input
-          id="f-isReference"
-          type="checkbox"
-          checked={f.isReference === 'true'}
-          onChange={(e) => set('isReference')(e.currentTarget.checked ? 'true' : '')}
-        />
-        <label for="f-isReference">Reference images only</label>
-      </div>
+      <Input name="search" type="search" value={f.search} error={err.search} onChange={set('search')} />
+      <Select name="searchMode" value={f.searchMode} options={SEARCH_MODES} onChange={set('searchMode')} />
+      <Input name="dateFrom" type="date" value={f.dateFrom} error={err.dateFrom} onChange={set('dateFrom')} />
+      <Input name="dateTo" type="date" value={f.dateTo} error={err.dateTo} onChange={set('dateTo')} />
+      <Select name="aspectRatio" value={f.aspectRatio} options={pairs(RATIOS)} onChange={set('aspectRatio')} />
+      <Select name="operationType" value={f.operationType} options={pairs(OPERATIONS)} onChange={set('operationType')} />
+      <Input name="minSize" inputMode="numeric" value={f.minSize} error={err.minSize} onChange={set('minSize')} />
+      <Input name="maxSize" inputMode="numeric" value={f.maxSize} error={err.maxSize} onChange={set('maxSize')} />
+      <Input name="sessionId" value={f.sessionId} error={err.sessionId} onChange={set('sessionId')} />
+      <Select name="modelId" value={f.modelId} options={pairs(MODELS)} onChange={set('modelId')} />
+      <Select name="resolutionTier" value={f.resolutionTier} options={pairs(TIERS)} onChange={set('resolutionTier')} />
+      <Select name="stylePresetId" value={f.stylePresetId} options={presets} onChange={set('stylePresetId')} />
+      <Select name="productReferenceId" value={f.productReferenceId} options={products} onChange={set('productReferenceId')} />
+      <Check name="hasNegativePrompt" value={f.hasNegativePrompt} onChange={set('hasNegativePrompt')} />
+      <Check name="isReference" value={f.isReference} onChange={set('isReference')} />
       <div class="row gallery-filter-actions">
         <Button type="submit" variant="primary">
           Apply filters
         </Button>
         <Button type="button" onClick={() => props.onApply({})}>
-          Clear
+          Clear filters
         </Button>
       </div>
     </form>
@@ -225,6 +261,232 @@ export function Tile(p: { image: Image; selected?: boolean; onSelect?: (on: bool
   );
 }
 
+/** Saved searches (SPEC 4.6): apply one (its filters become the URL's), save the current filters, delete one. */
+function SavedSearches(props: { applied: Filters; onApply: (f: Filters) => void }) {
+  const list = useLoad(async () => {
+    const r = await api.GET('/api/search-presets');
+    return { value: r.data?.data, problem: problem(r) };
+  }, []);
+  const presets = list.value ?? [];
+  const [chosen, setChosen] = useState('');
+  const [name, setName] = useState('');
+  const [saving, setSaving] = useState(false);
+  const [saveProblem, setSaveProblem] = useState<Problem>();
+  const [actionProblem, setActionProblem] = useState<Problem>();
+  const confirm = useConfirm();
+  const current = presets.find((x) => String(x.id) === chosen);
+  const notKept = FILTERS.filter((k) => props.applied[k] && !(PRESET_KEYS as readonly FilterName[]).includes(k));
+  // The API's words for the name (empty, too long, taken) go next to the field; anything else under the form.
+  const nameError =
+    saveProblem &&
+    (saveProblem.fields.presetName ?? (/presetName|preset with name/i.test(saveProblem.title) ? saveProblem.title : undefined));
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setSaving(true);
+    try {
+      const r = await api.POST('/api/search-presets', { body: { presetName: name, filters: presetFiltersOf(props.applied) } });
+      setSaveProblem(problem(r));
+      if (!r.data) return;
+      toast(`Saved the search "${r.data.data.presetName}"`);
+      setName('');
+      setChosen(String(r.data.data.id));
+      list.reload();
+    } catch (err) {
+      setSaveProblem(networkProblem(err));
+    } finally {
+      setSaving(false);
+    }
+  };
+  const remove = async () => {
+    if (!current) return;
+    const sure = await confirm.ask({
+      title: `Delete the saved search ${current.presetName}?`,
+      body: <p>Only the saved search is deleted: no image changes.</p>,
+      confirmLabel: 'Delete',
+    });
+    if (!sure) return;
+    const r = await api.DELETE('/api/search-presets/{id}', { params: { path: { id: String(current.id) } } });
+    setActionProblem(problem(r));
+    if (!r.response.ok) return;
+    toast(`Deleted the saved search "${current.presetName}"`);
+    setChosen('');
+    list.reload();
+  };
+  const sortBy = current?.filters.sortBy;
+
+  return (
+    <section class="card saved-searches" aria-labelledby="saved-searches-title">
+      <h2 id="saved-searches-title">Saved searches</h2>
+      {confirm.dialog}
+      <div class="row">
+        <div class="field">
+          <label for="saved-search">Saved search</label>
+          <select id="saved-search" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
+            <option value="">{presets.length ? 'Choose one…' : 'None saved yet'}</option>
+            {presets.map((x) => (
+              <option key={x.id} value={String(x.id)}>
+                {x.presetName}
+              </option>
+            ))}
+          </select>
+        </div>
+        <Button disabled={!current} onClick={() => current && props.onApply(filtersOfPreset(current.filters))}>
+          Apply saved search
+        </Button>
+        <Button variant="danger" disabled={!current} onClick={() => void remove()}>
+          Delete saved search
+        </Button>
+      </div>
+      {sortBy && sortBy !== 'newest' && (
+        <p class="muted">This saved search sorts by {sortBy}; the gallery shows its images newest first.</p>
+      )}
+      <ErrorBanner problem={list.problem ?? actionProblem} />
+      <form class="row" onSubmit={save} noValidate aria-label="Save the current filters">
+        <Field label="Name of the saved search" value={name} onInput={setName} max={SEARCH_PRESET_NAME_MAX} error={nameError} />
+        <Button type="submit" busy={saving}>
+          Save current filters
+        </Button>
+      </form>
+      {notKept.length > 0 && <p class="muted">Not kept in a saved search: {notKept.map((k) => LABELS[k]).join(', ')}.</p>}
+      {!nameError && <ErrorBanner problem={saveProblem} />}
+    </section>
+  );
+}
+
+/** Saves a Blob under `name` (an object URL and an <a download>; the URL is released once the download started). */
+function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** What a bulk delete did: how many went, and each failed image's id and reason. */
+function DeleteOutcome({ result, onDismiss }: { result: BulkDeleteResult; onDismiss: () => void }) {
+  const { summary, failed } = result;
+  const said = `Deleted ${summary.succeeded} of ${summary.total} image${summary.total === 1 ? '' : 's'}.`;
+  return (
+    <div class={`banner ${failed.length ? 'banner-error' : 'banner-ok'}`} role={failed.length ? 'alert' : 'status'}>
+      <p>
+        <strong>{said}</strong>
+        {failed.length > 0 && ` ${failed.length} could not be deleted (still selected):`}
+      </p>
+      {failed.length > 0 && (
+        <ul class="banner-list" aria-label="Images not deleted">
+          {failed.map((f) => (
+            <li key={f.id}>
+              Image {f.id}: {f.error}
+            </li>
+          ))}
+        </ul>
+      )}
+      <button type="button" class="btn btn-quiet" onClick={onDismiss}>
+        Dismiss
+      </button>
+    </div>
+  );
+}
+
+/** The selection's toolbar: count, select all shown / clear, bulk delete (confirmed first) and the ZIP download. */
+function SelectionBar(props: {
+  selected: number[];
+  shown: number;
+  onSelectAll: () => void;
+  onClear: () => void;
+  onDeleted: (r: BulkDeleteResult) => void;
+}) {
+  const n = props.selected.length;
+  const [deleting, setDeleting] = useState(false);
+  const [zipping, setZipping] = useState(false);
+  const [prob, setProb] = useState<Problem>();
+  const confirm = useConfirm();
+  const tooManyToDelete = n > MAX_BULK_DELETE;
+  const tooManyToZip = n > MAX_DOWNLOAD_IDS;
+
+  const bulkDelete = async () => {
+    const ids = props.selected;
+    const sure = await confirm.ask({
+      title: `Delete ${ids.length} image${ids.length === 1 ? '' : 's'}?`,
+      body: <p>The selected images and their files are deleted. Edits made from them stay (they keep the link).</p>,
+      confirmLabel: `Delete ${ids.length}`,
+    });
+    if (!sure) return;
+    setDeleting(true);
+    try {
+      const r = await api.POST('/api/images/delete-bulk', { body: { ids } });
+      setProb(problem(r));
+      if (r.data) props.onDeleted(r.data.data);
+    } catch (err) {
+      setProb(networkProblem(err));
+    } finally {
+      setDeleting(false);
+    }
+  };
+  const download = async () => {
+    setZipping(true);
+    try {
+      const r = await api.POST('/api/images/download', { body: { imageIds: props.selected }, parseAs: 'blob' });
+      const p = problem(r);
+      setProb(p);
+      if (!p && r.data) saveBlob(r.data as Blob, 'images.zip');
+    } catch (err) {
+      setProb(networkProblem(err));
+    } finally {
+      setZipping(false);
+    }
+  };
+
+  return (
+    <section class="selection-bar" aria-label="Selection">
+      {confirm.dialog}
+      <p class="selection-count" aria-live="polite">
+        {n === 0 ? 'No image selected' : `${n} selected`}
+      </p>
+      <div class="row">
+        <Button onClick={props.onSelectAll} disabled={props.shown === 0}>
+          Select all shown
+        </Button>
+        <Button onClick={props.onClear} disabled={n === 0}>
+          Clear selection
+        </Button>
+        <Button
+          variant="danger"
+          busy={deleting}
+          disabled={n === 0 || tooManyToDelete}
+          aria-describedby={tooManyToDelete ? 'too-many-to-delete' : undefined}
+          onClick={() => void bulkDelete()}
+        >
+          Delete selected
+        </Button>
+        <Button
+          busy={zipping}
+          disabled={n === 0 || tooManyToZip}
+          aria-describedby={tooManyToZip ? 'too-many-to-zip' : undefined}
+          onClick={() => void download()}
+        >
+          Download ZIP
+        </Button>
+      </div>
+      {tooManyToDelete && (
+        <p id="too-many-to-delete" class="selection-note">
+          Delete takes at most {MAX_BULK_DELETE} images at a time: {n} are selected. Clear some to delete them.
+        </p>
+      )}
+      {tooManyToZip && (
+        <p id="too-many-to-zip" class="selection-note">
+          A ZIP holds at most {MAX_DOWNLOAD_IDS} images: {n} are selected.
+        </p>
+      )}
+      <ErrorBanner problem={prob} onDismiss={() => setProb(undefined)} />
+    </section>
+  );
+}
+
 export default function Gallery({ query }: PageProps) {
   const filters = filtersOf(query);
   const key = JSON.stringify(filters);
@@ -236,6 +498,8 @@ export default function Gallery({ query }: PageProps) {
   const [total, setTotal] = useState<{ n: number; exact: boolean }>();
   const [busy, setBusy] = useState(true);
   const [prob, setProb] = useState<Problem>();
+  const [selected, setSelected] = useState<number[]>([]);
+  const [outcome, setOutcome] = useState<BulkDeleteResult>();
   const gen = useRef(0);
 
   async function loadPage(cursor: string | undefined, append: boolean) {
@@ -255,6 +519,8 @@ export default function Gallery({ query }: PageProps) {
 
   useEffect(() => {
     setImages([]);
+    setSelected([]);
+    setOutcome(undefined);
     loadPage(start, false);
   }, [key, start, limit]);
 
@@ -272,18 +538,28 @@ export default function Gallery({ query }: PageProps) {
     return () => io.disconnect();
   }, [images.length, next]); // observed again after each page: a sentinel still in view loads the next one
 
+  const select = (id: number, on: boolean) =>
+    setSelected((old) => (on ? [...old.filter((x) => x !== id), id] : old.filter((x) => x !== id)));
+  const onDeleted = (r: BulkDeleteResult) => {
+    const gone = new Set(r.deleted);
+    setImages((old) => old.filter((im) => !gone.has(im.id)));
+    setTotal((t) => t && { ...t, n: Math.max(0, t.n - gone.size) });
+    // The failed ones stay selected (to try again or look at); the deleted ones leave the selection.
+    setSelected((old) => old.filter((id) => !gone.has(id)));
+    setOutcome(r);
+  };
+  const chosen = new Set(selected);
+  const applyFilters = (f: Filters) => {
+    const values: Record<string, string | undefined> = { cursor: undefined };
+    for (const k of FILTERS) values[k] = f[k];
+    setQuery(values, { push: true });
+  };
+
   return (
     <>
       <h1>Gallery</h1>
-      <FilterForm
-        applied={filters}
-        fieldErrors={prob?.fields ?? {}}
-        onApply={(f) => {
-          const values: Record<string, string | undefined> = { cursor: undefined };
-          for (const k of FILTERS) values[k] = f[k];
-          setQuery(values, { push: true });
-        }}
-      />
+      <SavedSearches applied={filters} onApply={applyFilters} />
+      <FilterForm applied={filters} fieldErrors={prob?.fields ?? {}} onApply={applyFilters} />
       <ErrorBanner problem={prob} />
       <p class="gallery-count" aria-live="polite">
         {busy && images.length === 0
@@ -297,10 +573,18 @@ export default function Gallery({ query }: PageProps) {
           <Button onClick={() => setQuery({ cursor: undefined })}>Back to the newest</Button>
         </p>
       )}
+      <SelectionBar
+        selected={selected}
+        shown={images.length}
+        onSelectAll={() => setSelected((old) => [...new Set([...old, ...images.map((im) => im.id)])])}
+        onClear={() => setSelected([])}
+        onDeleted={onDeleted}
+      />
+      {outcome && <DeleteOutcome result={outcome} onDismiss={() => setOutcome(undefined)} />}
       {images.length === 0 && !busy && !prob && <p>No images match these filters.</p>}
       <ul class="gallery-grid" aria-label="Images, newest first">
         {images.map((im) => (
-          <Tile key={im.id} image={im} />
+          <Tile key={im.id} image={im} selected={chosen.has(im.id)} onSelect={(on) => select(im.id, on)} />
         ))}
       </ul>
       <div ref={sentinel} class="gallery-sentinel" />

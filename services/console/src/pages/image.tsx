@@ -177,6 +177,8 @@ export default function ImagePage({ params }: PageProps) {
       <Dialog
         open={confirm}
         title={`Delete image ${params.id}?`}
+        closeLabel="Cancel"
+        focusClose
         onClose={() => setConfirm(false)}
         actions={
           <Button variant="danger" busy={deleting} onClick={remove}>

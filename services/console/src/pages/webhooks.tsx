@@ -106,6 +106,8 @@ export default function Webhooks() {
         <Dialog
           open
           title="Delete this webhook?"
+          closeLabel="Cancel"
+          focusClose
           onClose={() => setDeleting(null)}
           actions={
             <Button variant="danger" onClick={() => void remove(deleting)}>
