@@ -15,7 +15,8 @@ import { noisePng, startImageServer } from './usage-support.js';
 /**
  * The console's saved assets pages (issue 38 item 5) in headless Chromium through the real stack: a character is
  * created from images picked in the gallery, edited, found by its name and generated from (the result shown in
- * place and stored with the character); a product is created from its URL and generated from; scenes and style
+ * place, its prompt the character's, the picked images sent to the provider as its references, and in the gallery);
+ * a product is created from its URL and generated from (every image of the request shown); scenes and style
  * presets are created, edited and deleted; another tenant sees none of it. axe-core and screenshots of each page.
  */
 
@@ -45,6 +46,14 @@ afterAll(async () => {
 async function signInAt(page: Page, path: string) {
   await signInTenant(page, stack, tenant.liveKey);
   await openConsole(page, stack, path);
+}
+
+/** The sandbox provider's requests (what reached the provider): the last id, and those after one. */
+async function sandboxLastId(): Promise<number> {
+  return (await (await fetch(`${stack.sandboxUrl}/_sandbox/requests?limit=1`)).json()).lastId;
+}
+async function sandboxRequestsSince(since: number): Promise<{ prompt: string; imageInputs: number }[]> {
+  return (await (await fetch(`${stack.sandboxUrl}/_sandbox/requests?since=${since}`)).json()).requests;
 }
 
 describe('console saved assets', () => {
@@ -107,13 +116,21 @@ describe('console saved assets', () => {
     await page.getByRole('button', { name: 'Generate from Captain Vera' }).click();
     const gen = page.getByRole('dialog', { name: 'Generate from Captain Vera' });
     await gen.getByLabel('Scene').fill('standing at the helm in a storm');
+    const since = await sandboxLastId();
     await gen.getByRole('button', { name: 'Generate' }).click();
     const result = gen.getByRole('link', { name: /in the gallery/ });
     await result.waitFor();
     const imageId = Number((await result.getAttribute('aria-label'))?.match(/Image (\d+)/)?.[1]);
+    // The result is shown in place (its picture loaded), and it is the character's: its prompt, and the two gallery
+    // images picked above sent to the provider as its references.
+    await expect.poll(() => result.locator('img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     const made = await stack.api(`/api/images/${imageId}`, { key: tenant.liveKey });
     expect(made.status).toBe(200);
     expect(made.body.data.prompt).toContain('standing at the helm in a storm');
+    expect(made.body.data.prompt).toContain('Character "Captain Vera": a weathered sea captain with a silver beard and a blue coat');
+    const sent = await sandboxRequestsSince(since);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].imageInputs).toBe(2);
     await expectAccessible(page, 'assets generate');
     await screenshots(page, 'assets-generate');
     await gen.getByRole('button', { name: 'Close' }).click();
@@ -123,6 +140,9 @@ describe('console saved assets', () => {
     await page.getByRole('dialog', { name: 'Delete Captain Vera?' }).getByRole('button', { name: 'Delete' }).click();
     await page.getByText('Nothing matches.').waitFor();
     expect((await stack.api('/api/characters/Captain%20Vera', { key: tenant.liveKey })).status).toBe(404);
+    // The image generated from it stays, in the gallery.
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Gallery' }).click();
+    await page.locator(`a[href="/console/images/${imageId}"]`).first().waitFor();
     expect(errors).toEqual([]);
     await context.close();
   }, 150_000);
@@ -143,8 +163,18 @@ describe('console saved assets', () => {
     await page.getByRole('button', { name: 'Generate from Glass bottle' }).click();
     const gen = page.getByRole('dialog', { name: 'Generate from Glass bottle' });
     await gen.getByLabel('Scene').fill('on a marble kitchen counter');
+    await gen.getByLabel('Number of images').fill('2');
     await gen.getByRole('button', { name: 'Generate' }).click();
-    await gen.getByRole('link', { name: /in the gallery/ }).waitFor();
+    // Both images of the request are shown, each the product's.
+    await expect.poll(() => gen.getByRole('link', { name: /in the gallery/ }).count()).toBe(2);
+    const products = await stack.api('/api/products', { key: tenant.liveKey });
+    const bottle = products.body.data.find((p: { productName: string }) => p.productName === 'Glass bottle');
+    for (const link of await gen.getByRole('link', { name: /in the gallery/ }).all()) {
+      const id = (await link.getAttribute('aria-label'))?.match(/Image (\d+)/)?.[1];
+      const made = await stack.api(`/api/images/${id}`, { key: tenant.liveKey });
+      expect(made.body.data.productReferenceId).toBe(bottle.id);
+      expect(made.body.data.prompt).toContain('Product "Glass bottle"');
+    }
     await gen.getByRole('button', { name: 'Close' }).click();
     await expectAccessible(page, 'assets products');
     await screenshots(page, 'assets-products');

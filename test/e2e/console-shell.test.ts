@@ -116,6 +116,55 @@ describe('console shell', { timeout: 240_000 }, () => {
     await context.close();
   });
 
+  it('a tenant opening a page signed out signs in and lands on that page; an expired session does the same', async () => {
+    const { context, page, errors } = await ui.newPage();
+    const here = () => `${new URL(page.url()).pathname}${new URL(page.url()).search}`;
+    const signInWithKey = async () => {
+      await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
+      await page.getByText('Sign in to continue to the page you opened').waitFor();
+      await page.getByLabel('API key').fill(tenant.testKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    };
+
+    // Signed out: /console/usage asks to sign in, remembering the page; signing in lands there.
+    await openConsole(page, stack, '/usage?limit=3');
+    await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/usage?limit=3');
+    await signInWithKey();
+    await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
+    expect(here()).toBe('/console/usage?limit=3');
+    expect(await page.title()).toBe('Usage · imagegen console');
+
+    // The session expires (server-side) while the page is open: the next request of the page (here, the
+    // navigation to Webhooks) is refused, the sign-in comes back remembering that page, and signing in returns to it.
+    const sql = createDb(stack.env.DATABASE_URL, { schema: 'tenancy', max: 1 });
+    try {
+      const ended = await sql`UPDATE console_sessions SET expires_at = now() - interval '1 second'
+        WHERE tenant_id = ${tenant.tenantId} AND ended_at IS NULL AND expires_at > now() RETURNING session_id`;
+      expect(ended.length).toBe(1);
+    } finally {
+      await sql.end();
+    }
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/webhooks');
+    await expectAccessible(page, 'sign-in after the session ended');
+    await signInWithKey();
+    await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+    expect(here()).toBe('/console/webhooks');
+
+    // The session cookie is gone (deleted in the browser): reopening a page asks to sign in, then returns to it.
+    await context.clearCookies();
+    await openConsole(page, stack, '/sessions');
+    await signInWithKey();
+    await page.getByRole('heading', { name: 'Sessions', exact: true }).waitFor();
+    expect(here()).toBe('/console/sessions');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('follows the system theme, shows focus, is keyboard reachable, and has a menu at 390 px', async () => {
     const { context, page } = await ui.newPage();
     await signInTenant(page, stack, tenant.testKey);

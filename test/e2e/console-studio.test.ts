@@ -8,25 +8,31 @@ import {
   startConsoleStack,
 } from '../support/browser.js';
 import type { TestStack, TestTenant } from '../support/stack.js';
+import { waitFor } from '../support/wait.js';
+import { noisePng, startImageServer } from './usage-support.js';
 
 /**
  * The console's studio (issue 38 item 4) in headless Chromium through the real stack: a generation submitted as an
  * async job shows its progress and log lines live, then its images in place; a provB model shows its own options and
- * hides provA's; a 400 is shown next to its field; a content block (the sandbox provider's [[safety]] directive) is
- * said in words. axe-core and screenshots.
+ * hides provA's; only the tenant's models are offered (GET /api/profile), its default chosen, and a refused model
+ * is said next to the model; a character, a product and a scene picked from the tenant's own reach the image; a 400
+ * is shown next to its field; a used-up quota (402), a rate limit with its wait (429) and a content block (the
+ * sandbox provider's [[safety]] directive) are said in words. axe-core and screenshots.
  */
 
 let stack: TestStack;
 let ui: ConsoleBrowser;
 let tenant: TestTenant;
+let images: Awaited<ReturnType<typeof startImageServer>>;
 
 beforeAll(async () => {
-  [stack, ui] = await Promise.all([startConsoleStack(), launchConsoleBrowser()]);
+  [stack, ui, images] = await Promise.all([startConsoleStack(), launchConsoleBrowser(), startImageServer()]);
   tenant = await stack.createTenant({ rate_limit_per_minute: 10_000 });
 }, 90_000);
 afterAll(async () => {
   await ui?.close();
   await stack?.stop();
+  await images?.stop();
 });
 
 describe('console studio', { timeout: 150_000 }, () => {
@@ -125,18 +131,151 @@ describe('console studio', { timeout: 150_000 }, () => {
     await context.close();
   });
 
-  it("a model outside the tenant's allowlist is refused next to the model, with the allowed ones", async () => {
-    const narrow = await stack.createTenant({ allowed_models: ['provA-flash-lite-image'], model_id: 'provA-flash-lite-image' });
+  it("offers the tenant's models only, its default preselected; a model withdrawn meanwhile is refused next to the model", async () => {
+    const narrow = await stack.createTenant({
+      allowed_models: ['provB-image-2', 'provA-flash-lite-image'],
+      model_id: 'provB-image-2',
+      rate_limit_per_minute: 10_000,
+    });
     const { context, page, errors } = await ui.newPage();
     await signInTenant(page, stack, narrow.liveKey, '/studio');
     await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
-    await page.getByLabel('Model').selectOption('provB-image-2');
+    // The profile's models (extension), in the catalogue's order; the default is chosen and its options shown.
+    const model = page.getByLabel('Model');
+    await expect.poll(() => model.locator('option').allTextContents()).toEqual(['provA-flash-lite-image', 'provB-image-2 (default)']);
+    expect(await model.inputValue()).toBe('provB-image-2');
+    await page.getByLabel('Quality').waitFor();
+    expect(await page.getByLabel('Resolution tier').count()).toBe(0);
+    await expectAccessible(page, 'studio-models');
+
+    // An administrator withdraws provB-image-2 while the page is open: the API's refusal is said next to the model.
+    const patch = await stack.api(`/admin/tenants/${narrow.tenantId}`, {
+      method: 'PATCH',
+      admin: true,
+      body: { allowed_models: ['provA-flash-lite-image'], model_id: 'provA-flash-lite-image' },
+    });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(200);
     await page.getByLabel('Prompt', { exact: true }).fill('a red kite');
     await page.getByRole('button', { name: 'Generate' }).click();
-    const modelField = page.locator('.field', { has: page.getByLabel('Model') });
+    const modelField = page.locator('.field', { has: model });
     await modelField.getByText('model_id provB-image-2 is not allowed for this tenant (allowed: provA-flash-lite-image)').waitFor();
-    expect(await page.getByLabel('Model').getAttribute('aria-invalid')).toBe('true');
+    expect(await model.getAttribute('aria-invalid')).toBe('true');
     expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
+    await context.close();
+  });
+
+  it("generates with a character, a product and a scene picked from the tenant's own; another tenant's are not offered", async () => {
+    const own = (path: string, body: Record<string, unknown>, key = tenant.liveKey) => stack.api(path, { key, body });
+    const ref = await own('/api/images', { prompt: 'a reference portrait', n: 1 });
+    expect(ref.status).toBe(200);
+    const character = await own('/api/characters', {
+      character_name: 'Captain Ines',
+      base_prompt: 'a sea captain with a red scarf and a brass spyglass',
+      reference_image_ids: [ref.body.data.images[0].record_id],
+    });
+    expect(character.status, JSON.stringify(character.body)).toBe(200);
+    const product = await own('/api/products', { product_name: 'Brass lantern', product_url: images.serve(noisePng(64, 64)) });
+    expect([200, 201], JSON.stringify(product.body)).toContain(product.status);
+    const scene = await own('/api/scenes', { scene_name: 'Harbour at night', scene_prompt: 'a harbour at night under the stars' });
+    expect([200, 201], JSON.stringify(scene.body)).toContain(scene.status);
+    // Another tenant's assets: never offered.
+    const stranger = await stack.createTenant();
+    expect(
+      (await own('/api/characters', { character_name: 'Stranger', base_prompt: 'someone from elsewhere entirely' }, stranger.liveKey))
+        .status,
+    ).toBe(200);
+
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, tenant.liveKey, '/studio');
+    await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
+    const characters = page.getByRole('group', { name: /^Characters/ });
+    await characters.getByLabel('Captain Ines').check();
+    expect(await characters.getByLabel('Stranger').count()).toBe(0);
+    await page
+      .getByRole('group', { name: /^Products/ })
+      .getByLabel('Brass lantern')
+      .check();
+    await page.getByLabel('Scene').selectOption({ label: 'Harbour at night' });
+    await page.getByLabel('Model').selectOption('provA-flash-lite-image');
+    await page.getByLabel('Prompt', { exact: true }).fill('holding the lantern on the quay');
+    await expectAccessible(page, 'studio-assets');
+    await screenshots(page, 'studio-assets');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const results = page.getByRole('region', { name: 'Results' });
+    await results.getByRole('link').first().waitFor({ timeout: 60_000 });
+    const id = (await results.getByRole('link').first().getAttribute('href'))?.split('/').pop();
+
+    // The image carries them: the scene and the product in its detail, the character and the scene in its prompt.
+    const detail = await stack.api(`/api/images/${id}`, { key: tenant.liveKey });
+    expect(detail.status).toBe(200);
+    expect(detail.body.data).toMatchObject({ productReferenceId: product.body.data.id, referenceGroupIds: [scene.body.data.id] });
+    expect(detail.body.data.prompt).toContain('Character "Captain Ines": a sea captain with a red scarf and a brass spyglass');
+    expect(detail.body.data.prompt).toContain('Product "Brass lantern"');
+    expect(detail.body.data.prompt).toContain('a harbour at night under the stars');
+    expect(detail.body.data.prompt).toContain('holding the lantern on the quay');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('a used-up monthly quota is said in words next to the button (402)', async () => {
+    const small = await stack.createTenant({ monthly_quota_mb: 1, rate_limit_per_minute: 10_000 });
+    // The generation that crosses the quota is still served (usage's rule): 3 pictures of 4K are ~1.4 MB.
+    const big = await stack.api('/api/images', {
+      key: small.liveKey,
+      body: { prompt: 'big pictures', model_id: 'provA-pro-image', resolution_tier: '4k', n: 3 },
+    });
+    expect(big.status, JSON.stringify(big.body)).toBe(200);
+    await waitFor(async () => (await stack.api('/api/profile', { key: small.liveKey })).body?.tenant?.quotas?.monthlyRemainingMb === 0, {
+      message: 'the quota used up',
+    });
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, small.liveKey, '/studio');
+    await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
+    await page.getByLabel('Prompt', { exact: true }).fill('one more please');
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const form = page.locator('form.studio');
+    await form
+      .getByRole('alert')
+      .filter({
+        hasText: "This month's storage quota is used up: delete images to free space, or ask an administrator for a larger quota.",
+      })
+      .waitFor({ timeout: 60_000 });
+    expect(await page.getByRole('region', { name: 'Results' }).count()).toBe(0);
+    await expectAccessible(page, 'studio-quota');
+    await screenshots(page, 'studio-quota');
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('a rate limit is said with the wait (429)', async () => {
+    const limited = await stack.createTenant({ rate_limit_per_minute: 20 });
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, limited.liveKey, '/studio');
+    await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
+    await page.getByLabel('Prompt', { exact: true }).fill('a paper boat');
+    // The tenant spends its minute elsewhere (the same key from a script), with most of the minute left.
+    await waitFor(
+      async () => {
+        for (let i = 0; i < 25; i++) {
+          const r = await stack.api('/api/profile', { key: limited.liveKey });
+          if (r.status === 429) return r.body.retryAfter >= 20;
+        }
+        return false;
+      },
+      { message: 'the minute spent with 20 s or more of it left', timeout: 90_000, interval: 1000 },
+    );
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const alert = page
+      .locator('form.studio')
+      .getByRole('alert')
+      .filter({ hasText: /^Too many requests: try again in \d+ seconds\./ });
+    await alert.waitFor();
+    const wait = Number((await alert.textContent())?.match(/in (\d+) seconds/)?.[1]);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(60);
+    expect(await page.getByRole('region', { name: 'Progress' }).count()).toBe(0);
+    await expectAccessible(page, 'studio-rate-limited');
+    expect(errors.filter((e) => !/status of 429/.test(e))).toEqual([]);
     await context.close();
   });
 

@@ -749,7 +749,16 @@ describe('account', () => {
     expect(u.json.data.months.length).toBeLessThanOrEqual(3);
     await expectError(mcp, 'get_usage', { limit: 25 }, 'Invalid limit');
     const p = await expectOk(mcp, 'get_profile');
-    expect(p.json).toEqual({ tenant: { tenantId: a.tenantId, tenantName: `Tenant ${a.tenantId}`, quotas: expect.any(Object) } });
+    expect(p.json).toEqual({
+      tenant: {
+        tenantId: a.tenantId,
+        tenantName: `Tenant ${a.tenantId}`,
+        quotas: expect.any(Object),
+        allowedModels: expect.any(Array),
+        modelId: expect.any(String),
+      },
+    });
+    expect(p.json.tenant.allowedModels).toContain(p.json.tenant.modelId);
   });
 
   it('webhooks', async () => {

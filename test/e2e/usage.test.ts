@@ -99,17 +99,61 @@ describe('GET /api/usage', () => {
 });
 
 describe('GET /api/profile', () => {
-  it('answers the tenant and its quota object (integers)', async () => {
+  it('answers the tenant and its quota object (integers), and (extension) its allowed and default models', async () => {
     const r = await s.api('/api/profile', { key: B.liveKey });
     expect(r.status).toBe(200);
+    // B was created without models: the admin's view of it says which it got.
+    const admin = await s.api(`/admin/tenants/${B.tenantId}`, { admin: true });
+    expect(admin.body.data.tenant.allowedModels.length).toBeGreaterThan(0);
     expect(r.body).toEqual({
       tenant: {
         tenantId: B.tenantId,
         tenantName: `Tenant ${B.tenantId}`,
         quotas: { monthlyQuotaMb: 2048, monthlyUsedMb: 0, monthlyRemainingMb: 2048, rateLimitPerMinute: 5000 },
+        allowedModels: admin.body.data.tenant.allowedModels,
+        modelId: admin.body.data.tenant.modelId,
       },
     });
     expect((await s.api('/api/profile', { key: A.liveKey })).body.tenant.tenantId).toBe(A.tenantId);
+  });
+
+  it("says each tenant's own models only (tenant isolation), and an admin's change of them within seconds", async () => {
+    const [narrow, wide] = await Promise.all([
+      s.createTenant({
+        allowed_models: ['provA-flash-lite-image', 'provB-image-2'],
+        model_id: 'provB-image-2',
+        rate_limit_per_minute: 100_000,
+      }),
+      s.createTenant({ allowed_models: ['provA-pro-image'], model_id: 'provA-pro-image' }),
+    ]);
+    const own = await s.api('/api/profile', { key: narrow.liveKey });
+    expect(own.status).toBe(200);
+    expect(own.body.tenant).toMatchObject({ tenantId: narrow.tenantId, modelId: 'provB-image-2' });
+    expect([...own.body.tenant.allowedModels].sort()).toEqual(['provA-flash-lite-image', 'provB-image-2']);
+    // The test key answers the same tenant; the other tenant's keys answer only its own.
+    expect((await s.api('/api/profile', { key: narrow.testKey })).body.tenant).toMatchObject({
+      tenantId: narrow.tenantId,
+      modelId: 'provB-image-2',
+    });
+    const theirs = await s.api('/api/profile', { key: wide.liveKey });
+    expect(theirs.body.tenant).toMatchObject({ tenantId: wide.tenantId, allowedModels: ['provA-pro-image'], modelId: 'provA-pro-image' });
+
+    const patch = await s.api(`/admin/tenants/${narrow.tenantId}`, {
+      method: 'PATCH',
+      admin: true,
+      body: { allowed_models: ['provA-flash-lite-image'], model_id: 'provA-flash-lite-image' },
+    });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(200);
+    const changed = await waitFor(
+      async () => {
+        const r = await s.api('/api/profile', { key: narrow.liveKey });
+        return r.body.tenant.modelId === 'provA-flash-lite-image' && r.body.tenant;
+      },
+      { message: 'new models', timeout: 15_000 },
+    );
+    expect(changed.allowedModels).toEqual(['provA-flash-lite-image']);
+    // The other tenant is untouched.
+    expect((await s.api('/api/profile', { key: wide.liveKey })).body.tenant.allowedModels).toEqual(['provA-pro-image']);
   });
 
   it('reflects an admin change of the quota and rate limit within seconds', async () => {
@@ -202,6 +246,7 @@ describe('the typed client (libs/client)', () => {
     expect(Array.isArray(usage.data?.data.months)).toBe(true);
     const profile = await api.GET('/api/profile');
     expect(profile.data?.tenant).toMatchObject({ tenantId: A.tenantId, quotas: { rateLimitPerMinute: 100_000 } });
+    expect(profile.data?.tenant.allowedModels).toContain(profile.data?.tenant.modelId);
     const bad = await api.GET('/api/usage', { params: { query: { limit: 99 } } });
     expect(bad.response.status).toBe(400);
     expect(bad.error?.error).toBe('Invalid limit');

@@ -827,8 +827,10 @@ const CATALOGUE = {
     tag: 'Usage',
     summary: 'The tenant and its quota object',
     description:
-      'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} ' +
-      '(integers; used MB of the current UTC month, rounded).',
+      'Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}, ' +
+      'allowedModels, modelId}} (integers; used MB of the current UTC month, rounded). Extension: allowedModels (the ' +
+      "models the tenant may generate with) and modelId (its default model); an administrator's change to them shows " +
+      'here within 5 seconds.',
     auth: 'tenant',
     scopes: ['analytics:read'],
     ok: ok(R.Profile),

@@ -395,7 +395,15 @@ export const Usage = z.object({
   quota: Quota,
 });
 
-export const Profile = z.object({ tenant: z.object({ tenantId: z.string(), tenantName: z.string(), quotas: Quota }) });
+export const Profile = z.object({
+  tenant: z.object({
+    tenantId: z.string(),
+    tenantName: z.string(),
+    quotas: Quota,
+    allowedModels: z.array(z.string()).describe("Extension: the models this tenant may generate with (its administrator's allowlist)"),
+    modelId: z.string().describe("Extension: the tenant's default model (used when a request names none); one of allowedModels"),
+  }),
+});
 
 // ---- webhooks ----
 

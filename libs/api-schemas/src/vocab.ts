@@ -21,6 +21,25 @@ export type ModelId = (typeof MODEL_IDS)[number];
 /** SPEC 4.9: the platform's default model (a tenant's model_id default). */
 export const DEFAULT_MODEL_ID: ModelId = 'provA-flash-lite-image';
 
+/** A tenant's record as far as its models go (tenancy's Tenant). */
+export interface TenantModels {
+  modelId?: string;
+  allowedModels: readonly string[];
+}
+
+/** The models a tenant may generate with: its allowlist (an empty one, from before allowlists, allows every model). */
+export const allowedModelsOf = (tenant: TenantModels): readonly string[] =>
+  tenant.allowedModels.length > 0 ? tenant.allowedModels : MODEL_IDS;
+
+/** The model a request without model_id uses: the tenant's default, else the platform default, else the first allowed. */
+export function defaultModelFor(tenant: TenantModels): string {
+  const allowed = allowedModelsOf(tenant);
+  const known = (m: string) => (MODEL_IDS as readonly string[]).includes(m);
+  if (tenant.modelId && known(tenant.modelId) && allowed.includes(tenant.modelId)) return tenant.modelId;
+  if (allowed.includes(DEFAULT_MODEL_ID)) return DEFAULT_MODEL_ID;
+  return allowed.find(known) ?? DEFAULT_MODEL_ID;
+}
+
 // ---- generation requests (SPEC 4.1; SPEC 8 "Generation and uploads") ----
 
 /** SPEC 4.1: the ratios a request may name. */

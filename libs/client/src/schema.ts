@@ -899,7 +899,7 @@ export interface paths {
         };
         /**
          * The tenant and its quota object
-         * @description Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}}} (integers; used MB of the current UTC month, rounded).
+         * @description Response: {tenant:{tenantId, tenantName, quotas:{monthlyQuotaMb, monthlyUsedMb, monthlyRemainingMb, rateLimitPerMinute}, allowedModels, modelId}} (integers; used MB of the current UTC month, rounded). Extension: allowedModels (the models the tenant may generate with) and modelId (its default model); an administrator's change to them shows here within 5 seconds.
          */
         get: operations["getProfile"];
         put?: never;
@@ -7565,6 +7565,10 @@ export interface operations {
                                 monthlyRemainingMb: number;
                                 rateLimitPerMinute: number;
                             };
+                            /** @description Extension: the models this tenant may generate with (its administrator's allowlist) */
+                            allowedModels: string[];
+                            /** @description Extension: the tenant's default model (used when a request names none); one of allowedModels */
+                            modelId: string;
                         };
                     };
                 };

@@ -1,4 +1,5 @@
 import type * as Api from '@imagegen/api-schemas';
+import { allowedModelsOf, defaultModelFor } from '@imagegen/api-schemas/vocab';
 import type {
   EditImageResponse,
   Execution,
@@ -378,8 +379,24 @@ export function usageJson(r: GetUsageResponse): Json<'Usage'> {
 }
 
 /** GET /api/profile (and the MCP tool get_profile). */
-export function profileJson(tenantId: string, tenantName: string, quota: Quota | undefined): Json<'Profile'> {
-  return { tenant: { tenantId, tenantName, quotas: quotaJson(quota) } };
+/**
+ * GET /api/profile (SPEC 4.7) from the tenant's record. Its models (an extension) are the ones generation applies:
+ * the allowlist and the default a request without model_id gets.
+ */
+export function profileJson(
+  tenant: { tenantId: string; tenantName: string; allowedModels: string[]; modelId: string },
+  quota: Quota | undefined,
+): Json<'Profile'> {
+  const { tenantId, tenantName } = tenant;
+  return {
+    tenant: {
+      tenantId,
+      tenantName,
+      quotas: quotaJson(quota),
+      allowedModels: [...allowedModelsOf(tenant)],
+      modelId: defaultModelFor(tenant),
+    },
+  };
 }
 
 /**

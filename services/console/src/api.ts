@@ -86,7 +86,8 @@ export function problemOf(status: number, body: ErrorBody | undefined, headers?:
     if (m && !fields[m[1]]) fields[m[1]] = d;
   }
   let title = body?.error ?? `Request failed (${status})`;
-  if (status === 402 || body?.code === 'QUOTA_EXCEEDED') {
+  // A job that ended on the quota carries the 402's text only (the execution's error).
+  if (status === 402 || body?.code === 'QUOTA_EXCEEDED' || body?.error === 'Monthly storage quota exceeded') {
     title = "This month's storage quota is used up: delete images to free space, or ask an administrator for a larger quota.";
   } else if (status === 429) {
     const wait = body?.retryAfter ?? Number(headers?.get('retry-after') ?? Number.NaN);

@@ -15,6 +15,8 @@ const profile = {
     tenantId: 't1',
     tenantName: 'T1',
     quotas: { monthlyQuotaMb: 10, monthlyUsedMb: 1, monthlyRemainingMb: 9, rateLimitPerMinute: 60 },
+    allowedModels: ['provA-flash-lite-image'],
+    modelId: 'provA-flash-lite-image',
   },
 };
 

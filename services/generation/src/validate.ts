@@ -1,7 +1,8 @@
 import {
   ASPECT_RATIOS,
+  allowedModelsOf,
   BACKGROUNDS,
-  DEFAULT_MODEL_ID,
+  defaultModelFor,
   EXTENDED_QUALITIES,
   IMAGES_PER_REQUEST_MAX,
   MODEL_IDS,
@@ -14,6 +15,7 @@ import {
   RESOLUTION_TIERS,
   SESSION_ID_MAX,
   SYSTEM_INSTRUCTION_MAX,
+  type TenantModels,
 } from '@imagegen/api-schemas/vocab';
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import { invalidPayload } from '@imagegen/platform';
@@ -23,26 +25,11 @@ import type { GeneratePlan } from './plan.js';
 
 export type { GeneratePlan };
 
-export interface TenantModels {
-  modelId?: string;
-  allowedModels: readonly string[];
-}
-
 const EXTENDED_MODELS = MODEL_IDS.filter((m) => MODELS[m].extended).join(' or ');
 const HIGHER_TIER_MODELS = MODEL_IDS.filter((m) => MODELS[m].higherTiers).join(' or ');
 
 /** Whether `v` is one of a vocabulary list (the lists are typed by their values; requests carry strings). */
 const isOneOf = (list: readonly string[], v: string) => list.includes(v);
-
-const allowedFor = (tenant: TenantModels): readonly string[] => (tenant.allowedModels.length > 0 ? tenant.allowedModels : MODEL_IDS);
-
-/** The model a request without model_id uses: the tenant's default, else the platform default, else the first allowed. */
-export function defaultModelFor(tenant: TenantModels): string {
-  const allowed = allowedFor(tenant);
-  if (tenant.modelId && MODELS[tenant.modelId] && allowed.includes(tenant.modelId)) return tenant.modelId;
-  if (allowed.includes(DEFAULT_MODEL_ID)) return DEFAULT_MODEL_ID;
-  return allowed.find((m) => MODELS[m]) ?? DEFAULT_MODEL_ID;
-}
 
 /**
  * Characters no provider takes in a prompt: C0 control characters other than tab, line feed and carriage
@@ -82,8 +69,8 @@ export function validateGenerate(
   let model: ModelInfo | undefined;
   const modelId = req.modelId ?? defaultModelFor(c.tenant);
   if (!Object.hasOwn(MODELS, modelId)) d.push(`model_id must be one of: ${MODEL_IDS.join(', ')}`);
-  else if (!allowedFor(c.tenant).includes(modelId)) {
-    d.push(`model_id ${modelId} is not allowed for this tenant (allowed: ${allowedFor(c.tenant).join(', ')})`);
+  else if (!allowedModelsOf(c.tenant).includes(modelId)) {
+    d.push(`model_id ${modelId} is not allowed for this tenant (allowed: ${allowedModelsOf(c.tenant).join(', ')})`);
   } else model = MODELS[modelId];
 
   // prompt

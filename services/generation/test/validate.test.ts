@@ -1,10 +1,11 @@
+import { defaultModelFor, type TenantModels } from '@imagegen/api-schemas/vocab';
 import type { GenerateImagesRequest } from '@imagegen/contracts/generation/v1/generation';
 import { AppError } from '@imagegen/platform';
 import { describe, expect, it } from 'vitest';
 import { checkAssetFields } from '../src/assets-composer.js';
 import type { Composer } from '../src/compose.js';
 import { closestRatio, MODEL_IDS, ratioOfSize, sizeProblems, tierOf } from '../src/models.js';
-import { defaultModelFor, type TenantModels, validateGenerate } from '../src/validate.js';
+import { validateGenerate } from '../src/validate.js';
 
 const ALL = { allowedModels: MODEL_IDS };
 /** Validation runs the composer's lookup-free checks only; composing is the pipeline's business. */

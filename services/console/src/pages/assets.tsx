@@ -600,8 +600,15 @@ function Generate(props: { kind: 'characters' | 'products'; row: Row; onClose: (
       });
       setP(problem(r));
       const d = r.data?.data;
-      if (d && 'imageId' in d) {
-        images = [{ imageId: d.imageId, fullUrl: d.fullUrl, thumbnailUrl: d.thumbnailUrl, width: d.width, height: d.height }];
+      // Every image of the request (number_of_images), each of the first one's size.
+      if (d && 'images' in d) {
+        images = d.images.map((im) => ({
+          imageId: im.id,
+          fullUrl: im.url,
+          thumbnailUrl: im.thumbnail_url,
+          width: d.width,
+          height: d.height,
+        }));
       }
     }
     setBusy(false);

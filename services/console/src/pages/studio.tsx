@@ -146,8 +146,11 @@ function AssetChecks(props: {
   );
 }
 
-async function loadAssets(): Promise<{
+/** The tenant's models (GET /api/profile, extension) and its own saved assets: what the studio offers. */
+async function loadChoices(): Promise<{
   value?: {
+    models: string[];
+    defaultModel: string;
     presets: { id: number; name: string }[];
     characters: { id: number; name: string }[];
     products: { id: number; name: string }[];
@@ -155,16 +158,21 @@ async function loadAssets(): Promise<{
   };
   problem?: Problem;
 }> {
-  const [p, c, pr, s] = await Promise.all([
+  const [t, p, c, pr, s] = await Promise.all([
+    api.GET('/api/profile'),
     api.GET('/api/style-presets', { params: { query: { limit: 100 } } }),
     api.GET('/api/characters', { params: { query: { limit: 100, sort_by: 'recent' } } }),
     api.GET('/api/products', { params: { query: { page_size: 100 } } }),
     api.GET('/api/scenes', { params: { query: { limit: 100, sort_by: 'recent' } } }),
   ]);
-  const failed = problem(p) ?? problem(c) ?? problem(pr) ?? problem(s);
+  const failed = problem(t) ?? problem(p) ?? problem(c) ?? problem(pr) ?? problem(s);
   if (failed) return { problem: failed };
+  const tenant = t.data?.tenant;
   return {
     value: {
+      // In the catalogue's order (the profile answers the allowlist as the administrator wrote it).
+      models: MODEL_IDS.filter((m) => tenant?.allowedModels.includes(m)),
+      defaultModel: tenant?.modelId ?? '',
       presets: (p.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name })),
       characters: (c.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name })),
       products: (pr.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName })),
@@ -177,7 +185,8 @@ export default function Studio(_props: PageProps) {
   usePageTitle('Studio');
   const [prompt, setPrompt] = useState('');
   const [negative, setNegative] = useState('');
-  const [model, setModel] = useState('');
+  /** The model picked; until one is, the tenant's default (once its models are known). */
+  const [picked, setModel] = useState('');
   const [aspect, setAspect] = useState('');
   const [n, setN] = useState('1');
   // provA
@@ -202,7 +211,9 @@ export default function Studio(_props: PageProps) {
   const [job, setJob] = useState<Job>();
   const [images, setImages] = useState<GeneratedImage[]>([]);
 
-  const assets = useLoad(loadAssets, []);
+  const choices = useLoad(loadChoices, []);
+  const a = choices.value;
+  const model = picked || a?.defaultModel || '';
   const caps = capabilities(model);
   const promptMax = caps.provider ? PROMPT_MAX[caps.provider] : Math.min(PROMPT_MAX.provA, PROMPT_MAX.provB);
   const compressible = format === 'jpeg' || format === 'webp';
@@ -296,7 +307,6 @@ export default function Studio(_props: PageProps) {
     }
   };
 
-  const a = assets.value;
   return (
     <>
       <h1>Studio</h1>
@@ -318,9 +328,11 @@ export default function Studio(_props: PageProps) {
               label="Model"
               value={model}
               onInput={setModel}
-              options={[['', "The tenant's default"], ...MODEL_IDS]}
+              options={
+                a ? a.models.map((m) => (m === a.defaultModel ? ([m, `${m} (default)`] as const) : m)) : [['', "The tenant's default"]]
+              }
               error={fields.model_id}
-              hint={model ? undefined : 'Choose a model to set its own options'}
+              hint={a ? `The models this tenant may use (${a.models.length})` : undefined}
             />
             <Select
               label="Aspect ratio"
@@ -409,7 +421,7 @@ export default function Studio(_props: PageProps) {
               </div>
             </fieldset>
           )}
-          <ErrorBanner problem={assets.problem} />
+          <ErrorBanner problem={choices.problem} />
           {a && (
             <fieldset class="studio-options">
               <legend>Saved assets</legend>

@@ -1,4 +1,5 @@
 import type { Infer, UsageQuery } from '@imagegen/api-schemas';
+import type { Tenant } from '@imagegen/contracts/tenancy/v1/tenancy';
 import type { Quota } from '@imagegen/contracts/usage/v1/usage';
 import { profileJson, usageJson } from '@imagegen/operations';
 import { badRequest, type Principal } from '@imagegen/platform';
@@ -6,29 +7,32 @@ import { badRequest, type Principal } from '@imagegen/platform';
 import type { RouteModule } from '../types.js';
 
 /**
- * Usage and profile (SPEC 4.7), served by usage-metering over gRPC (and tenancy for the tenant name).
+ * Usage and profile (SPEC 4.7), served by usage-metering over gRPC (and tenancy for the tenant's name and models).
  *   GET /api/usage?limit=1..24 (default 12) -> {data:{months (newest first), recent:{bytes, images}, quota}}
- *   GET /api/profile -> {tenant:{tenantId, tenantName, quotas}}
+ *   GET /api/profile -> {tenant:{tenantId, tenantName, quotas, allowedModels, modelId}} (the models: extension)
  */
 
-/** Tenant names change rarely: cached for a few seconds per gateway (one gRPC call less per profile). */
-const NAME_TTL_MS = 5000;
-/** Bound of the name cache (cleared when reached). */
+/**
+ * A tenant's name and models change rarely (an administrator's edit): cached for a few seconds per gateway (one
+ * gRPC call less per profile), so such a change shows in the profile within this bound.
+ */
+const TENANT_TTL_MS = 5000;
+/** Bound of the tenant cache (cleared when reached). */
 const MAX_CACHED_TENANTS = 10_000;
 
 const usageRoutes: RouteModule = (app, { clients }) => {
   const usage = clients.usage;
   const tenancy = clients.tenancy;
-  const names = new Map<string, { at: number; name: Promise<string> }>();
-  const tenantName = (tenantId: string, principal: Principal): Promise<string> => {
+  const tenants = new Map<string, { at: number; facts: Promise<Tenant> }>();
+  const tenantFacts = (tenantId: string, principal: Principal): Promise<Tenant> => {
     const now = Date.now();
-    const hit = names.get(tenantId);
-    if (hit && now - hit.at < NAME_TTL_MS) return hit.name;
-    const name = tenancy.getTenant({ tenantId }, principal).then((t) => t.tenantName);
-    name.catch(() => names.get(tenantId)?.name === name && names.delete(tenantId));
-    if (names.size >= MAX_CACHED_TENANTS) names.clear();
-    names.set(tenantId, { at: now, name });
-    return name;
+    const hit = tenants.get(tenantId);
+    if (hit && now - hit.at < TENANT_TTL_MS) return hit.facts;
+    const facts = tenancy.getTenant({ tenantId }, principal);
+    facts.catch(() => tenants.get(tenantId)?.facts === facts && tenants.delete(tenantId));
+    if (tenants.size >= MAX_CACHED_TENANTS) tenants.clear();
+    tenants.set(tenantId, { at: now, facts });
+    return facts;
   };
   // Concurrent profile requests of one tenant share one in-flight GetQuota (nothing is kept once it has
   // answered): a busy tenant costs usage-metering one call per round trip instead of one per request,
@@ -55,8 +59,8 @@ const usageRoutes: RouteModule = (app, { clients }) => {
 
   app.get('/api/profile', async (request) => {
     const tenantId = request.principal.tenantId as string;
-    const [name, quota] = await Promise.all([tenantName(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
-    return profileJson(tenantId, name, quota);
+    const [tenant, quota] = await Promise.all([tenantFacts(tenantId, request.principal), tenantQuota(tenantId, request.principal)]);
+    return profileJson(tenant, quota);
   });
 };
 

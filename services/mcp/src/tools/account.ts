@@ -7,6 +7,7 @@ import {
   WebhookBody,
   WebhookUpdateBody,
 } from '@imagegen/api-schemas';
+import { allowedModelsOf, defaultModelFor } from '@imagegen/api-schemas/vocab';
 import { ListActiveExecutionsRequest, ListSessionExecutionsRequest } from '@imagegen/contracts/generation/v1/generation';
 import { ListSessionsRequest } from '@imagegen/contracts/library/v1/library';
 import { CreateWebhookRequest, UpdateWebhookRequest } from '@imagegen/contracts/webhooks/v1/webhooks';
@@ -205,7 +206,7 @@ const getUsage = defineTool({
 
 const getProfile = defineTool({
   name: 'get_profile',
-  description: 'The tenant (id, name) and its quota.',
+  description: 'The tenant (id, name), its quota, and the models it may use with its default one.',
   operation: 'GET /api/profile',
   input: {},
   annotations: { readOnlyHint: true },
@@ -215,7 +216,7 @@ const getProfile = defineTool({
       ctx.deps.clients.tenancy.getTenant({ tenantId }, ctx.principal),
       ctx.deps.clients.usage.getQuota({ tenantId }, ctx.principal),
     ]);
-    return { data: profileJson(t.tenantId, t.tenantName, q) };
+    return { data: profileJson(t, q) };
   },
 });
 
@@ -305,16 +306,17 @@ const listModels = defineTool({
   annotations: { readOnlyHint: true },
   async run(_args, ctx) {
     const t = await ctx.deps.clients.tenancy.getTenant({ tenantId: ctx.principal.tenantId ?? '' }, ctx.principal);
-    const allowed = new Set(t.allowedModels.length ? t.allowedModels : MODEL_IDS);
+    const allowed = new Set(allowedModelsOf(t));
+    const defaultModel = defaultModelFor(t);
     return {
       data: {
-        defaultModel: t.modelId,
+        defaultModel,
         models: MODEL_IDS.map((id) => ({
           model_id: id,
           provider: id.startsWith('provA') ? 'provA' : 'provB',
           notes: MODEL_NOTES[id],
           allowed: allowed.has(id),
-          default: id === t.modelId,
+          default: id === defaultModel,
         })),
       },
     };
