@@ -113,6 +113,10 @@ export async function expectAccessible(page: Page, label: string): Promise<AxeVi
     all.push(...v);
   }
   await page.emulateMedia({ colorScheme: 'light' });
+  // The axe figure of the closing notes: every scan's label and what it reported below serious.
+  console.info(
+    `axe ${label}: 0 serious or critical; minor/moderate: ${JSON.stringify([...new Set(all.map((v) => `${v.id} (${v.impact})`))])}`,
+  );
   return all;
 }
 
