@@ -45,6 +45,10 @@ export async function startBalancer() {
       if (i >= 0) rotation.splice(i, 1);
     },
     backends: () => [...rotation],
+    /** Cuts every open connection (as a proxy restarting does); new ones are balanced as before. */
+    dropConnections() {
+      for (const s of open) s.destroy();
+    },
     async close() {
       for (const s of open) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));

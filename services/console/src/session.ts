@@ -48,6 +48,15 @@ export async function loadSession(): Promise<void> {
   }
 }
 
+/**
+ * After a live stream was refused (EventSource does not say why): ends the session here only when the server says
+ * it is over (401), never on a network failure, which EventSource rides out by itself.
+ */
+export async function recheckSession(): Promise<void> {
+  const r = await sessionRequest('GET').catch(() => undefined);
+  if (r?.status === 401 && current) set(null);
+}
+
 /** Signs in; a problem (wrong key, wrong password, locked account...) when refused. */
 export async function signIn(body: { apiKey: string } | { email: string; password: string }): Promise<Problem | undefined> {
   const r = await sessionRequest('POST', body);

@@ -4,6 +4,7 @@
  * is closed (the server ends it too; EventSource would otherwise reconnect).
  */
 import { useEffect, useState } from 'preact/hooks';
+import { recheckSession } from '../session';
 
 export interface LiveLog {
   executionId: string;
@@ -53,6 +54,9 @@ export function useLiveStream(url: string | null, endOnFinal: boolean, onFinal?:
       if (!d && error) {
         // A connection error (no data): EventSource retries by itself unless the stream was ended.
         setLive((s) => (s.state === 'ended' ? s : { ...s, state: es.readyState === EventSource.CLOSED ? 'lost' : 'connecting' }));
+        // Refused (a reconnection answered 401, which EventSource does not retry): if the session is over, the
+        // session check brings the sign-in back, remembering this page.
+        if (es.readyState === EventSource.CLOSED) void recheckSession();
         return;
       }
       if (endOnFinal) {
