@@ -9,6 +9,7 @@ import {
   screenshots,
   signInTenant,
   startConsoleStack,
+  WIDTHS,
 } from '../support/browser.js';
 import type { TestStack, TestTenant } from '../support/stack.js';
 import { readZip } from '../support/zip.js';
@@ -99,6 +100,30 @@ describe('console gallery', () => {
     await page.getByLabel('Max size (bytes)').fill('20');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByText('No images match these filters.').waitFor();
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
+  it('on a phone the filters start folded (the first images in view), open from the keyboard, and stay open once applied', async () => {
+    const { context, page, errors } = await ui.newPage();
+    await page.setViewportSize(WIDTHS.phone);
+    await signInTenant(page, stack, tenant.liveKey, '/gallery');
+    const panel = page.locator('details.gallery-filter-panel');
+    await page.getByRole('list', { name: 'Images, newest first' }).getByRole('listitem').first().waitFor();
+    expect(await panel.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+    expect(await page.getByLabel('Search prompts').isVisible()).toBe(false);
+    const firstTile = await page.getByRole('list', { name: 'Images, newest first' }).getByRole('listitem').first().boundingBox();
+    expect(firstTile?.y ?? Number.POSITIVE_INFINITY).toBeLessThan(WIDTHS.phone.height);
+    await expectAccessible(page, 'gallery-phone-folded');
+    await screenshots(page, 'gallery-phone-folded');
+    await page.getByText('Filters and saved searches').focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Search prompts').fill('harbour');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('Filters and saved searches (1 applied)').waitFor();
+    await page.reload();
+    await page.getByText('Filters and saved searches (1 applied)').waitFor();
+    expect(await panel.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
     expect(errors).toEqual([]);
     await context.close();
   });

@@ -487,6 +487,9 @@ function SelectionBar(props: {
   );
 }
 
+/** Whether the filter panel starts open: on screens wider than a phone. */
+const filtersOpenAtFirst = typeof matchMedia === 'undefined' || matchMedia('(min-width: 700px)').matches;
+
 export default function Gallery({ query }: PageProps) {
   const filters = filtersOf(query);
   const key = JSON.stringify(filters);
@@ -558,8 +561,18 @@ export default function Gallery({ query }: PageProps) {
   return (
     <>
       <h1>Gallery</h1>
-      <SavedSearches applied={filters} onApply={applyFilters} />
-      <FilterForm applied={filters} fieldErrors={prob?.fields ?? {}} onApply={applyFilters} />
+      {/* Open on a wide screen; folded on a phone, where the form is two screens tall before the first image. */}
+      <details
+        class="gallery-filter-panel"
+        open={filtersOpenAtFirst || Object.keys(filters).length > 0 || Object.keys(prob?.fields ?? {}).length > 0}
+      >
+        <summary>
+          Filters and saved searches
+          {Object.keys(filters).length > 0 && ` (${Object.keys(filters).length} applied)`}
+        </summary>
+        <SavedSearches applied={filters} onApply={applyFilters} />
+        <FilterForm applied={filters} fieldErrors={prob?.fields ?? {}} onApply={applyFilters} />
+      </details>
       <ErrorBanner problem={prob} />
       <p class="gallery-count" aria-live="polite">
         {busy && images.length === 0
