@@ -36,11 +36,12 @@ export function libraryTenantData(sql: Sql, storage: ObjectStorage): GrpcService
   /** Objects scheduled for removal under the tenant's prefix (tenants/<id>/...): removed now. */
   const scheduled = async (tenantId: string) => {
     const lo = `tenants/${tenantId}/`;
-    const hi = `tenants/${tenantId}0`; // '0' follows '/' in every collation of plain keys
+    const hi = `tenants/${tenantId}0`; // '0' follows '/' bytewise (the range is read in the "C" collation)
     let rows = 0;
     for (;;) {
       const page = await sql<{ object_key: string }[]>`
-        SELECT object_key FROM object_gc WHERE object_key >= ${lo} AND object_key < ${hi} ORDER BY object_key LIMIT ${PAGE}`;
+        SELECT object_key FROM object_gc WHERE (object_key COLLATE "C") >= ${lo} AND (object_key COLLATE "C") < ${hi}
+        ORDER BY object_key COLLATE "C" LIMIT ${PAGE}`;
       if (page.length === 0) break;
       const keys = page.map((p) => p.object_key);
       await storage.deleteMany(keys);
