@@ -96,6 +96,10 @@ export async function benchTenantData(): Promise<void> {
         for (const q of [
           `EXPLAIN SELECT to_jsonb(t) AS row FROM library.images t WHERE t.tenant_id = '${b.tenantId}' AND (t.created_at, t.id) < (now(), 99999999) ORDER BY t.created_at DESC, t.id DESC LIMIT 500`,
           `EXPLAIN SELECT id FROM library.images WHERE tenant_id = '${b.tenantId}' ORDER BY created_at DESC, id DESC LIMIT 500`,
+          // The purge: the library's page of images to remove, and the generic batched delete of any tenant table.
+          `EXPLAIN DELETE FROM library.images WHERE tenant_id = '${b.tenantId}' AND id = ANY('{1,2,3}'::bigint[])`,
+          `EXPLAIN DELETE FROM library.images WHERE ctid = ANY(ARRAY(SELECT ctid FROM library.images WHERE tenant_id = '${b.tenantId}' LIMIT 5000))`,
+          `EXPLAIN SELECT object_key FROM library.object_gc WHERE (object_key COLLATE "C") >= 'tenants/${b.tenantId}/' AND (object_key COLLATE "C") < 'tenants/${b.tenantId}0' ORDER BY object_key COLLATE "C" LIMIT 500`,
         ]) {
           const plan = (await sql.unsafe(q)) as unknown as { 'QUERY PLAN': string }[];
           console.log(`tenant-data: ${q.slice(8, 90)}...\n${plan.map((p) => `    ${p['QUERY PLAN']}`).join('\n')}`);
