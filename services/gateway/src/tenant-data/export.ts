@@ -17,7 +17,8 @@ import type { TenantDataClients, TenantDataServiceName } from './clients.js';
  *   read one at a time from storage in the order of the rows.
  * Memory stays flat: one page of rows and a few object streams at a time; the ZIP itself is never in memory (yazl
  * streams entries, the storage uploads the stream), at most AHEAD objects open. What grows is yazl's central
- * directory, ~100 bytes per file.
+ * directory, kept until the end: about 0.5 KiB of heap per file (pnpm bench tenant-data: +18 MiB at 2,020 files,
+ * +52 MiB at 60,600).
  *
  * The job runs in the gateway replica that accepted it, in the background; its progress and heartbeat are in
  * tenancy's tenant_exports row (updated at least every HEARTBEAT_MS). A process that dies mid-export leaves the row
@@ -161,7 +162,15 @@ export async function runExport(deps: ExportDeps, job: TenantExport, principal: 
             }
             const name = `objects/${key.startsWith(prefix) ? key.slice(prefix.length) : key}`;
             const mtime = typeof r.created_at === 'string' ? new Date(r.created_at) : new Date();
-            zip.addReadStream(stream, name, { compress: false, mtime: Number.isNaN(mtime.getTime()) ? new Date() : mtime });
+            // Handed over through a holder that lets go of it: yazl keeps every entry's pump function until the end
+            // (for the central directory), and addReadStream's would keep each finished stream alive with it
+            // (~3.5 KiB per object: +212 MiB at 30,000 images).
+            let held: Readable | undefined = stream;
+            zip.addReadStreamLazy(name, { compress: false, mtime: Number.isNaN(mtime.getTime()) ? new Date() : mtime }, (cb) => {
+              const s = held as Readable;
+              held = undefined;
+              cb(null, s);
+            });
             // At most AHEAD objects open ahead of the archive (each buffers at most its stream's 64 KiB), so the
             // storage's latency overlaps the archive's writing; memory stays bounded whatever the tenant's size.
             const read = finished(stream);
