@@ -1,10 +1,10 @@
-import { createDb } from '@imagegen/platform';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../../services/webhook-dispatcher/test/receiver.js';
 import {
   type ConsoleBrowser,
   expectAccessible,
+  expireConsoleSessions,
   launchConsoleBrowser,
   openConsole,
   screenshots,
@@ -96,14 +96,7 @@ describe('console activity pages', { timeout: 150_000 }, () => {
     proxy.add(new URL(stack.baseUrl).host);
     await page.goto(`${proxy.url}/console${sessionPath}`);
     await page.getByText('Following the running executions of this session.').waitFor();
-    const sql = createDb(stack.env.DATABASE_URL, { schema: 'tenancy', max: 1 });
-    try {
-      const ended = await sql`UPDATE console_sessions SET expires_at = now() - interval '1 second'
-        WHERE tenant_id = ${tenant.tenantId} AND ended_at IS NULL AND expires_at > now() RETURNING session_id`;
-      expect(ended.length).toBeGreaterThan(0);
-    } finally {
-      await sql.end();
-    }
+    expect(await expireConsoleSessions(stack, tenant.tenantId)).toBeGreaterThan(0);
     try {
       proxy.dropConnections();
       await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ConsoleBrowser,
   expectAccessible,
+  expireConsoleSessions,
   launchConsoleBrowser,
   openConsole,
   screenshots,
@@ -139,14 +140,7 @@ describe('console shell', { timeout: 240_000 }, () => {
 
     // The session expires (server-side) while the page is open: the next request of the page (here, the
     // navigation to Webhooks) is refused, the sign-in comes back remembering that page, and signing in returns to it.
-    const sql = createDb(stack.env.DATABASE_URL, { schema: 'tenancy', max: 1 });
-    try {
-      const ended = await sql`UPDATE console_sessions SET expires_at = now() - interval '1 second'
-        WHERE tenant_id = ${tenant.tenantId} AND ended_at IS NULL AND expires_at > now() RETURNING session_id`;
-      expect(ended.length).toBe(1);
-    } finally {
-      await sql.end();
-    }
+    expect(await expireConsoleSessions(stack, tenant.tenantId)).toBe(1);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
     expect(new URL(page.url()).searchParams.get('next')).toBe('/webhooks');

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { createDb } from '@imagegen/platform';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { REPO_ROOT } from '../distributed/harness.js';
@@ -131,4 +132,16 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${size.width}.png`), fullPage: true });
   }
   await page.setViewportSize(WIDTHS.desktop);
+}
+
+/** Expires the tenant's open console sessions server-side (as their 12 hours running out would); returns how many. */
+export async function expireConsoleSessions(stack: TestStack, tenantId: string): Promise<number> {
+  const sql = createDb(stack.env.DATABASE_URL, { schema: 'tenancy', max: 1 });
+  try {
+    const ended = await sql`UPDATE console_sessions SET expires_at = now() - interval '1 second'
+      WHERE tenant_id = ${tenantId} AND ended_at IS NULL AND expires_at > now() RETURNING session_id`;
+    return ended.length;
+  } finally {
+    await sql.end();
+  }
 }
