@@ -49,6 +49,7 @@ export async function benchConsoleGallery(): Promise<void> {
     await signIn.context.close();
 
     const results: Run[] = [];
+    let far = { tiles: 0, thumbs: 0, listCalls: 0 };
     for (let i = 0; i <= runs; i++) {
       const context = await ui.browser.newContext({ viewport: WIDTHS.desktop, colorScheme: 'light', storageState });
       context.setDefaultTimeout(60_000);
@@ -57,6 +58,7 @@ export async function benchConsoleGallery(): Promise<void> {
       try {
         const r = await measure(page, `${stack.baseUrl}/console/gallery`);
         if (i > 0) results.push(r); // the first is a warm-up (the stack's caches, Chromium's code cache)
+        if (i === 0) far = await scrollFar(page, FAR_PAGES);
       } finally {
         await context.close();
       }
@@ -77,7 +79,10 @@ export async function benchConsoleGallery(): Promise<void> {
     console.log(
       `after one scroll     ${results[0].tilesAfterScroll} tiles, ${results[0].thumbsAfterScroll} thumbnails fetched, ${results[0].listCallsAfterScroll} list calls`,
     );
-    const worst = Math.max(...results.map((r) => r.tilesAfterScroll));
+    console.log(
+      `after ${FAR_PAGES} pages       ${far.tiles} tiles in the grid (at most 8 pages are kept), ${far.thumbs} thumbnails fetched, ${far.listCalls} list calls`,
+    );
+    const worst = Math.max(...results.map((r) => r.tilesAfterScroll), far.tiles);
     if (worst >= total) throw new Error(`the gallery loaded all ${total} images`);
     console.log(`goal                 first thumbnail < 1000 ms: ${med('firstThumbMs') < 1000 ? 'met' : 'NOT met'}`);
   } finally {
@@ -146,6 +151,18 @@ async function measure(page: Page, url: string): Promise<Run> {
     thumbsAfterScroll: after.thumbs,
     listCallsAfterScroll: after.listCalls,
   };
+}
+
+const FAR_PAGES = 20;
+
+/** Scrolls to the end until `pages` pages were listed in all (800 images): what the grid then holds. */
+async function scrollFar(page: Page, pages: number) {
+  for (let n = (await counts(page)).listCalls; n < pages; n = (await counts(page)).listCalls) {
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    await page.waitForFunction((k) => performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/images')).length > k, n);
+  }
+  await page.waitForTimeout(500);
+  return counts(page);
 }
 
 function counts(page: Page): Promise<{ tiles: number; thumbs: number; listCalls: number }> {

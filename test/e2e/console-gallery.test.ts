@@ -152,6 +152,36 @@ describe('console gallery', () => {
     expect(errors).toEqual([]);
     await context.close();
   });
+  it('keeps at most 8 pages in the grid: scrolling on drops the earliest, "Show earlier images" brings them back', async () => {
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, tenant.liveKey);
+    // Pages of 1: the 12 images are 12 pages, 4 more than the grid keeps.
+    await openConsole(page, stack, '/gallery?limit=1');
+    const grid = page.getByRole('list', { name: 'Images, newest first' });
+    await grid.getByRole('link').first().waitFor();
+    const hrefs = () => grid.getByRole('link').evaluateAll((els) => els.map((e) => e.getAttribute('href')));
+    const all = (await newestFirst()).map((id) => `/console/images/${id}`);
+    for (let i = 0; i < 30 && (await page.getByRole('button', { name: 'Load more' }).count()) > 0; i++) {
+      await page
+        .getByRole('button', { name: 'Load more' })
+        .click({ timeout: 2000 })
+        .catch(() => {});
+      await page.waitForTimeout(100);
+    }
+    await expect.poll(hrefs).toEqual(all.slice(4));
+    await page.getByText('8 shown of 12').waitFor();
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    // Back up, one page at a time: the window slides, dropping from the end, until the newest is first again.
+    for (let back = 1; back <= 4; back++) {
+      await page.getByRole('button', { name: 'Show earlier images' }).click();
+      await expect.poll(hrefs).toEqual(all.slice(4 - back, 12 - back));
+    }
+    expect(await page.getByRole('button', { name: 'Show earlier images' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load more' }).waitFor();
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('opens an image: every field, edit with a prompt, the chain both ways, download, delete', async () => {
     const { context, page, errors } = await ui.newPage();
     page.setDefaultTimeout(15_000);

@@ -487,6 +487,38 @@ function SelectionBar(props: {
   );
 }
 
+/** Pages the grid keeps at most (scrolled past ones are dropped and brought back on demand). */
+export const MAX_PAGES = 8;
+interface GridPage {
+  /** The cursor that reads this page (undefined: the first). */
+  cursor: string | undefined;
+  images: Image[];
+}
+interface GridWindow {
+  pages: GridPage[];
+  /** Cursors of the pages dropped above the first shown, the nearest last. */
+  earlier: (string | undefined)[];
+  /** The cursor of the page after the last shown (null: none). */
+  next: string | null;
+}
+const EMPTY_WINDOW: GridWindow = { pages: [], earlier: [], next: null };
+
+/** The window once `page` is read: the only page, or added at an end, dropping one at the other end past MAX_PAGES. */
+export function placePage(w: GridWindow, page: GridPage, after: string | null, how: 'replace' | 'append' | 'prepend'): GridWindow {
+  if (how === 'replace') return { pages: [page], earlier: [], next: after };
+  if (how === 'append') {
+    const pages = [...w.pages, page];
+    if (pages.length <= MAX_PAGES) return { ...w, pages, next: after };
+    const [dropped, ...kept] = pages;
+    return { pages: kept, earlier: [...w.earlier, dropped.cursor], next: after };
+  }
+  const pages = [page, ...w.pages];
+  const earlier = w.earlier.slice(0, -1);
+  if (pages.length <= MAX_PAGES) return { ...w, pages, earlier };
+  const dropped = pages.pop() as GridPage;
+  return { pages, earlier, next: dropped.cursor ?? null };
+}
+
 /** Whether the filter panel starts open: on screens wider than a phone. */
 const filtersOpenAtFirst = typeof matchMedia === 'undefined' || matchMedia('(min-width: 700px)').matches;
 
@@ -496,8 +528,10 @@ export default function Gallery({ query }: PageProps) {
   const start = query.get('cursor') ?? undefined;
   // The page size (the API's limit, 1-100) may be set in the URL; 40 by default.
   const limit = Math.min(100, Math.max(1, Number(query.get('limit')) || PAGE));
-  const [images, setImages] = useState<Image[]>([]);
-  const [next, setNext] = useState<string | null>(null);
+  // The grid holds at most MAX_PAGES pages: scrolling on drops the earliest, whose cursors are kept to bring them
+  // back ("Show earlier images"), so the page stays light however far one scrolls (10,000 images: 8 pages).
+  const [win, setWin] = useState<GridWindow>(EMPTY_WINDOW);
+  const images = win.pages.flatMap((p) => p.images);
   const [total, setTotal] = useState<{ n: number; exact: boolean }>();
   const [busy, setBusy] = useState(true);
   const [prob, setProb] = useState<Problem>();
@@ -505,7 +539,7 @@ export default function Gallery({ query }: PageProps) {
   const [outcome, setOutcome] = useState<BulkDeleteResult>();
   const gen = useRef(0);
 
-  async function loadPage(cursor: string | undefined, append: boolean) {
+  async function loadPage(cursor: string | undefined, how: 'replace' | 'append' | 'prepend') {
     const mine = ++gen.current;
     setBusy(true);
     const r = await api.GET('/api/images', { params: { query: { ...apiQuery(filters), limit, ...(cursor ? { cursor } : {}) } } });
@@ -514,29 +548,44 @@ export default function Gallery({ query }: PageProps) {
     const p = problem(r);
     setProb(p);
     if (!r.data) return;
-    const page = r.data.data;
-    setImages((old) => (append ? [...old, ...page] : page));
-    setNext(r.data.pagination.nextCursor ?? null);
+    const page = { cursor, images: r.data.data };
+    const after = r.data.pagination.nextCursor ?? null;
+    setWin((w) => placePage(w, page, after, how));
     setTotal({ n: r.data.pagination.total, exact: r.data.pagination.totalIsExact });
   }
 
   useEffect(() => {
-    setImages([]);
+    setWin(EMPTY_WINDOW);
     setSelected([]);
     setOutcome(undefined);
-    loadPage(start, false);
+    loadPage(start, 'replace');
   }, [key, start, limit]);
 
   // Infinite scroll: the sentinel after the grid loads the next page when it comes into view.
+  const next = win.next;
   const sentinel = useRef<HTMLDivElement>(null);
   const nextRef = useRef<() => void>(() => {});
   nextRef.current = () => {
-    if (next && !busy) loadPage(next, true);
+    if (next && !busy) loadPage(next, 'append');
+  };
+  // After "Show earlier images" the sentinel loads again only once it has been out of view: a window shorter than
+  // the screen would otherwise load the next page at once and drop the earlier one just brought back.
+  const armed = useRef(true);
+  const showEarlier = () => {
+    if (win.earlier.length === 0 || busy) return;
+    armed.current = false;
+    loadPage(win.earlier[win.earlier.length - 1], 'prepend');
   };
   useEffect(() => {
     const el = sentinel.current;
     if (!el || typeof IntersectionObserver === 'undefined') return;
-    const io = new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && nextRef.current?.(), { rootMargin: '600px' });
+    const io = new IntersectionObserver(
+      (es) => {
+        if (!es.some((e) => e.isIntersecting)) armed.current = true;
+        else if (armed.current) nextRef.current?.();
+      },
+      { rootMargin: '600px' },
+    );
     io.observe(el);
     return () => io.disconnect();
   }, [images.length, next]); // observed again after each page: a sentinel still in view loads the next one
@@ -545,7 +594,7 @@ export default function Gallery({ query }: PageProps) {
     setSelected((old) => (on ? [...old.filter((x) => x !== id), id] : old.filter((x) => x !== id)));
   const onDeleted = (r: BulkDeleteResult) => {
     const gone = new Set(r.deleted);
-    setImages((old) => old.filter((im) => !gone.has(im.id)));
+    setWin((w) => ({ ...w, pages: w.pages.map((p) => ({ ...p, images: p.images.filter((im) => !gone.has(im.id)) })) }));
     setTotal((t) => t && { ...t, n: Math.max(0, t.n - gone.size) });
     // The failed ones stay selected (to try again or look at); the deleted ones leave the selection.
     setSelected((old) => old.filter((id) => !gone.has(id)));
@@ -595,6 +644,13 @@ export default function Gallery({ query }: PageProps) {
       />
       {outcome && <DeleteOutcome result={outcome} onDismiss={() => setOutcome(undefined)} />}
       {images.length === 0 && !busy && !prob && <p>No images match these filters.</p>}
+      {win.earlier.length > 0 && (
+        <p class="row">
+          <Button busy={busy} onClick={showEarlier}>
+            Show earlier images
+          </Button>
+        </p>
+      )}
       <ul class="gallery-grid" aria-label="Images, newest first">
         {images.map((im) => (
           <Tile key={im.id} image={im} selected={chosen.has(im.id)} onSelect={(on) => select(im.id, on)} />
