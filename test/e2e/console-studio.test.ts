@@ -217,6 +217,39 @@ describe('console studio', { timeout: 150_000 }, () => {
     await context.close();
   });
 
+  it('finds a character among many through the API (its search), the chosen one staying listed', async () => {
+    const many = await stack.createTenant({ rate_limit_per_minute: 10_000 });
+    for (let i = 1; i <= 12; i++) {
+      const r = await stack.api('/api/characters', {
+        key: many.liveKey,
+        body: { character_name: `Sailor ${i}`, base_prompt: `a sailor number ${i} on a tall ship` },
+      });
+      expect(r.status).toBe(200);
+    }
+    const keeper = await stack.api('/api/characters', {
+      key: many.liveKey,
+      body: { character_name: 'Lighthouse keeper', base_prompt: 'an old lighthouse keeper with a lantern' },
+    });
+    expect(keeper.status).toBe(200);
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, many.liveKey, '/studio');
+    const characters = page.getByRole('group', { name: /^Characters/ });
+    await characters.getByLabel('Sailor 12').waitFor();
+    await characters.getByLabel('Find characters').fill('keeper');
+    await expect.poll(() => characters.getByRole('checkbox').count()).toBe(1);
+    await characters.getByLabel('Lighthouse keeper').check();
+    await expectAccessible(page, 'studio-find-character');
+    await characters.getByLabel('Find characters').fill('nobody by that name');
+    await characters.getByText('No characters match “nobody by that name”.').waitFor();
+    // Chosen, it stays listed (and checked) whatever the search shows.
+    expect(await characters.getByLabel('Lighthouse keeper').isChecked()).toBe(true);
+    await characters.getByLabel('Find characters').fill('');
+    await expect.poll(() => characters.getByRole('checkbox').count()).toBe(13);
+    expect(await characters.getByLabel('Lighthouse keeper').isChecked()).toBe(true);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('a used-up monthly quota is said in words next to the button (402)', async () => {
     const small = await stack.createTenant({ monthly_quota_mb: 1, rate_limit_per_minute: 10_000 });
     // The generation that crosses the quota is still served (usage's rule): 3 pictures of 4K are ~1.4 MB.

@@ -4,7 +4,7 @@
  * execution stream; the images appear in place, each linking to its page. Errors are said in words next to the
  * field or the button (402 quota, 429 and the wait, 400 details, content blocked).
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import {
   ASPECT_RATIOS,
   BACKGROUNDS,
@@ -110,33 +110,74 @@ function Check(props: { label: string; checked: boolean; onChange: (on: boolean)
 }
 
 /** A group of checkboxes for saved assets, at most `max` chosen. */
+type Named = { id: number; name: string };
+
+/** Above this many (or when the tenant has more than the first page), the list gets a search box. */
+const FIND_ABOVE = 10;
+
+/**
+ * Checkboxes of the tenant's characters or products (at most `max` chosen). The first page (100) is listed; with
+ * more than FIND_ABOVE, or more than that page, "Find" searches them all through the API (its `search`), the chosen
+ * ones staying listed.
+ */
 function AssetChecks(props: {
   legend: string;
-  items: { id: number; name: string }[];
+  items: Named[];
+  /** The tenant has more than `items`. */
+  more: boolean;
+  find: (term: string) => Promise<Named[]>;
   chosen: number[];
   max: number;
   onChange: (ids: number[]) => void;
   error?: string;
 }) {
+  const [term, setTerm] = useState('');
+  const [found, setFound] = useState<Named[]>();
+  const [known, setKnown] = useState<Map<number, Named>>(new Map());
+  const seq = useRef(0);
+  useEffect(() => {
+    const mine = ++seq.current;
+    if (!term.trim()) {
+      setFound(undefined);
+      return;
+    }
+    const t = setTimeout(() => {
+      props.find(term.trim()).then((r) => mine === seq.current && setFound(r));
+    }, 250);
+    return () => clearTimeout(t);
+  }, [term]);
   if (props.items.length === 0) return null;
   const full = props.chosen.length >= props.max;
+  const shown = found ?? props.items;
+  // The chosen ones stay in view whatever the search shows.
+  const chosenHidden = props.chosen
+    .filter((id) => !shown.some((x) => x.id === id))
+    .map((id) => known.get(id) ?? props.items.find((x) => x.id === id) ?? { id, name: `#${id}` });
+  const toggle = (it: Named, v: boolean) => {
+    if (v) setKnown((m) => new Map(m).set(it.id, it));
+    props.onChange(v ? [...props.chosen, it.id] : props.chosen.filter((x) => x !== it.id));
+  };
+  const searchId = `find-${props.legend.toLowerCase()}`;
   return (
     <fieldset class="studio-assets">
       <legend>
         {props.legend} (at most {props.max})
       </legend>
-      {props.items.map((it) => {
+      {(props.more || props.items.length > FIND_ABOVE) && (
+        <div class="field">
+          <label for={searchId}>Find {props.legend.toLowerCase()}</label>
+          <input id={searchId} type="search" value={term} onInput={(e) => setTerm(e.currentTarget.value)} />
+        </div>
+      )}
+      {[...chosenHidden, ...shown].map((it) => {
         const on = props.chosen.includes(it.id);
-        return (
-          <Check
-            key={it.id}
-            label={it.name}
-            checked={on}
-            disabled={!on && full}
-            onChange={(v) => props.onChange(v ? [...props.chosen, it.id] : props.chosen.filter((x) => x !== it.id))}
-          />
-        );
+        return <Check key={it.id} label={it.name} checked={on} disabled={!on && full} onChange={(v) => toggle(it, v)} />;
       })}
+      {found && found.length === 0 && (
+        <p class="muted">
+          No {props.legend.toLowerCase()} match “{term}”.
+        </p>
+      )}
       {props.error && (
         <p class="field-error" role="alert">
           {props.error}
@@ -146,6 +187,15 @@ function AssetChecks(props: {
   );
 }
 
+const findCharacters = async (search: string): Promise<Named[]> => {
+  const r = await api.GET('/api/characters', { params: { query: { limit: 100, search, sort_by: 'recent' } } });
+  return (r.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name }));
+};
+const findProducts = async (search: string): Promise<Named[]> => {
+  const r = await api.GET('/api/products', { params: { query: { page_size: 100, search } } });
+  return (r.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName }));
+};
+
 /** The tenant's models (GET /api/profile, extension) and its own saved assets: what the studio offers. */
 async function loadChoices(): Promise<{
   value?: {
@@ -153,7 +203,9 @@ async function loadChoices(): Promise<{
     defaultModel: string;
     presets: { id: number; name: string }[];
     characters: { id: number; name: string }[];
+    moreCharacters: boolean;
     products: { id: number; name: string }[];
+    moreProducts: boolean;
     scenes: { id: number; name: string }[];
   };
   problem?: Problem;
@@ -175,7 +227,9 @@ async function loadChoices(): Promise<{
       defaultModel: tenant?.modelId ?? '',
       presets: (p.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name })),
       characters: (c.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name })),
+      moreCharacters: Boolean(c.data?.pagination.hasMore),
       products: (pr.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName })),
+      moreProducts: Boolean(pr.data?.pagination.hasMore),
       scenes: (s.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName })),
     },
   };
@@ -444,6 +498,8 @@ export default function Studio(_props: PageProps) {
               <AssetChecks
                 legend="Characters"
                 items={a.characters}
+                more={a.moreCharacters}
+                find={findCharacters}
                 chosen={characterIds}
                 max={CHARACTERS_PER_REQUEST_MAX}
                 onChange={setCharacterIds}
@@ -452,6 +508,8 @@ export default function Studio(_props: PageProps) {
               <AssetChecks
                 legend="Products"
                 items={a.products}
+                more={a.moreProducts}
+                find={findProducts}
                 chosen={productIds}
                 max={PRODUCTS_PER_REQUEST_MAX}
                 onChange={setProductIds}
