@@ -378,9 +378,8 @@ export function usageJson(r: GetUsageResponse): Json<'Usage'> {
   };
 }
 
-/** GET /api/profile (and the MCP tool get_profile). */
 /**
- * GET /api/profile (SPEC 4.7) from the tenant's record. Its models (an extension) are the ones generation applies:
+ * GET /api/profile (SPEC 4.7; also the MCP tool get_profile) from the tenant's record. Its models (an extension) are the ones generation applies:
  * the allowlist and the default a request without model_id gets.
  */
 export function profileJson(
