@@ -440,7 +440,10 @@ describe.skipIf(!ENABLED)(`rolling upgrade from the previous release (upgrade/pr
         expect(running, `${name}#${sp.replica} exited (${sp.proc.exitCode ?? sp.proc.signalCode})`).toBe(true);
       }
     }
-    expect(stops.filter((s) => s.code !== 0)).toEqual([]);
+    const badExits = stops.filter((s) => s.code !== 0);
+    // A stop that did not exit 0: its log's tail names why (the log files go with the journey's data folder).
+    const badLogs = badExits.map((s) => `--- ${s.name}#${s.slot} (exit ${s.code ?? s.signal}) ---\n${j.logs(s.name, s.slot).slice(-6000)}`);
+    expect(badExits, badLogs.join('\n')).toEqual([]);
     expect(stops).toHaveLength(ROLLED.length * 4);
     expect(oauthLb.refused() + mcpLb.refused()).toBe(0);
   }, 900_000);

@@ -66,7 +66,8 @@ describe('audit log', () => {
       cursor = r.nextCursor;
       if (!cursor) break;
     }
-    expect(seen).toEqual([6, 5, 4, 3, 2, 1, 0]);
+    const rows = await sql`SELECT id, at::text, changes->>'i' AS i FROM audit_log WHERE action = 'pageTest' ORDER BY id`;
+    expect(seen, JSON.stringify(rows)).toEqual([6, 5, 4, 3, 2, 1, 0]);
     const p1 = await client.listAuditLog({ action: 'pageTest', tenantId: 'p1', limit: 50 }, superAdmin);
     expect(p1.records.map((x) => JSON.parse(x.changesJson).i)).toEqual([5, 3, 1]);
     expect(p1.nextCursor).toBeUndefined();
@@ -77,6 +78,22 @@ describe('audit log', () => {
     expect(future.records).toEqual([]);
     const past = await client.listAuditLog({ to: '2000-01-01T00:00:00Z', limit: 50 }, superAdmin);
     expect(past.records).toEqual([]);
+  });
+
+  it('pages records of one millisecond by id, across ids of more digits (9, 10, ..., 99, 100)', async () => {
+    // Many records share a millisecond under load; their ids cross from one digit count to the next here.
+    await sql`INSERT INTO audit_log (at, actor_type, actor, action, request_id)
+      SELECT date_trunc('milliseconds', now()), 'admin_token', 'admin-token', 'sameMs', 'r-' || n FROM generate_series(1, 120) n`;
+    const ids = (await sql`SELECT id FROM audit_log WHERE action = 'sameMs' ORDER BY id DESC`).map((r) => String(r.id));
+    expect(ids.some((id) => id.length === 2) && ids.some((id) => id.length === 3)).toBe(true);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await client.listAuditLog({ action: 'sameMs', limit: 7, cursor }, superAdmin);
+      seen.push(...r.records.map((x) => x.id));
+      cursor = r.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(ids);
   });
 
   it('refuses a malformed cursor, time or limit', async () => {

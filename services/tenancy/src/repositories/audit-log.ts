@@ -22,7 +22,7 @@ export interface AuditRecord {
 }
 
 interface AuditRow {
-  id: string;
+  id: number;
   at: Date;
   actor_type: AuditActorType;
   actor: string;
@@ -58,7 +58,7 @@ export async function insertAuditRecord(db: Db, r: NewAuditRecord): Promise<Audi
     INSERT INTO audit_log (actor_type, actor, actor_role, action, tenant_id, resource_id, request_id, source, changes)
     VALUES (${r.actorType}, ${r.actor}, ${r.actorRole}, ${r.action}, ${r.tenantId}, ${r.resourceId}, ${r.requestId},
       ${r.source}, ${db.json(r.changes as never)})
-    RETURNING id::text, at, actor_type, actor, actor_role, action, tenant_id, resource_id, request_id, source, changes`;
+    RETURNING id, at, actor_type, actor, actor_role, action, tenant_id, resource_id, request_id, source, changes`;
   return toRecord(row);
 }
 
@@ -88,8 +88,10 @@ export async function listAuditLog(db: Db, f: AuditFilter, limit: number): Promi
   if (f.to) conds.push(db`at < ${f.to}`);
   if (f.after) conds.push(db`(at, id) < (${f.after.at}, ${f.after.id}::bigint)`);
   const where = conds.reduce((acc, c) => db`${acc} AND ${c}`);
+  // `id` stays a bigint in the select list: ORDER BY names an output column first, and with `id::text` there,
+  // records of one millisecond were ordered as text ('9' after '10'), which the keyset then skipped.
   const rows = await db<AuditRow[]>`
-    SELECT id::text, at, actor_type, actor, actor_role, action, tenant_id, resource_id, request_id, source, changes
+    SELECT id, at, actor_type, actor, actor_role, action, tenant_id, resource_id, request_id, source, changes
     FROM audit_log WHERE ${where}
     ORDER BY at DESC, id DESC
     LIMIT ${limit + 1}`;
