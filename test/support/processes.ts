@@ -19,10 +19,16 @@ const ROOT = new URL('../..', import.meta.url).pathname;
  * or a port-0 listener of a parallel test between now and the moment a child process binds it (the OS's
  * choice of the moment, platform's freePort, can be: test files run side by side). Never the same port twice
  * in one test process.
+ *
+ * Each vitest worker draws from its own slice of 20000-31999 (VITEST_POOL_ID): a port handed out here may be
+ * bound long after (the rolling upgrade's surge slots, a minute later), and a test file in the other worker
+ * could otherwise take it in between. Its process then answered the /readyz the harness polled, while the
+ * child it started exited with status 2 (address in use).
  */
 export async function freePort(): Promise<number> {
+  const [from, width] = portSlice(process.env.VITEST_POOL_ID);
   for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const port = from + Math.floor(Math.random() * width);
     if (reserved.has(port)) continue;
     const ok = await new Promise<boolean>((res) => {
       const srv = createServer();
@@ -37,6 +43,13 @@ export async function freePort(): Promise<number> {
   return osFreePort();
 }
 const reserved = new Set<number>();
+
+/** [first port, count] of a worker's slice: four slices of 3000 (maxWorkers is 2); the whole range outside vitest. */
+export function portSlice(poolId: string | undefined): [number, number] {
+  const id = Number(poolId);
+  if (!Number.isInteger(id) || id < 1) return [20_000, 12_000];
+  return [20_000 + ((id - 1) % 4) * 3000, 3000];
+}
 
 /** Polls `url` until it answers 2xx (e.g. a process's /readyz or the gateway's /health). */
 export async function waitForUrl(url: string, timeoutMs = 90_000): Promise<void> {
