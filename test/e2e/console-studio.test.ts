@@ -250,6 +250,54 @@ describe('console studio', { timeout: 150_000 }, () => {
     await context.close();
   });
 
+  it('style presets and scenes beyond the first page: "Show more" reads the next one, Find searches scenes', async () => {
+    const many = await stack.createTenant({ rate_limit_per_minute: 10_000 });
+    // Created first, the cove is the least recent scene: not on the first page of 100.
+    const cove = await stack.api('/api/scenes', {
+      key: many.liveKey,
+      body: { scene_name: 'Lighthouse cove', scene_prompt: 'a quiet cove' },
+    });
+    expect(cove.status).toBe(200);
+    for (let i = 1; i <= 101; i++) {
+      const name = String(i).padStart(3, '0');
+      const scene = await stack.api('/api/scenes', {
+        key: many.liveKey,
+        body: { scene_name: `Harbour ${name}`, scene_prompt: 'a harbour' },
+      });
+      expect(scene.status).toBe(200);
+      const preset = await stack.api('/api/style-presets', { key: many.liveKey, body: { name: `Preset ${name}`, prompt: 'ink' } });
+      expect([200, 201]).toContain(preset.status);
+    }
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, many.liveKey, '/studio');
+    const presets = page.getByLabel('Style preset');
+    await presets.waitFor();
+    // None and the first 100 by name; the 101st comes with the next page.
+    expect(await presets.locator('option').count()).toBe(101);
+    await page.getByRole('button', { name: 'Show more style presets (100 shown)' }).click();
+    await expect.poll(() => presets.locator('option').count()).toBe(102);
+    await expect.poll(() => page.getByRole('button', { name: /Show more style presets/ }).count()).toBe(0);
+    await presets.selectOption({ label: 'Preset 101' });
+
+    const scenes = page.getByLabel('Scene', { exact: true });
+    expect(await scenes.locator('option', { hasText: 'Lighthouse cove' }).count()).toBe(0);
+    await page.getByLabel('Find scenes').fill('cove');
+    await page.getByText('1 found for “cove”').waitFor();
+    await expect.poll(() => scenes.locator('option').count()).toBe(2);
+    await scenes.selectOption({ label: 'Lighthouse cove' });
+    await expectAccessible(page, 'studio-find-scene');
+    await screenshots(page, 'studio-find-scene');
+    await page.getByLabel('Find scenes').fill('nothing like it');
+    await page.getByText('No scenes match “nothing like it”').waitFor();
+    // Chosen, it stays an option (and chosen) whatever the search shows.
+    expect(await scenes.inputValue()).toBe(String(cove.body.data.id));
+    await page.getByLabel('Find scenes').fill('');
+    await expect.poll(() => scenes.locator('option').count()).toBe(102);
+    expect(await scenes.inputValue()).toBe(String(cove.body.data.id));
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('a used-up monthly quota is said in words next to the button (402)', async () => {
     const small = await stack.createTenant({ monthly_quota_mb: 1, rate_limit_per_minute: 10_000 });
     // The generation that crosses the quota is still served (usage's rule): 3 pictures of 4K are ~1.4 MB.

@@ -4,7 +4,7 @@
  * execution stream; the images appear in place, each linking to its page. Errors are said in words next to the
  * field or the button (402 quota, 429 and the wait, 400 details, content blocked).
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import {
   ASPECT_RATIOS,
   BACKGROUNDS,
@@ -27,6 +27,19 @@ import { useLiveStream } from '../components/live-stream';
 import { Button, ErrorBanner, Field, useLoad, usePageTitle } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link } from '../router';
+import {
+  AssetChecks,
+  type AssetPage,
+  AssetSelect,
+  Check,
+  findCharacters,
+  findProducts,
+  findScenes,
+  PICKER_PAGE,
+  Select,
+  scenePage,
+  stylePresetPage,
+} from './studio-controls';
 import './tenant-pages.css';
 import './studio.css';
 
@@ -58,179 +71,45 @@ interface Job {
   streamUrl: string;
 }
 
-function Select(props: {
-  label: string;
-  value: string;
-  onInput: (v: string) => void;
-  options: readonly (string | readonly [string, string])[];
-  error?: string;
-  hint?: string;
-}) {
-  const id = `studio-${props.label.replace(/\W+/g, '-').toLowerCase()}`;
-  return (
-    <div class={`field${props.error ? ' field-invalid' : ''}`}>
-      <label for={id}>{props.label}</label>
-      <select
-        id={id}
-        value={props.value}
-        onChange={(e) => props.onInput(e.currentTarget.value)}
-        aria-invalid={props.error ? true : undefined}
-        aria-describedby={props.error ? `${id}-err` : props.hint ? `${id}-hint` : undefined}
-      >
-        {props.options.map((o) => {
-          const [value, text] = typeof o === 'string' ? [o, o] : o;
-          return (
-            <option key={value} value={value}>
-              {text}
-            </option>
-          );
-        })}
-      </select>
-      {props.hint && (
-        <div class="field-meta">
-          <span id={`${id}-hint`}>{props.hint}</span>
-        </div>
-      )}
-      {props.error && (
-        <p id={`${id}-err`} class="field-error" role="alert">
-          {props.error}
-        </p>
-      )}
-    </div>
-  );
-}
-
-function Check(props: { label: string; checked: boolean; onChange: (on: boolean) => void; disabled?: boolean }) {
-  return (
-    <label class="check">
-      <input type="checkbox" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange(e.currentTarget.checked)} />{' '}
-      {props.label}
-    </label>
-  );
-}
-
-/** A group of checkboxes for saved assets, at most `max` chosen. */
-type Named = { id: number; name: string };
-
-/** Above this many (or when the tenant has more than the first page), the list gets a search box. */
-const FIND_ABOVE = 10;
-
-/**
- * Checkboxes of the tenant's characters or products (at most `max` chosen). The first page (100) is listed; with
- * more than FIND_ABOVE, or more than that page, "Find" searches them all through the API (its `search`), the chosen
- * ones staying listed.
- */
-function AssetChecks(props: {
-  legend: string;
-  items: Named[];
-  /** The tenant has more than `items`. */
-  more: boolean;
-  find: (term: string) => Promise<Named[]>;
-  chosen: number[];
-  max: number;
-  onChange: (ids: number[]) => void;
-  error?: string;
-}) {
-  const [term, setTerm] = useState('');
-  const [found, setFound] = useState<Named[]>();
-  const [known, setKnown] = useState<Map<number, Named>>(new Map());
-  const seq = useRef(0);
-  useEffect(() => {
-    const mine = ++seq.current;
-    if (!term.trim()) {
-      setFound(undefined);
-      return;
-    }
-    const t = setTimeout(() => {
-      props.find(term.trim()).then((r) => mine === seq.current && setFound(r));
-    }, 250);
-    return () => clearTimeout(t);
-  }, [term]);
-  if (props.items.length === 0) return null;
-  const full = props.chosen.length >= props.max;
-  const shown = found ?? props.items;
-  // The chosen ones stay in view whatever the search shows.
-  const chosenHidden = props.chosen
-    .filter((id) => !shown.some((x) => x.id === id))
-    .map((id) => known.get(id) ?? props.items.find((x) => x.id === id) ?? { id, name: `#${id}` });
-  const toggle = (it: Named, v: boolean) => {
-    if (v) setKnown((m) => new Map(m).set(it.id, it));
-    props.onChange(v ? [...props.chosen, it.id] : props.chosen.filter((x) => x !== it.id));
-  };
-  const searchId = `find-${props.legend.toLowerCase()}`;
-  return (
-    <fieldset class="studio-assets">
-      <legend>
-        {props.legend} (at most {props.max})
-      </legend>
-      {(props.more || props.items.length > FIND_ABOVE) && (
-        <div class="field">
-          <label for={searchId}>Find {props.legend.toLowerCase()}</label>
-          <input id={searchId} type="search" value={term} onInput={(e) => setTerm(e.currentTarget.value)} />
-        </div>
-      )}
-      {[...chosenHidden, ...shown].map((it) => {
-        const on = props.chosen.includes(it.id);
-        return <Check key={it.id} label={it.name} checked={on} disabled={!on && full} onChange={(v) => toggle(it, v)} />;
-      })}
-      {found && found.length === 0 && (
-        <p class="muted">
-          No {props.legend.toLowerCase()} match “{term}”.
-        </p>
-      )}
-      {props.error && (
-        <p class="field-error" role="alert">
-          {props.error}
-        </p>
-      )}
-    </fieldset>
-  );
-}
-
-const findCharacters = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/characters', { params: { query: { limit: 100, search, sort_by: 'recent' } } });
-  return (r.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name }));
-};
-const findProducts = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/products', { params: { query: { page_size: 100, search } } });
-  return (r.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName }));
-};
-
 /** The tenant's models (GET /api/profile, extension) and its own saved assets: what the studio offers. */
 async function loadChoices(): Promise<{
   value?: {
     models: string[];
     defaultModel: string;
-    presets: { id: number; name: string }[];
+    presets: AssetPage;
     characters: { id: number; name: string }[];
     moreCharacters: boolean;
     products: { id: number; name: string }[];
     moreProducts: boolean;
-    scenes: { id: number; name: string }[];
+    scenes: AssetPage;
   };
   problem?: Problem;
 }> {
   const [t, p, c, pr, s] = await Promise.all([
     api.GET('/api/profile'),
-    api.GET('/api/style-presets', { params: { query: { limit: 100 } } }),
-    api.GET('/api/characters', { params: { query: { limit: 100, sort_by: 'recent' } } }),
-    api.GET('/api/products', { params: { query: { page_size: 100 } } }),
-    api.GET('/api/scenes', { params: { query: { limit: 100, sort_by: 'recent' } } }),
+    api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE } } }),
+    api.GET('/api/characters', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent' } } }),
+    api.GET('/api/products', { params: { query: { page_size: PICKER_PAGE } } }),
+    api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent' } } }),
   ]);
   const failed = problem(t) ?? problem(p) ?? problem(c) ?? problem(pr) ?? problem(s);
   if (failed) return { problem: failed };
   const tenant = t.data?.tenant;
+  const presets = (p.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name }));
   return {
     value: {
       // In the catalogue's order (the profile answers the allowlist as the administrator wrote it).
       models: MODEL_IDS.filter((m) => tenant?.allowedModels.includes(m)),
       defaultModel: tenant?.modelId ?? '',
-      presets: (p.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name })),
+      presets: { items: presets, more: presets.length < (p.data?.pagination.total ?? 0) },
       characters: (c.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name })),
       moreCharacters: Boolean(c.data?.pagination.hasMore),
       products: (pr.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName })),
       moreProducts: Boolean(pr.data?.pagination.hasMore),
-      scenes: (s.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName })),
+      scenes: {
+        items: (s.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName })),
+        more: Boolean(s.data?.pagination.hasMore),
+      },
     },
   };
 }
@@ -479,19 +358,24 @@ export default function Studio(_props: PageProps) {
           {a && (
             <fieldset class="studio-options">
               <legend>Saved assets</legend>
-              <div class="row">
-                <Select
+              <div class="row studio-asset-row">
+                <AssetSelect
                   label="Style preset"
+                  plural="style presets"
                   value={presetId}
                   onInput={setPresetId}
-                  options={[['', 'None'], ...a.presets.map((x) => [String(x.id), x.name] as const)]}
+                  first={a.presets}
+                  page={stylePresetPage}
                   error={fields.style_preset_id}
                 />
-                <Select
+                <AssetSelect
                   label="Scene"
+                  plural="scenes"
                   value={sceneId}
                   onInput={setSceneId}
-                  options={[['', 'None'], ...a.scenes.map((x) => [String(x.id), x.name] as const)]}
+                  first={a.scenes}
+                  page={scenePage}
+                  find={findScenes}
                   error={fields.reference_group_id}
                 />
               </div>
@@ -515,7 +399,7 @@ export default function Studio(_props: PageProps) {
                 onChange={setProductIds}
                 error={fields.product_id ?? fields.product_ids}
               />
-              {a.presets.length + a.scenes.length + a.characters.length + a.products.length === 0 && (
+              {a.presets.items.length + a.scenes.items.length + a.characters.length + a.products.length === 0 && (
                 <p class="muted">
                   No saved assets yet: <Link href="/assets">create style presets, characters, products or scenes</Link>.
                 </p>
