@@ -250,7 +250,7 @@ describe('console studio', { timeout: 150_000 }, () => {
     await context.close();
   });
 
-  it('style presets and scenes beyond the first page: "Show more" reads the next one, Find searches scenes', async () => {
+  it('style presets and scenes beyond the first page: "Show more" reads the next one, Find searches them', async () => {
     const many = await stack.createTenant({ rate_limit_per_minute: 10_000 });
     // Created first, the cove is the least recent scene: not on the first page of 100.
     const cove = await stack.api('/api/scenes', {
@@ -270,7 +270,7 @@ describe('console studio', { timeout: 150_000 }, () => {
     }
     const { context, page, errors } = await ui.newPage();
     await signInTenant(page, stack, many.liveKey, '/studio');
-    const presets = page.getByLabel('Style preset');
+    const presets = page.getByLabel('Style preset', { exact: true });
     await presets.waitFor();
     // None and the first 100 by name; the 101st comes with the next page.
     expect(await presets.locator('option').count()).toBe(101);
@@ -278,6 +278,13 @@ describe('console studio', { timeout: 150_000 }, () => {
     await expect.poll(() => presets.locator('option').count()).toBe(102);
     await expect.poll(() => page.getByRole('button', { name: /Show more style presets/ }).count()).toBe(0);
     await presets.selectOption({ label: 'Preset 101' });
+    // Find searches them all through the API (extension: style presets' search), the chosen one kept.
+    await page.getByLabel('Find style presets').fill('preset 042');
+    await page.getByText('1 found for “preset 042”').waitFor();
+    await expect.poll(() => presets.locator('option').count()).toBe(3); // None, the chosen Preset 101, Preset 042
+    await page.getByLabel('Find style presets').fill('');
+    await expect.poll(() => presets.locator('option').count()).toBe(102);
+    expect(await presets.locator('option:checked').textContent()).toBe('Preset 101');
 
     const scenes = page.getByLabel('Scene', { exact: true });
     expect(await scenes.locator('option', { hasText: 'Lighthouse cove' }).count()).toBe(0);

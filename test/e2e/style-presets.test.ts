@@ -169,6 +169,50 @@ describe('style presets', () => {
   });
 });
 
+describe('GET /api/style-presets?search= (extension)', () => {
+  it('finds in the name and the prompt, case-insensitively, with total and cursor; refuses an over-long term', async () => {
+    const tenant = await s.createTenant();
+    const made: Record<string, number> = {};
+    for (const [name, prompt] of [
+      ['Ink wash', 'black sumi ink on rice paper'],
+      ['Neon night', 'glowing city lights'],
+      ['Sumi garden', null],
+      ['Pastel', 'soft chalk'],
+    ] as const) {
+      const r = await create({ name, prompt }, tenant.liveKey);
+      expect(r.status).toBe(200);
+      made[name] = r.body.data.id;
+    }
+    const list = async (q: string, key = tenant.liveKey) => s.api(`/api/style-presets?${q}`, { key });
+    const sumi = await list('search=SUMI');
+    expect(sumi.status).toBe(200);
+    expect(sumi.body.data.map((p: { name: string }) => p.name)).toEqual(['Ink wash', 'Sumi garden']);
+    expect(sumi.body.pagination).toEqual({ limit: 50, offset: 0, total: 2, nextCursor: null });
+    // A prompt match, and a term without three letters in a row (no index keys: every preset is tested).
+    expect((await list('search=chalk')).body.data.map((p: { id: number }) => p.id)).toEqual([made.Pastel]);
+    expect((await list('search=on')).body.data.map((p: { name: string }) => p.name)).toEqual(['Ink wash', 'Neon night']);
+    expect((await list('search=nothing%20like%20this')).body).toEqual({
+      data: [],
+      pagination: { limit: 50, offset: 0, total: 0, nextCursor: null },
+    });
+    // The cursor pages of a search hold its matches only.
+    const first = await list('search=i&limit=1');
+    expect(first.body.pagination.total).toBe(3);
+    const next = await list(`search=i&limit=5&cursor=${first.body.pagination.nextCursor}`);
+    expect([...first.body.data, ...next.body.data].map((p: { name: string }) => p.name)).toEqual(['Ink wash', 'Neon night', 'Sumi garden']);
+    const long = await list(`search=${'x'.repeat(201)}`);
+    expect(long.status).toBe(400);
+    expect(long.body).toEqual({ error: 'Invalid request payload', details: ['search must be at most 200 characters'] });
+    // Another tenant's search never sees these; no key, no answer.
+    const foreign = await list('search=sumi', other.liveKey);
+    expect(foreign.status).toBe(200);
+    expect(foreign.body.data.map((p: { id: number }) => p.id)).not.toContain(made['Ink wash']);
+    expect(foreign.body.data.map((p: { id: number }) => p.id)).not.toContain(made['Sumi garden']);
+    const anonymous = await s.api('/api/style-presets?search=sumi');
+    expect(anonymous.status).toBe(401);
+  });
+});
+
 describe('GET /api/style-presets cursor paging (issue 16)', () => {
   it('cursor paging lists what offset paging lists (names tied by case); foreign or changed cursors are 400', async () => {
     await withSeededTenants(s, async (sql, A, B) => {

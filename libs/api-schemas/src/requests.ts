@@ -304,7 +304,13 @@ export const ProductListQuery = z
   .passthrough();
 
 /** GET /api/style-presets and list_style_presets. */
-export const StylePresetListQuery = AssetListQuery.pick({ limit: true, offset: true, cursor: true });
+export const StylePresetListQuery = AssetListQuery.pick({ limit: true, offset: true, cursor: true }).extend({
+  search: z
+    .string()
+    .max(SEARCH_QUERY_MAX)
+    .optional()
+    .describe(`Extension: matches the name and the prompt (max ${SEARCH_QUERY_MAX} characters)`),
+});
 
 /** POST /api/characters and create_character. */
 export const CharacterBody = z

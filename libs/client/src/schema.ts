@@ -3870,6 +3870,8 @@ export interface operations {
                 offset?: number;
                 /** @description Continue after the last item of a previous answer (its pagination.nextCursor); not with offset */
                 cursor?: string;
+                /** @description Extension: matches the name and the prompt (max 200 characters) */
+                search?: string;
             };
             header?: {
                 /** @description Required for an API key whose signatureRequired is on (extension of SPEC 5.8): hex HMAC-SHA256, keyed with the key's signing secret, over the X-Timestamp value, the method, the path with its query, each followed by a newline, then the raw body (README, "Signed requests") */

@@ -164,8 +164,9 @@ export const findProducts = async (search: string): Promise<Named[]> => {
 
 /**
  * A select of the tenant's style presets or scenes (`plural` names them). The first page is listed; when the
- * tenant has more, "Show more" reads the next page into it (offset paging), and with `find` (the API's search)
- * a Find box lists the matches instead. The chosen one stays an option whatever is shown.
+ * tenant has more, "Show more" reads the next page into it (offset paging), and a Find box (above FIND_ABOVE, or
+ * when the tenant has more) lists the matches of the API's search instead. The chosen one stays an option whatever
+ * is shown.
  */
 export function AssetSelect(props: {
   label: string;
@@ -257,6 +258,10 @@ export async function scenePage(offset: number): Promise<AssetPage> {
   if (!r.data) return { items: [], more: false, error: `Scenes could not be listed (${r.response.status})` };
   return { items: r.data.data.map((x: SceneItem) => ({ id: x.id, name: x.sceneName })), more: Boolean(r.data.pagination.hasMore) };
 }
+export const findStylePresets = async (search: string): Promise<Named[]> => {
+  const r = await api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE, search } } });
+  return (r.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name }));
+};
 export const findScenes = async (search: string): Promise<Named[]> => {
   const r = await api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, search, sort_by: 'recent' } } });
   return (r.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName }));

@@ -35,6 +35,7 @@ import {
   findCharacters,
   findProducts,
   findScenes,
+  findStylePresets,
   PICKER_PAGE,
   Select,
   scenePage,
@@ -366,6 +367,7 @@ export default function Studio(_props: PageProps) {
                   onInput={setPresetId}
                   first={a.presets}
                   page={stylePresetPage}
+                  find={findStylePresets}
                   error={fields.style_preset_id}
                 />
                 <AssetSelect

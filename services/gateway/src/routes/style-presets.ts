@@ -17,7 +17,7 @@ const stylePresetRoutes: RouteModule = (app, { clients }) => {
 
   app.get('/api/style-presets', async (request) => {
     const q = request.query as Infer<typeof StylePresetListQuery>;
-    const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset, cursor: q.cursor }, request.principal);
+    const res = await assets.listStylePresets({ limit: q.limit, offset: q.offset, cursor: q.cursor, search: q.search }, request.principal);
     return {
       data: res.presets.map(stylePresetForm),
       pagination: { limit: res.limit, offset: res.offset, total: res.total, nextCursor: res.nextCursor ?? null },

@@ -131,7 +131,7 @@ export const hasSearchKeys = (text: string): boolean => /[a-z0-9]{3}/i.test(text
 
 /**
  * What each asset list's `search` matches (SPEC 4.2, 4.4, 4.5): `fields`, each tested with ILIKE '%term%'; and `keys`,
- * the expression of the list's key index (migrations 260 and 270) over the same fields, written exactly as the index
+ * the expression of the list's key index (migrations 260, 270 and 330) over the same fields, written exactly as the index
  * is built, or the planner cannot use it.
  */
 const ASSET_SEARCH = {
@@ -146,6 +146,11 @@ const ASSET_SEARCH = {
   products: {
     fields: ['product_name', "coalesce(product_description, '')", 'tags'],
     keys: 'asset_search_keys(tenant_id, ARRAY[product_name, product_description, tags])',
+  },
+  // extension (the SPEC shows no list parameters for style presets): migration 330
+  style_presets: {
+    fields: ['name', "coalesce(prompt, '')"],
+    keys: 'asset_search_keys(tenant_id, ARRAY[name, prompt])',
   },
 } as const;
 

@@ -17,7 +17,7 @@ import {
   type Sql,
   type TransactionSql,
 } from '@imagegen/platform';
-import { ASPECT_RATIOS, findAsset, iso, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
+import { ASPECT_RATIOS, assetListWhere, findAsset, iso, isUniqueViolation, LIMITS, num, Problems, strOrUndef, tenantOf } from './common.js';
 import { assetOrders, keysetPage } from './keyset.js';
 
 export interface StylePresetRow {
@@ -109,14 +109,16 @@ export function stylePresetHandlers(deps: { sql: Sql; cursorKey: Buffer }) {
       const p = new Problems();
       if (limit < 1 || limit > LIMITS.listMax) p.add(`limit must be between 1 and ${LIMITS.listMax}`);
       if (req.offset < 0) p.add('offset must be >= 0');
+      p.maxLength('search', req.search, LIMITS.searchQuery);
       p.throwIf(invalidPayload);
-      const [{ total }] = await sql`SELECT count(*)::int AS total FROM style_presets WHERE tenant_id = ${tenantId}`;
+      const where = assetListWhere(sql, 'style_presets', tenantId, req.search);
+      const [{ total }] = await sql`SELECT count(*)::int AS total FROM style_presets WHERE ${where}`;
       const page = await keysetPage({
         sql,
         tenantId,
         cursorKey,
         table: 'style_presets',
-        where: sql`tenant_id = ${tenantId}`,
+        where,
         order: NAME_ORDER,
         sort: 'style_presets:name',
         limit,

@@ -249,13 +249,13 @@ const deleteScene = deleteTool({
 
 const listStylePresets = defineTool({
   name: 'list_style_presets',
-  description: 'List saved style presets.',
+  description: 'List saved style presets (search in the name and the prompt).',
   operation: 'GET /api/style-presets',
   input: StylePresetListQuery.shape,
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const r = await ctx.deps.clients.assets.listStylePresets(
-      ListStylePresetsRequest.fromPartial({ limit: args.limit, offset: args.offset, cursor: args.cursor }),
+      ListStylePresetsRequest.fromPartial({ limit: args.limit, offset: args.offset, cursor: args.cursor, search: args.search }),
       ctx.principal,
     );
     return {

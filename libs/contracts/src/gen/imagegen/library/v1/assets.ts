@@ -271,7 +271,11 @@ export interface ListStylePresetsRequest {
   limit: number;
   offset: number;
   /** a previous page's next_cursor (not with offset/page > 1) */
-  cursor?: string | undefined;
+  cursor?:
+    | string
+    | undefined;
+  /** extension: in the name and the prompt */
+  search?: string | undefined;
 }
 
 export interface ListStylePresetsResponse {
@@ -4419,7 +4423,7 @@ export const StylePreset: MessageFns<StylePreset> = {
 };
 
 function createBaseListStylePresetsRequest(): ListStylePresetsRequest {
-  return { limit: 0, offset: 0, cursor: undefined };
+  return { limit: 0, offset: 0, cursor: undefined, search: undefined };
 }
 
 export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
@@ -4432,6 +4436,9 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     }
     if (message.cursor !== undefined) {
       writer.uint32(26).string(message.cursor);
+    }
+    if (message.search !== undefined) {
+      writer.uint32(34).string(message.search);
     }
     return writer;
   },
@@ -4473,6 +4480,14 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.search = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4490,6 +4505,7 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : undefined,
+      search: isSet(object.search) ? globalThis.String(object.search) : undefined,
     };
   },
 
@@ -4504,6 +4520,9 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     if (message.cursor !== undefined) {
       obj.cursor = message.cursor;
     }
+    if (message.search !== undefined) {
+      obj.search = message.search;
+    }
     return obj;
   },
 
@@ -4515,6 +4534,7 @@ export const ListStylePresetsRequest: MessageFns<ListStylePresetsRequest> = {
     message.limit = object.limit ?? 0;
     message.offset = object.offset ?? 0;
     message.cursor = object.cursor ?? undefined;
+    message.search = object.search ?? undefined;
     return message;
   },
 };
