@@ -229,4 +229,37 @@ describe('console saved assets', () => {
     expect(errors).toEqual([]);
     await context.close();
   }, 150_000);
+
+  it('lists 100 at a time ("Show more" goes on from the cursor); style presets are searched by the API, prompt too', async () => {
+    const many = await stack.createTenant({ rate_limit_per_minute: 10_000 });
+    for (let i = 1; i <= 102; i++) {
+      const r = await stack.api('/api/style-presets', {
+        key: many.liveKey,
+        body: { name: `Style ${String(i).padStart(3, '0')}`, prompt: 'plain' },
+      });
+      expect(r.status).toBe(200);
+    }
+    expect((await stack.api('/api/style-presets', { key: many.liveKey, body: { name: 'Zebra', prompt: 'sumi ink wash' } })).status).toBe(
+      200,
+    );
+    const { context, page, errors } = await ui.newPage();
+    await signInTenant(page, stack, many.liveKey);
+    await openConsole(page, stack, '/assets/style-presets');
+    const table = page.getByRole('table', { name: 'Style presets' });
+    await table.getByRole('cell', { name: 'Style 001', exact: true }).waitFor();
+    expect(await table.locator('tbody tr').count()).toBe(100);
+    expect(await page.getByTestId('assets-shown').textContent()).toBe('100 of 103 shown');
+    await page.getByRole('button', { name: 'Show more style presets' }).click();
+    await table.getByRole('cell', { name: 'Zebra', exact: true }).waitFor();
+    expect(await table.locator('tbody tr').count()).toBe(103);
+    expect(await page.getByRole('button', { name: 'Show more style presets' }).count()).toBe(0);
+    // The API's search: "sumi" is only in Zebra's prompt.
+    await page.getByLabel('Search style presets').fill('sumi');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('table', { name: 'Style presets matching “sumi”' }).getByRole('cell', { name: 'Zebra', exact: true }).waitFor();
+    await expect.poll(() => page.getByRole('table', { name: 'Style presets matching “sumi”' }).locator('tbody tr').count()).toBe(1);
+    await expectAccessible(page, 'assets style presets search');
+    expect(errors).toEqual([]);
+    await context.close();
+  }, 150_000);
 });

@@ -105,6 +105,13 @@ describe('GET /console (the built app)', () => {
       expect(m.status, missing).toBe(404);
       expect(await m.json()).toEqual({ error: 'Route not found', details: ['no console file has this name'] });
     }
+    // The saved assets pages share the build's folder name: opened directly (a reload, a link), each is the app.
+    for (const page of ['/console/assets', '/console/assets/style-presets', '/console/assets/scenes?q=harbour']) {
+      const r2 = await fetch(`${stack.baseUrl}${page}`);
+      expect(r2.status, page).toBe(200);
+      expect(r2.headers.get('content-type'), page).toMatch(/^text\/html/);
+      expect(await r2.text(), page).toContain(js);
+    }
   });
 
   it("allows images from the storage's public base (img-src), and the cookie is Secure and __Host- over https", () => {

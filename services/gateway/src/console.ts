@@ -311,8 +311,9 @@ export async function registerConsole(app: FastifyInstance, deps: GatewayDeps): 
     const path = (req.params['*'] ?? '').replace(/^\/+/, '');
     const file = files.get(path);
     if (file && path !== 'index.html') return sendFile(req, reply, file, csp);
-    // A file the build does not have (under assets/, or any name with an extension) is a 404, not the app.
-    if (path.startsWith('assets/') || /\.[a-z0-9]{1,8}$/i.test(path)) {
+    // A file the build does not have (any name with an extension: Vite's are all hashed files) is a 404, not the
+    // app. A page's path has none, under /console/assets/ too: the saved assets pages (/console/assets/scenes).
+    if (/\.[a-z0-9]{1,8}$/i.test(path)) {
       return reply.status(404).send({ error: 'Route not found', details: ['no console file has this name'] });
     }
     // Every other path under /console is a page of the app: its client-side router reads the URL.

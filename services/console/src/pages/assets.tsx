@@ -1,13 +1,13 @@
 /**
- * Saved assets (issue 38 item 5): characters, products, scenes and style presets. Each kind lists with a search
- * (the API's name search; style presets have none in the API, so their loaded list is filtered here), creates and
- * edits in a dialog, deletes after a confirmation. Reference images of characters and scenes are picked from the
+ * Saved assets (issue 38 item 5): characters, products, scenes and style presets. Each kind lists with the API's
+ * search, 100 at a time ("Show more" continues from the page's cursor), creates and edits in a dialog, deletes
+ * after a confirmation. Reference images of characters and scenes are picked from the
  * gallery (GET /api/images); a product is created from its image URL; a character or a product generates from its
  * own endpoint and the result is shown in place, linked to the gallery.
  */
 import { useState } from 'preact/hooks';
 import { ASPECT_RATIOS, PRODUCT_ASPECT_RATIOS } from '../../../../libs/api-schemas/src/vocab';
-import { api, type Problem, problem } from '../api';
+import { api, networkProblem, type Problem, problem } from '../api';
 import type { CharacterItem, ProductItem, SceneItem, StylePreset } from '../components/api-types';
 import { ImagePicker, type PickedImage } from '../components/image-picker';
 import { Button, Dialog, ErrorBanner, Field, Table, toast, useLoad, usePageTitle } from '../components/ui';
@@ -46,7 +46,23 @@ export default function Assets({ params, query }: PageProps) {
   const [deleting, setDeleting] = useState<Row | null>(null);
   const [deleteProblem, setDeleteProblem] = useState<Problem>();
 
-  const list = useLoad<Row[]>(() => loadRows(kind, search), [kind, search]);
+  const list = useLoad<RowPage>(() => loadRows(kind, search), [kind, search]);
+  /** The pages read after the first ("Show more"), with the first page they follow: none once it is read again. */
+  const [later, setLater] = useState<{ after?: RowPage; pages: RowPage[] }>({ pages: [] });
+  const [moreProblem, setMoreProblem] = useState<Problem>();
+  const [loadingMore, setLoadingMore] = useState(false);
+  const pages = list.value ? [list.value, ...(later.after === list.value ? later.pages : [])] : [];
+  const rows = pages.flatMap((p) => p.rows);
+  const next = pages.at(-1)?.next;
+  async function showMore(cursor: string) {
+    const first = list.value;
+    setLoadingMore(true);
+    const r = await loadRows(kind, search, cursor).catch((err) => ({ value: undefined, problem: networkProblem(err) }));
+    setLoadingMore(false);
+    setMoreProblem(r.problem);
+    const page = r.value;
+    if (page) setLater((l) => ({ after: first, pages: l.after === first ? [...l.pages, page] : [page] }));
+  }
 
   async function remove(row: Row) {
     const r = await deleteAsset(kind, row.id);
@@ -91,7 +107,7 @@ export default function Assets({ params, query }: PageProps) {
       <ErrorBanner problem={list.problem} />
       <Table
         caption={`${label}${search ? ` matching “${search}”` : ''}`}
-        rows={list.value ?? []}
+        rows={rows}
         rowKey={(r) => String(r.id)}
         empty={list.loading ? 'Loading…' : search ? 'Nothing matches.' : `No ${label.toLowerCase()} yet.`}
         columns={[
@@ -134,6 +150,17 @@ export default function Assets({ params, query }: PageProps) {
           },
         ]}
       />
+      {list.value && next && (
+        <div class="row">
+          <p class="muted" data-testid="assets-shown">
+            {rows.length} of {list.value.total} shown
+          </p>
+          <Button onClick={() => void showMore(next)} busy={loadingMore}>
+            Show more {label.toLowerCase()}
+          </Button>
+        </div>
+      )}
+      <ErrorBanner problem={moreProblem} />
       {editing !== null && (
         <Editor
           kind={kind}
@@ -177,54 +204,83 @@ function singular(kind: Kind): string {
   return { characters: 'character', products: 'product', scenes: 'scene', 'style-presets': 'style preset' }[kind];
 }
 
-async function loadRows(kind: Kind, search: string): Promise<{ value?: Row[]; problem?: Problem }> {
+/** One page of a kind's list: its rows, the cursor of the next page (none on the last) and the list's total. */
+interface RowPage {
+  rows: Row[];
+  next?: string;
+  total: number;
+}
+
+const ASSET_PAGE = 100;
+
+/** A page of `kind` matching `search` (the API's search), the first or the one after `cursor`. */
+async function loadRows(kind: Kind, search: string, cursor?: string): Promise<{ value?: RowPage; problem?: Problem }> {
   const q = search || undefined;
   if (kind === 'characters') {
-    const r = await api.GET('/api/characters', { params: { query: { limit: 100, search: q, sort_by: 'recent' } } });
+    const r = await api.GET('/api/characters', { params: { query: { limit: ASSET_PAGE, search: q, sort_by: 'recent', cursor } } });
     return {
       problem: problem(r),
-      value: r.data?.data.map((c: CharacterItem) => ({
-        id: c.id,
-        name: c.character_name,
-        summary: c.description ?? c.base_prompt,
-        thumbnail: c.thumbnail_url,
-        used: c.times_used,
-      })),
+      value: r.data && {
+        rows: r.data.data.map((c: CharacterItem) => ({
+          id: c.id,
+          name: c.character_name,
+          summary: c.description ?? c.base_prompt,
+          thumbnail: c.thumbnail_url,
+          used: c.times_used,
+        })),
+        next: r.data.pagination.nextCursor ?? undefined,
+        total: r.data.pagination.total,
+      },
     };
   }
   if (kind === 'products') {
-    const r = await api.GET('/api/products', { params: { query: { page_size: 100, search: q } } });
+    const r = await api.GET('/api/products', { params: { query: { page_size: ASSET_PAGE, search: q, cursor } } });
     return {
       problem: problem(r),
-      value: r.data?.data.map((p: ProductItem) => ({
-        id: p.id,
-        name: p.productName,
-        summary: p.productDescription ?? p.productUrl,
-        thumbnail: p.thumbnailUrl,
-        used: p.timesUsed,
-      })),
+      value: r.data && {
+        rows: r.data.data.map((p: ProductItem) => ({
+          id: p.id,
+          name: p.productName,
+          summary: p.productDescription ?? p.productUrl,
+          thumbnail: p.thumbnailUrl,
+          used: p.timesUsed,
+        })),
+        next: r.data.pagination.nextCursor ?? undefined,
+        total: r.data.pagination.total,
+      },
     };
   }
   if (kind === 'scenes') {
-    const r = await api.GET('/api/scenes', { params: { query: { limit: 100, search: q, sort_by: 'recent' } } });
+    const r = await api.GET('/api/scenes', { params: { query: { limit: ASSET_PAGE, search: q, sort_by: 'recent', cursor } } });
     return {
       problem: problem(r),
-      value: r.data?.data.map((s: SceneItem) => ({
-        id: s.id,
-        name: s.sceneName,
-        summary: s.description ?? s.scenePrompt ?? `${s.imageCount} reference image(s)`,
-        thumbnail: s.thumbnailUrl,
-        used: s.timesUsed,
-      })),
+      value: r.data && {
+        rows: r.data.data.map((s: SceneItem) => ({
+          id: s.id,
+          name: s.sceneName,
+          summary: s.description ?? s.scenePrompt ?? `${s.imageCount} reference image(s)`,
+          thumbnail: s.thumbnailUrl,
+          used: s.timesUsed,
+        })),
+        next: r.data.pagination.nextCursor ?? undefined,
+        total: r.data.pagination.total,
+      },
     };
   }
-  const r = await api.GET('/api/style-presets', { params: { query: { limit: 100 } } });
-  const needle = search.toLowerCase();
+  const r = await api.GET('/api/style-presets', { params: { query: { limit: ASSET_PAGE, search: q, cursor } } });
   return {
     problem: problem(r),
-    value: r.data?.data
-      .filter((s: StylePreset) => !needle || s.name.toLowerCase().includes(needle))
-      .map((s: StylePreset) => ({ id: s.id, name: s.name, summary: s.prompt ?? s.system_instruction ?? '', thumbnail: null, used: null })),
+    value: r.data && {
+      rows: r.data.data.map((s: StylePreset) => ({
+        id: s.id,
+        name: s.name,
+        summary: s.prompt ?? s.system_instruction ?? '',
+        thumbnail: null,
+        used: null,
+      })),
+      next: r.data.pagination.nextCursor ?? undefined,
+      total: r.data.pagination.total,
+    },
   };
 }
 
