@@ -213,75 +213,59 @@ interface RowPage {
 
 const ASSET_PAGE = 100;
 
+/** An asset list's answer as a page of rows (each item made a row by `row`), or the problem. */
+function pageOf<T>(
+  r: { data?: { data: T[]; pagination: { nextCursor?: string | null; total: number } }; error?: unknown; response: Response },
+  row: (item: T) => Row,
+): { value?: RowPage; problem?: Problem } {
+  const d = r.data;
+  return {
+    problem: problem(r),
+    value: d && { rows: d.data.map(row), next: d.pagination.nextCursor ?? undefined, total: d.pagination.total },
+  };
+}
+
 /** A page of `kind` matching `search` (the API's search), the first or the one after `cursor`. */
 async function loadRows(kind: Kind, search: string, cursor?: string): Promise<{ value?: RowPage; problem?: Problem }> {
   const q = search || undefined;
   if (kind === 'characters') {
     const r = await api.GET('/api/characters', { params: { query: { limit: ASSET_PAGE, search: q, sort_by: 'recent', cursor } } });
-    return {
-      problem: problem(r),
-      value: r.data && {
-        rows: r.data.data.map((c: CharacterItem) => ({
-          id: c.id,
-          name: c.character_name,
-          summary: c.description ?? c.base_prompt,
-          thumbnail: c.thumbnail_url,
-          used: c.times_used,
-        })),
-        next: r.data.pagination.nextCursor ?? undefined,
-        total: r.data.pagination.total,
-      },
-    };
+    return pageOf(r, (c: CharacterItem) => ({
+      id: c.id,
+      name: c.character_name,
+      summary: c.description ?? c.base_prompt,
+      thumbnail: c.thumbnail_url,
+      used: c.times_used,
+    }));
   }
   if (kind === 'products') {
     const r = await api.GET('/api/products', { params: { query: { page_size: ASSET_PAGE, search: q, cursor } } });
-    return {
-      problem: problem(r),
-      value: r.data && {
-        rows: r.data.data.map((p: ProductItem) => ({
-          id: p.id,
-          name: p.productName,
-          summary: p.productDescription ?? p.productUrl,
-          thumbnail: p.thumbnailUrl,
-          used: p.timesUsed,
-        })),
-        next: r.data.pagination.nextCursor ?? undefined,
-        total: r.data.pagination.total,
-      },
-    };
+    return pageOf(r, (p: ProductItem) => ({
+      id: p.id,
+      name: p.productName,
+      summary: p.productDescription ?? p.productUrl,
+      thumbnail: p.thumbnailUrl,
+      used: p.timesUsed,
+    }));
   }
   if (kind === 'scenes') {
     const r = await api.GET('/api/scenes', { params: { query: { limit: ASSET_PAGE, search: q, sort_by: 'recent', cursor } } });
-    return {
-      problem: problem(r),
-      value: r.data && {
-        rows: r.data.data.map((s: SceneItem) => ({
-          id: s.id,
-          name: s.sceneName,
-          summary: s.description ?? s.scenePrompt ?? `${s.imageCount} reference image(s)`,
-          thumbnail: s.thumbnailUrl,
-          used: s.timesUsed,
-        })),
-        next: r.data.pagination.nextCursor ?? undefined,
-        total: r.data.pagination.total,
-      },
-    };
+    return pageOf(r, (s: SceneItem) => ({
+      id: s.id,
+      name: s.sceneName,
+      summary: s.description ?? s.scenePrompt ?? `${s.imageCount} reference image(s)`,
+      thumbnail: s.thumbnailUrl,
+      used: s.timesUsed,
+    }));
   }
   const r = await api.GET('/api/style-presets', { params: { query: { limit: ASSET_PAGE, search: q, cursor } } });
-  return {
-    problem: problem(r),
-    value: r.data && {
-      rows: r.data.data.map((s: StylePreset) => ({
-        id: s.id,
-        name: s.name,
-        summary: s.prompt ?? s.system_instruction ?? '',
-        thumbnail: null,
-        used: null,
-      })),
-      next: r.data.pagination.nextCursor ?? undefined,
-      total: r.data.pagination.total,
-    },
-  };
+  return pageOf(r, (s: StylePreset) => ({
+    id: s.id,
+    name: s.name,
+    summary: s.prompt ?? s.system_instruction ?? '',
+    thumbnail: null,
+    used: null,
+  }));
 }
 
 function deleteAsset(kind: Kind, id: number) {
