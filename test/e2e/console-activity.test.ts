@@ -49,7 +49,7 @@ describe('console activity pages', { timeout: 150_000 }, () => {
     const { context, page, errors } = await ui.newPage();
     await signInAt(page, '/usage');
     await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
-    expect(await page.title()).toBe('Usage · imagegen console');
+    await expect.poll(() => page.title()).toBe('Usage · imagegen console');
     await expect.poll(() => page.getByTestId('recent-images').textContent()).toBe('0');
     await page.getByRole('img', { name: /MB used this month \(0%\)/ }).waitFor();
 

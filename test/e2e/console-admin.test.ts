@@ -97,7 +97,7 @@ describe('admin console', () => {
     await page.getByRole('link', { name: 'Dashboard' }).click();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.getByRole('table', { name: 'Services' }).waitFor();
-    expect(await page.title()).toBe('Dashboard · imagegen console');
+    await expect.poll(() => page.title()).toBe('Dashboard · imagegen console');
     await expectAccessible(page, 'admin-stats');
     await screenshots(page, 'admin-stats');
 
@@ -128,7 +128,7 @@ describe('admin console', () => {
     await screenshots(page, 'admin-tenants');
     await page.getByRole('link', { name: tenantId }).click();
     await page.getByRole('heading', { name: `Tenant ${tenantId}` }).waitFor();
-    expect(await page.title()).toBe(`Tenant ${tenantId} · imagegen console`);
+    await expect.poll(() => page.title()).toBe(`Tenant ${tenantId} · imagegen console`);
     const keysTable = page.getByRole('table', { name: `Keys of ${tenantId}` });
     const shown = (await keysTable.locator('code').first().textContent()) ?? '';
     expect(shown.length).toBeGreaterThan(4);
@@ -215,7 +215,7 @@ describe('admin console', () => {
     await page.getByRole('heading', { name: 'Accept an invitation' }).waitFor();
     await page.getByLabel('Your name').waitFor();
     expect(page.url()).not.toContain('inv_'); // the token left the address bar at once
-    expect(await page.title()).toBe('Accept an invitation · imagegen console');
+    await expect.poll(() => page.title()).toBe('Accept an invitation · imagegen console');
     // Too short a password is said next to the field, before any request.
     await page.getByLabel('Your name').fill('New Admin');
     await page.getByLabel('New password').fill('short');

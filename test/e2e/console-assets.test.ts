@@ -61,7 +61,7 @@ describe('console saved assets', () => {
     const { context, page, errors } = await ui.newPage();
     await signInAt(page, '/assets');
     await page.getByRole('heading', { name: 'Saved assets' }).waitFor();
-    expect(await page.title()).toBe('Characters · Saved assets · imagegen console');
+    await expect.poll(() => page.title()).toBe('Characters · Saved assets · imagegen console');
     await page.getByText('No characters yet.').waitFor();
 
     await page.getByRole('button', { name: 'New character' }).click();

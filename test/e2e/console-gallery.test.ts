@@ -53,7 +53,7 @@ describe('console gallery', () => {
     await signInTenant(page, stack, tenant.liveKey);
     await openConsole(page, stack, '/gallery');
     await page.getByRole('heading', { name: 'Gallery' }).waitFor();
-    expect(await page.title()).toBe('Gallery · imagegen console');
+    await expect.poll(() => page.title()).toBe('Gallery · imagegen console');
     const grid = page.getByRole('list', { name: 'Images, newest first' });
     await grid.getByRole('link').first().waitFor();
     expect(await grid.getByRole('listitem').count()).toBe(12);
@@ -189,7 +189,7 @@ describe('console gallery', () => {
     const id = seeded[0];
     await openConsole(page, stack, `/images/${id}`);
     await page.getByRole('heading', { name: `Image ${id}` }).waitFor();
-    expect(await page.title()).toBe(`Image ${id} · imagegen console`);
+    await expect.poll(() => page.title()).toBe(`Image ${id} · imagegen console`);
     for (const label of [
       'Prompt',
       'Negative prompt',

@@ -56,7 +56,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     const { context, page, errors } = await ui.newPage();
     await openConsole(page, stack);
     await page.getByRole('heading', { name: 'Sign in to imagegen' }).waitFor();
-    expect(await page.title()).toBe('Sign in · imagegen console');
+    await expect.poll(() => page.title()).toBe('Sign in · imagegen console');
     await expectAccessible(page, 'sign-in');
     await screenshots(page, 'sign-in');
 
@@ -68,7 +68,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     await signInTenant(page, stack, tenant.testKey);
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.getByText(`Tenant ${tenant.tenantId}`, { exact: false }).first().waitFor();
-    expect(await page.title()).toBe('Overview · imagegen console');
+    await expect.poll(() => page.title()).toBe('Overview · imagegen console');
     const [cookie] = await context.cookies();
     expect(cookie).toMatchObject({ name: 'imagegen_console', httpOnly: true, sameSite: 'Strict', path: '/' });
     expect(cookie.value).toMatch(/^cons_/);
@@ -91,7 +91,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     await signInAdmin(page, stack);
     await page.getByRole('heading', { name: 'Administration' }).waitFor();
     await page.getByText(stack.adminEmail).first().waitFor();
-    expect(await page.title()).toBe('Admin · imagegen console');
+    await expect.poll(() => page.title()).toBe('Admin · imagegen console');
     await expectNoCredentialInPage(page, [stack.adminPassword, stack.adminToken, (await context.cookies())[0].value]);
     await expectAccessible(page, 'admin home');
     await screenshots(page, 'admin-home');
@@ -136,7 +136,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     await signInWithKey();
     await page.getByRole('heading', { name: 'Usage', exact: true }).waitFor();
     expect(here()).toBe('/console/usage?limit=3');
-    expect(await page.title()).toBe('Usage · imagegen console');
+    await expect.poll(() => page.title()).toBe('Usage · imagegen console');
 
     // The session expires (server-side) while the page is open: the next request of the page (here, the
     // navigation to Webhooks) is refused, the sign-in comes back remembering that page, and signing in returns to it.
@@ -200,7 +200,7 @@ describe('console shell', { timeout: 240_000 }, () => {
     await signInTenant(page, stack, tenant.testKey);
     await openConsole(page, stack, '/no/such/page');
     await page.getByRole('heading', { name: 'Page not found' }).waitFor();
-    expect(await page.title()).toBe('Not found · imagegen console');
+    await expect.poll(() => page.title()).toBe('Not found · imagegen console');
     await context.close();
   });
 });

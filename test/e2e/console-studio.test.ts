@@ -45,7 +45,7 @@ describe('console studio', { timeout: 150_000 }, () => {
     const { context, page, errors } = await ui.newPage();
     await signInTenant(page, stack, tenant.liveKey, '/studio');
     await page.getByRole('heading', { name: 'Studio', exact: true }).waitFor();
-    expect(await page.title()).toBe('Studio · imagegen console');
+    await expect.poll(() => page.title()).toBe('Studio · imagegen console');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Studio' }).waitFor();
 
     // The live length limit follows the model (provA 16,384; provB 32,000).

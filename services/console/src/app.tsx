@@ -1,6 +1,6 @@
 /** The app shell: resolves the page of the URL, asks for sign-in where needed, lays out the navigation. */
 import type { ComponentType } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { Toasts } from './components/ui';
 import { HOME, PAGES, type PageDef, type PageProps } from './pages';
 import { Link, matchPath, navigate, useLocation } from './router';
@@ -19,8 +19,12 @@ const loaded = new Map<PageDef, ComponentType<PageProps>>();
 function PageView({ page, params, query }: { page: PageDef } & PageProps) {
   const [Comp, setComp] = useState<ComponentType<PageProps> | undefined>(() => loaded.get(page));
   const [failed, setFailed] = useState<string>();
-  useEffect(() => {
+  // The route's title, until the page sets its own (usePageTitle, a passive effect): a layout effect runs before
+  // any passive effect of the same render, so a page already loaded keeps its own title ("Tenant acme", not "Tenant").
+  useLayoutEffect(() => {
     document.title = `${page.title} · imagegen console`;
+  }, [page]);
+  useEffect(() => {
     const have = loaded.get(page);
     if (have) return setComp(() => have);
     setComp(undefined);

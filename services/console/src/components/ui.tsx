@@ -3,7 +3,10 @@ import type { ButtonHTMLAttributes, ComponentChildren, TargetedEvent } from 'pre
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { Problem } from '../api';
 
-/** Sets document.title to "<title> · imagegen console". */
+/**
+ * Sets document.title to "<title> · imagegen console". A passive effect on purpose: it comes after the shell's
+ * route title (a layout effect, app.tsx), which it refines.
+ */
 export function usePageTitle(title: string): void {
   useEffect(() => {
     document.title = `${title} · imagegen console`;
