@@ -1,4 +1,4 @@
-/** The shared components of every page: fields, error banner, buttons, dialog, table, toasts, page title. */
+/** The shared components of every page: fields, checkboxes, error banner, buttons, dialog, table, toasts, page title. */
 import type { ButtonHTMLAttributes, ComponentChildren, TargetedEvent } from 'preact';
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { Problem } from '../api';
@@ -97,6 +97,16 @@ export function ErrorBanner({ problem, onDismiss }: { problem?: Problem; onDismi
 }
 
 type ButtonProps = ButtonHTMLAttributes<HTMLButtonElement> & { variant?: 'primary' | 'danger' | 'quiet'; busy?: boolean };
+
+/** A labelled checkbox. */
+export function Check(props: { label: string; checked: boolean; onChange: (v: boolean) => void; disabled?: boolean }) {
+  return (
+    <label class="check">
+      <input type="checkbox" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange(e.currentTarget.checked)} />{' '}
+      {props.label}
+    </label>
+  );
+}
 
 /** A button; busy disables it and says so to screen readers. */
 export function Button({ variant, busy, children, class: cls, type, disabled, ...rest }: ButtonProps) {

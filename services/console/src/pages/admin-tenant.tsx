@@ -5,13 +5,12 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, problem } from '../api';
-import { Button, ErrorBanner, Field, Table, toast, useConfirm, useLoad, usePageTitle } from '../components/ui';
+import { Button, Check, ErrorBanner, Field, Table, toast, useConfirm, useLoad, usePageTitle } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link } from '../router';
 import { isSuperAdmin, useSession } from '../session';
 import {
   type ApiKeyRecord,
-  Check,
   fmtDate,
   fmtMb,
   intOf,

@@ -135,15 +135,6 @@ export function Select<T extends string>(props: {
   );
 }
 
-export function Check(props: { label: string; checked: boolean; onChange: (v: boolean) => void; disabled?: boolean }) {
-  return (
-    <label class="check">
-      <input type="checkbox" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange(e.currentTarget.checked)} />{' '}
-      {props.label}
-    </label>
-  );
-}
-
 /** The note a plain admin sees where super_admin controls are hidden. */
 export function SuperAdminNote({ what }: { what: string }) {
   return <p class="muted role-note">Only a super_admin can {what}; the controls are hidden for your role.</p>;

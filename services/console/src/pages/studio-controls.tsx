@@ -3,17 +3,18 @@
  * saved assets, which list the first page and reach the rest through the API (its search, or the next page).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, networkProblem, type Problem, problem } from '../api';
 import type { CharacterItem, ProductItem, SceneItem, StylePreset } from '../components/api-types';
-import { Button } from '../components/ui';
+import { Button, Check } from '../components/ui';
 
-/** One page of a picker: what the API listed from `offset`, and whether it has more. */
+/** One page of a picker: what the API listed, and whether the tenant has more. */
 export interface AssetPage {
   items: Named[];
   more: boolean;
-  /** Said next to the picker when the page could not be read. */
-  error?: string;
 }
+
+/** A picker's page as the API answered it, or the problem. */
+export type Listed = { value?: AssetPage; problem?: Problem };
 
 export function Select(props: {
   label: string;
@@ -54,15 +55,6 @@ export function Select(props: {
         </p>
       )}
     </div>
-  );
-}
-
-export function Check(props: { label: string; checked: boolean; onChange: (on: boolean) => void; disabled?: boolean }) {
-  return (
-    <label class="check">
-      <input type="checkbox" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange(e.currentTarget.checked)} />{' '}
-      {props.label}
-    </label>
   );
 }
 
@@ -153,15 +145,6 @@ export function AssetChecks(props: {
   );
 }
 
-export const findCharacters = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/characters', { params: { query: { limit: 100, search, sort_by: 'recent' } } });
-  return (r.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name }));
-};
-export const findProducts = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/products', { params: { query: { page_size: 100, search } } });
-  return (r.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName }));
-};
-
 /**
  * A select of the tenant's style presets or scenes (`plural` names them). The first page is listed; when the
  * tenant has more, "Show more" reads the next page into it (offset paging), and a Find box (above FIND_ABOVE, or
@@ -174,7 +157,7 @@ export function AssetSelect(props: {
   value: string;
   onInput: (v: string) => void;
   first: AssetPage;
-  page: (offset: number) => Promise<AssetPage>;
+  page: (offset: number) => Promise<Listed>;
   find?: (term: string) => Promise<Named[]>;
   error?: string;
 }) {
@@ -187,12 +170,11 @@ export function AssetSelect(props: {
   const [known, setKnown] = useState<Map<number, Named>>(new Map());
   const showMore = async () => {
     setBusy(true);
-    const next = await props
-      .page(loaded.length)
-      .catch((err): AssetPage => ({ items: [], more: true, error: `No answer from the server: ${(err as Error).message}` }));
+    const r = await props.page(loaded.length).catch((err): Listed => ({ problem: networkProblem(err) }));
     setBusy(false);
-    setFailed(next.error);
-    if (next.error) return;
+    setFailed(r.problem?.title);
+    const next = r.value;
+    if (!next) return;
     setLoaded((l) => [...l, ...next.items.filter((x) => !l.some((y) => y.id === x.id))]);
     setMore(next.more && next.items.length > 0);
   };
@@ -245,24 +227,62 @@ export function AssetSelect(props: {
   );
 }
 
-/** A page of the tenant's style presets (by name) or scenes (most recently used first), as the studio lists them. */
-export const PICKER_PAGE = 100;
-export async function stylePresetPage(offset: number): Promise<AssetPage> {
-  const r = await api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE, offset } } });
-  if (!r.data) return { items: [], more: false, error: `Style presets could not be listed (${r.response.status})` };
-  const items = r.data.data.map((x: StylePreset) => ({ id: x.id, name: x.name }));
-  return { items, more: offset + items.length < r.data.pagination.total };
+/** How many a picker lists at a time. */
+const PICKER_PAGE = 100;
+
+/** A picker's page from an asset list's answer: its items named by `name`, `more` as the list says. */
+function listed<T extends { id: number }>(
+  r: { data?: { data: T[] }; error?: unknown; response: Response },
+  name: (item: T) => string,
+  more: (items: number) => boolean,
+): Listed {
+  const items = r.data?.data.map((x) => ({ id: x.id, name: name(x) }));
+  return { problem: problem(r), value: items && { items, more: more(items.length) } };
 }
-export async function scenePage(offset: number): Promise<AssetPage> {
-  const r = await api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, offset, sort_by: 'recent' } } });
-  if (!r.data) return { items: [], more: false, error: `Scenes could not be listed (${r.response.status})` };
-  return { items: r.data.data.map((x: SceneItem) => ({ id: x.id, name: x.sceneName })), more: Boolean(r.data.pagination.hasMore) };
+
+/** The tenant's style presets by name: a page from `offset`, or the matches of `search`. */
+export async function listStylePresets(query: { offset?: number; search?: string } = {}): Promise<Listed> {
+  const r = await api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE, ...query } } });
+  return listed(
+    r,
+    (x: StylePreset) => x.name,
+    (n) => (query.offset ?? 0) + n < (r.data?.pagination.total ?? 0),
+  );
 }
-export const findStylePresets = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE, search } } });
-  return (r.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name }));
-};
-export const findScenes = async (search: string): Promise<Named[]> => {
-  const r = await api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, search, sort_by: 'recent' } } });
-  return (r.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName }));
-};
+/** The tenant's scenes, most recently used first. */
+export async function listScenes(query: { offset?: number; search?: string } = {}): Promise<Listed> {
+  const r = await api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent', ...query } } });
+  return listed(
+    r,
+    (x: SceneItem) => x.sceneName,
+    () => Boolean(r.data?.pagination.hasMore),
+  );
+}
+/** The tenant's characters, most recently used first. */
+export async function listCharacters(query: { search?: string } = {}): Promise<Listed> {
+  const r = await api.GET('/api/characters', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent', ...query } } });
+  return listed(
+    r,
+    (x: CharacterItem) => x.character_name,
+    () => Boolean(r.data?.pagination.hasMore),
+  );
+}
+/** The tenant's products, newest first. */
+export async function listProducts(query: { search?: string } = {}): Promise<Listed> {
+  const r = await api.GET('/api/products', { params: { query: { page_size: PICKER_PAGE, ...query } } });
+  return listed(
+    r,
+    (x: ProductItem) => x.productName,
+    () => Boolean(r.data?.pagination.hasMore),
+  );
+}
+
+/** The next page of a select, and the matches of a Find box, through the same lists. */
+export const stylePresetPage = (offset: number) => listStylePresets({ offset });
+export const scenePage = (offset: number) => listScenes({ offset });
+const matches = (list: (query: { search: string }) => Promise<Listed>) => async (search: string) =>
+  (await list({ search })).value?.items ?? [];
+export const findStylePresets = matches(listStylePresets);
+export const findScenes = matches(listScenes);
+export const findCharacters = matches(listCharacters);
+export const findProducts = matches(listProducts);

@@ -22,21 +22,22 @@ import {
   STANDARD_QUALITIES,
 } from '../../../../libs/api-schemas/src/vocab';
 import { api, type Problem, type paths, problem, problemOf } from '../api';
-import type { CharacterItem, ProductItem, SceneItem, StylePreset } from '../components/api-types';
 import { useLiveStream } from '../components/live-stream';
-import { Button, ErrorBanner, Field, useLoad, usePageTitle } from '../components/ui';
+import { Button, Check, ErrorBanner, Field, useLoad, usePageTitle } from '../components/ui';
 import type { PageProps } from '../pages';
 import { Link } from '../router';
 import {
   AssetChecks,
   type AssetPage,
   AssetSelect,
-  Check,
   findCharacters,
   findProducts,
   findScenes,
   findStylePresets,
-  PICKER_PAGE,
+  listCharacters,
+  listProducts,
+  listScenes,
+  listStylePresets,
   Select,
   scenePage,
   stylePresetPage,
@@ -78,39 +79,32 @@ async function loadChoices(): Promise<{
     models: string[];
     defaultModel: string;
     presets: AssetPage;
-    characters: { id: number; name: string }[];
-    moreCharacters: boolean;
-    products: { id: number; name: string }[];
-    moreProducts: boolean;
+    characters: AssetPage;
+    products: AssetPage;
     scenes: AssetPage;
   };
   problem?: Problem;
 }> {
-  const [t, p, c, pr, s] = await Promise.all([
+  const [t, presets, characters, products, scenes] = await Promise.all([
     api.GET('/api/profile'),
-    api.GET('/api/style-presets', { params: { query: { limit: PICKER_PAGE } } }),
-    api.GET('/api/characters', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent' } } }),
-    api.GET('/api/products', { params: { query: { page_size: PICKER_PAGE } } }),
-    api.GET('/api/scenes', { params: { query: { limit: PICKER_PAGE, sort_by: 'recent' } } }),
+    listStylePresets(),
+    listCharacters(),
+    listProducts(),
+    listScenes(),
   ]);
-  const failed = problem(t) ?? problem(p) ?? problem(c) ?? problem(pr) ?? problem(s);
+  const failed = problem(t) ?? presets.problem ?? characters.problem ?? products.problem ?? scenes.problem;
   if (failed) return { problem: failed };
   const tenant = t.data?.tenant;
-  const presets = (p.data?.data ?? []).map((x: StylePreset) => ({ id: x.id, name: x.name }));
+  const none: AssetPage = { items: [], more: false };
   return {
     value: {
       // In the catalogue's order (the profile answers the allowlist as the administrator wrote it).
       models: MODEL_IDS.filter((m) => tenant?.allowedModels.includes(m)),
       defaultModel: tenant?.modelId ?? '',
-      presets: { items: presets, more: presets.length < (p.data?.pagination.total ?? 0) },
-      characters: (c.data?.data ?? []).map((x: CharacterItem) => ({ id: x.id, name: x.character_name })),
-      moreCharacters: Boolean(c.data?.pagination.hasMore),
-      products: (pr.data?.data ?? []).map((x: ProductItem) => ({ id: x.id, name: x.productName })),
-      moreProducts: Boolean(pr.data?.pagination.hasMore),
-      scenes: {
-        items: (s.data?.data ?? []).map((x: SceneItem) => ({ id: x.id, name: x.sceneName })),
-        more: Boolean(s.data?.pagination.hasMore),
-      },
+      presets: presets.value ?? none,
+      characters: characters.value ?? none,
+      products: products.value ?? none,
+      scenes: scenes.value ?? none,
     },
   };
 }
@@ -383,8 +377,8 @@ export default function Studio(_props: PageProps) {
               </div>
               <AssetChecks
                 legend="Characters"
-                items={a.characters}
-                more={a.moreCharacters}
+                items={a.characters.items}
+                more={a.characters.more}
                 find={findCharacters}
                 chosen={characterIds}
                 max={CHARACTERS_PER_REQUEST_MAX}
@@ -393,15 +387,15 @@ export default function Studio(_props: PageProps) {
               />
               <AssetChecks
                 legend="Products"
-                items={a.products}
-                more={a.moreProducts}
+                items={a.products.items}
+                more={a.products.more}
                 find={findProducts}
                 chosen={productIds}
                 max={PRODUCTS_PER_REQUEST_MAX}
                 onChange={setProductIds}
                 error={fields.product_id ?? fields.product_ids}
               />
-              {a.presets.items.length + a.scenes.items.length + a.characters.length + a.products.length === 0 && (
+              {[a.presets, a.scenes, a.characters, a.products].every((x) => x.items.length === 0) && (
                 <p class="muted">
                   No saved assets yet: <Link href="/assets">create style presets, characters, products or scenes</Link>.
                 </p>
