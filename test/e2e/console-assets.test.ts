@@ -123,7 +123,9 @@ describe('console saved assets', () => {
     const imageId = Number((await result.getAttribute('aria-label'))?.match(/Image (\d+)/)?.[1]);
     // The result is shown in place (its picture loaded), and it is the character's: its prompt, and the two gallery
     // images picked above sent to the provider as its references.
-    await expect.poll(() => result.locator('img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+    await expect
+      .poll(() => result.locator('img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0), { timeout: 30_000 })
+      .toBe(true);
     const made = await stack.api(`/api/images/${imageId}`, { key: tenant.liveKey });
     expect(made.status).toBe(200);
     expect(made.body.data.prompt).toContain('standing at the helm in a storm');
@@ -166,7 +168,8 @@ describe('console saved assets', () => {
     await gen.getByLabel('Number of images').fill('2');
     await gen.getByRole('button', { name: 'Generate' }).click();
     // Both images of the request are shown, each the product's.
-    await expect.poll(() => gen.getByRole('link', { name: /in the gallery/ }).count()).toBe(2);
+    // A generation of two images: it may take longer than the poll's default second on a busy machine.
+    await expect.poll(() => gen.getByRole('link', { name: /in the gallery/ }).count(), { timeout: 60_000 }).toBe(2);
     const products = await stack.api('/api/products', { key: tenant.liveKey });
     const bottle = products.body.data.find((p: { productName: string }) => p.productName === 'Glass bottle');
     for (const link of await gen.getByRole('link', { name: /in the gallery/ }).all()) {
@@ -257,7 +260,9 @@ describe('console saved assets', () => {
     await page.getByLabel('Search style presets').fill('sumi');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByRole('table', { name: 'Style presets matching “sumi”' }).getByRole('cell', { name: 'Zebra', exact: true }).waitFor();
-    await expect.poll(() => page.getByRole('table', { name: 'Style presets matching “sumi”' }).locator('tbody tr').count()).toBe(1);
+    await expect
+      .poll(() => page.getByRole('table', { name: 'Style presets matching “sumi”' }).locator('tbody tr').count(), { timeout: 30_000 })
+      .toBe(1);
     await expectAccessible(page, 'assets style presets search');
     expect(errors).toEqual([]);
     await context.close();
